@@ -1,0 +1,118 @@
+/*
+ * framemem/base.h: what every framemem object shares.
+ *
+ * - Errors: every failing call returns its failure value (NULL, false, 0),
+ *   sets the calling thread's last error and passes a message naming the
+ *   object and the problem to the error handler. Successful calls leave the
+ *   last error alone. The handler is process-wide (the only global state
+ *   besides the per-thread last error); the default writes to stderr.
+ * - Backing allocator: every byte a framemem object takes from the system goes
+ *   through an fm_allocator; the zero value means the system allocator.
+ * - Policies shared by pools, arenas and closures: sync and growth.
+ *
+ * Thread safety: fm_last_error/fm_clear_error are per thread;
+ * fm_set_error_handler may be called from any thread (it swaps atomically).
+ */
+#ifndef FRAMEMEM_BASE_H
+#define FRAMEMEM_BASE_H
+
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+/* X(name, message): one list for the enum, fm_error_str and the tests. */
+#define FM_ERROR_LIST(X)                                                      \
+    X(FM_OK, "no error")                                                      \
+    X(FM_ERR_INVALID_ARG, "invalid argument")                                 \
+    X(FM_ERR_OUT_OF_MEMORY, "backing allocator out of memory")                \
+    X(FM_ERR_POOL_FULL, "pool is at its capacity limit")                      \
+    X(FM_ERR_DOUBLE_FREE, "item freed twice")                                 \
+    X(FM_ERR_FOREIGN_POINTER, "pointer not owned by this object")             \
+    X(FM_ERR_INTERIOR_POINTER, "pointer inside an item, not at its start")    \
+    X(FM_ERR_STALE_HANDLE, "handle refers to a freed or reused slot")         \
+    X(FM_ERR_ARENA_FULL, "arena reservation exhausted")                       \
+    X(FM_ERR_BAD_MARK, "mark does not belong to this arena's live range")     \
+    X(FM_ERR_REFCOUNT, "reference count used on a dead item")                 \
+    X(FM_ERR_UNSUPPORTED, "feature not supported by this build or platform")  \
+    X(FM_ERR_LEAK, "object destroyed with live items")                        \
+    X(FM_ERR_CORRUPT, "internal invariants violated (memory corruption?)")
+
+typedef enum fm_error {
+#define FM__ERROR_ENUM(name, msg) name,
+    FM_ERROR_LIST(FM__ERROR_ENUM)
+#undef FM__ERROR_ENUM
+    FM_ERROR_COUNT
+} fm_error;
+
+typedef void (*fm_error_fn)(fm_error err, const char *message, void *user);
+
+/// Name of the code ("FM_ERR_DOUBLE_FREE"); "FM_ERR_?" for values out of range.
+const char *fm_error_name(fm_error err);
+/// Short English description of the code; static storage, never NULL.
+const char *fm_error_str(fm_error err);
+/// The calling thread's last error: set by every failing call, left alone by successes.
+fm_error fm_last_error(void);
+/// Resets the calling thread's last error to FM_OK.
+void fm_clear_error(void);
+/// The message of the calling thread's last error ("" when none); valid until
+/// the thread's next failing call.
+const char *fm_last_error_message(void);
+/// Installs the process-wide error handler; NULL restores the default (stderr).
+/// The message passed to fn lives only for the duration of the call.
+void fm_set_error_handler(fm_error_fn fn, void *user);
+
+/* -------------------------------------------------------- backing allocator */
+
+/* alloc returns size bytes aligned to align (a power of two, possibly large:
+ * pools ask for chunks aligned to their own size) or NULL. free receives the
+ * size that was asked for. Zero-initialise to get the system allocator. */
+typedef struct fm_allocator {
+    void *(*alloc)(size_t size, size_t align, void *user);
+    void (*free)(void *ptr, size_t size, void *user);
+    void *user;
+} fm_allocator;
+
+/* --------------------------------------------------------------- policies */
+
+typedef enum fm_sync {
+    FM_SYNC_NONE = 0,      /* one thread at a time; nothing atomic on the fast path */
+    FM_SYNC_MUTEX,         /* one lock around the object */
+    FM_SYNC_THREAD_CACHE,  /* per-thread magazines with a shared depot */
+    FM_SYNC_LOCKFREE,      /* ABA-safe lock-free free list */
+    FM_SYNC_COUNT
+} fm_sync;
+
+typedef enum fm_growth {
+    FM_GROWTH_GEOMETRIC = 0, /* capacity *= grow_factor (default 2.0) */
+    FM_GROWTH_LINEAR,        /* capacity += grow_step (default: one chunk) */
+    FM_GROWTH_FIXED,         /* never grows after create */
+    FM_GROWTH_COUNT
+} fm_growth;
+
+const char *fm_sync_name(fm_sync sync);
+const char *fm_growth_name(fm_growth growth);
+
+/* -------------------------------------------------------- alignment helpers */
+
+#define FM_MAX_ALIGN 4096u
+#define FM_DEFAULT_ALIGN ((size_t)alignof(max_align_t))
+#define FM_IS_POW2(x) ((x) != 0 && (((x) & ((x)-1)) == 0))
+
+static inline size_t fm_align_up(size_t v, size_t align) {
+    return (v + (align - 1)) & ~(align - 1);
+}
+static inline bool fm_is_aligned(const void *p, size_t align) {
+    return ((uintptr_t)p & (align - 1)) == 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAMEMEM_BASE_H */

@@ -1,0 +1,265 @@
+/*
+ * framemem/pool.h: fixed-size object pools that grow without hitches.
+ *
+ * A pool hands out items of one size and alignment. It is a set of chunks of
+ * equal power-of-two size, each aligned to that size; a chunk keeps its own
+ * free list plus a bump index over never-used slots, so a new chunk is usable
+ * at once and growing never touches the new slots. alloc, free and owns are
+ * O(1) whatever the capacity; free recognises double frees, foreign and
+ * interior pointers without searching. Per-slot metadata (live bit,
+ * generation) lives beside the slots, never inside the user's item.
+ *
+ * Lifetime: fm_pool_create / fm_pool_destroy. Destroy runs the dtor on every
+ * live item and reports (FM_ERR_LEAK) how many there were unless the desc says
+ * silent_destroy; with FM_TRACK_SITES each leak is listed with its file:line.
+ *
+ * Threads: FM_SYNC_NONE pools belong to one thread at a time. Other sync
+ * policies are a later addition; create rejects them with FM_ERR_INVALID_ARG.
+ *
+ * Defaults (zero fields): name "pool", item_align alignof(max_align_t),
+ * initial_capacity one chunk, unbounded, geometric growth by 2.0.
+ */
+#ifndef FRAMEMEM_POOL_H
+#define FRAMEMEM_POOL_H
+
+#include "framemem/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fm_pool fm_pool;
+typedef void (*fm_item_fn)(void *item, void *user);
+
+typedef struct fm_pool_desc {
+    const char *name;          /* shown in errors, stats and the overlay; copied */
+    size_t item_size;          /* required, 1 .. FM_POOL_MAX_ITEM_SIZE */
+    size_t item_align;         /* 0 = alignof(max_align_t); power of two <= 4096 */
+    uint32_t initial_capacity; /* items usable after create; 0 = one chunk */
+    uint32_t max_capacity;     /* 0 = unbounded; live items never exceed it */
+    fm_growth growth;          /* GEOMETRIC (default), LINEAR or FIXED */
+    uint32_t grow_step;        /* LINEAR: items added per growth; 0 = one chunk */
+    float grow_factor;         /* GEOMETRIC: 0 = 2.0; must be > 1 */
+    bool prefault;             /* touch new pages at growth, not at first use */
+    bool silent_destroy;       /* destroy with live items is not reported */
+    fm_sync sync;              /* FM_SYNC_NONE only, for now */
+    fm_item_fn ctor;           /* run by fm_pool_new */
+    fm_item_fn dtor;           /* run by fm_pool_delete and on live items at destroy */
+    void *user;                /* passed to ctor and dtor */
+    fm_allocator allocator;    /* zero = system (mmap where available) */
+} fm_pool_desc;
+
+#define FM_POOL_MAX_ITEM_SIZE ((size_t)1 << 24)
+
+/* X(field, description): one list for the struct, CSV writers and tests. */
+#define FM_POOL_STATS_FIELDS(X)                                                  \
+    X(item_size, "bytes per item as asked")                                      \
+    X(item_align, "alignment of every item")                                     \
+    X(stride, "bytes between neighbouring items")                                \
+    X(chunk_bytes, "bytes per chunk (a power of two; chunks are aligned to it)") \
+    X(items_per_chunk, "slots per chunk")                                        \
+    X(chunk_count, "chunks held")                                                \
+    X(capacity, "items that can be live before the pool must grow")             \
+    X(live, "items allocated and not yet freed")                                 \
+    X(peak_live, "highest live count since create")                              \
+    X(total_allocs, "successful allocations since create")                       \
+    X(total_frees, "successful frees since create")                              \
+    X(failed_allocs, "allocations that returned NULL")                           \
+    X(misuse_count, "bad calls reported (double free, foreign pointer...)")      \
+    X(grow_events, "growths (create's initial chunks excluded)")                 \
+    X(grow_ns_total, "nanoseconds spent growing")                                \
+    X(grow_ns_max, "nanoseconds of the slowest growth")                          \
+    X(trim_events, "trim calls that released memory")                            \
+    X(bytes_trimmed, "bytes given back by trim since create")                    \
+    X(bytes_reserved, "bytes taken from the backing allocator, held now")        \
+    X(bytes_overhead, "bytes_reserved minus capacity * item_size")
+
+typedef struct fm_pool_stats {
+    const char *name;
+#define FM__POOL_STAT_FIELD(field, desc) uint64_t field;
+    FM_POOL_STATS_FIELDS(FM__POOL_STAT_FIELD)
+#undef FM__POOL_STAT_FIELD
+} fm_pool_stats;
+
+/// Creates a pool. NULL on failure: FM_ERR_INVALID_ARG (bad desc) or
+/// FM_ERR_OUT_OF_MEMORY (backing allocator refused); nothing is leaked.
+fm_pool *fm_pool_create(const fm_pool_desc *desc);
+/// Runs the dtor on every live item, reports leaks (see above), returns every
+/// byte to the backing allocator. NULL is a no-op.
+void fm_pool_destroy(fm_pool *pool);
+
+/// An uninitialised item, or NULL with FM_ERR_POOL_FULL (FIXED and full, or at
+/// max_capacity) or FM_ERR_OUT_OF_MEMORY (growth refused). O(1). pool != NULL.
+void *fm_pool_alloc(fm_pool *pool);
+/// Returns item to the pool; NULL is a no-op. A double free, foreign or
+/// interior pointer is reported and changes nothing. O(1), no search.
+void fm_pool_free(fm_pool *pool, void *item);
+/// fm_pool_alloc, then the ctor (if any).
+void *fm_pool_new(fm_pool *pool);
+/// The dtor (if any), then fm_pool_free. A bad pointer is reported before the
+/// dtor runs, so the dtor never sees a foreign or dead item.
+void fm_pool_delete(fm_pool *pool, void *item);
+
+/// Same as fm_pool_alloc / fm_pool_new, recording file:line for leak reports
+/// when the library tracks sites (FM_TRACK_SITES); the macros below use them.
+void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line);
+void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
+
+/* ---------------------------------------------------- inline fast paths
+ *
+ * Private. Optimised builds (NDEBUG, no sanitizer, no FM_TRACK_SITES, no
+ * FM_NO_INLINE) inline the common case of fm_pool_alloc/fm_pool_free: a pop
+ * from or push onto the current chunk's free list, with the live bit,
+ * double-free and foreign-pointer checks and the counters, all exactly as the
+ * out-of-line functions do them. Everything else calls into the library.
+ * The functions themselves stay callable as (fm_pool_alloc)(pool). */
+typedef struct fm__pool_hot {
+    uintptr_t cur_base; /* current chunk, or 1 when there is none */
+    uint8_t *cur_slots; /* its first slot */
+    uint64_t cur_bump;  /* slots [0, cur_bump) have been handed out */
+    uint32_t cur_free;  /* head of its free list, UINT32_MAX when empty */
+    uint32_t cur_limit;
+    uint32_t stride;
+    uint32_t inv_shift; /* stride's trailing zero bits */
+    uint64_t inv;       /* inverse of stride's odd factor mod 2^64 */
+    int64_t headroom;   /* peak_live - live; never negative outside alloc */
+    uint64_t peak_live;
+    uint64_t total_allocs;
+} fm__pool_hot;
+
+/* The slot index of ptr in the current chunk, by exact division by stride
+ * with a multiply and a rotate (Granlund & Montgomery): a slot start at index
+ * j gives j; any other address, inside an item, before the slots or in
+ * another chunk, gives a value far above every slot index. */
+static inline uint64_t fm__pool_hot_index(const fm__pool_hot *h, const void *ptr) {
+    uint64_t x = ((uintptr_t)ptr - (uintptr_t)h->cur_slots) * h->inv;
+    return (x >> h->inv_shift) | (x << ((64u - h->inv_shift) & 63u));
+}
+
+#define FM__META_LIVE 0x80000000u /* meta word: live bit | 31-bit generation */
+
+void *fm__pool_alloc_slow(fm_pool *pool);
+void fm__pool_free_slow(fm_pool *pool, void *item);
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define FM__SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FM__SANITIZED 1
+#endif
+
+#if defined(FM_TRACK_SITES) && !defined(FM__BUILDING_POOL)
+#define fm_pool_alloc(pool) fm_pool_alloc_at((pool), __FILE__, __LINE__)
+#define fm_pool_new(pool) fm_pool_new_at((pool), __FILE__, __LINE__)
+#elif defined(NDEBUG) && !defined(FM__SANITIZED) && !defined(FM_NO_INLINE) &&     \
+    !defined(FM__BUILDING_POOL) && (defined(__GNUC__) || defined(__clang__))
+#define FM__INLINE_FAST_PATH 1
+
+static inline void *fm__pool_alloc_inline(fm_pool *pool) {
+    fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
+    uint32_t idx = h->cur_free;
+    if (__builtin_expect(idx != UINT32_MAX, 1)) {
+        uint8_t *slot = h->cur_slots + (size_t)idx * h->stride;
+        __builtin_memcpy(&h->cur_free, slot, sizeof(uint32_t));
+        ((uint32_t *)h->cur_base)[idx] |= FM__META_LIVE;
+        h->total_allocs++;
+        if (__builtin_expect(--h->headroom < 0, 0)) {
+            h->headroom = 0;
+            h->peak_live++;
+        }
+        return slot;
+    }
+    return fm__pool_alloc_slow(pool);
+}
+
+static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
+    fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
+    uint64_t idx = fm__pool_hot_index(h, item);
+    if (__builtin_expect(idx < h->cur_bump, 1)) {
+        int32_t *meta = (int32_t *)h->cur_base;
+        /* live (bit 31) with generation below the maximum: as a signed
+         * value, below -1; the free clears live and bumps the generation. */
+        if (__builtin_expect(meta[idx] < -1, 1)) {
+            meta[idx] += INT32_MIN + 1;
+            __builtin_memcpy(item, &h->cur_free, sizeof(uint32_t));
+            h->cur_free = (uint32_t)idx;
+            h->headroom++;
+            return;
+        }
+    }
+    fm__pool_free_slow(pool, item);
+}
+
+#define fm_pool_alloc(pool) fm__pool_alloc_inline(pool)
+#define fm_pool_free(pool, item) fm__pool_free_inline((pool), (item))
+#endif
+
+/// Grows now until capacity >= the argument (prefaulting if the desc says so).
+/// false with FM_ERR_POOL_FULL (FIXED, or above max_capacity) or
+/// FM_ERR_OUT_OF_MEMORY; the pool is unchanged on failure.
+bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
+/// Gives fully empty chunks back to the backing allocator, never going below
+/// initial_capacity; returns the bytes released.
+size_t fm_pool_trim(fm_pool *pool);
+/// true when item is a live item of this pool (no error is reported). O(1).
+bool fm_pool_owns(const fm_pool *pool, const void *item);
+/// Calls fn on every live item. fn may free the item it is given; items
+/// allocated during the walk may or may not be visited.
+void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user);
+
+/// Fills out with the pool's counters (see FM_POOL_STATS_FIELDS).
+void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
+/// The desc with every default resolved (name points into the pool).
+fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
+const char *fm_pool_name(const fm_pool *pool);
+/// Walks every chunk and checks the pool's invariants (counts, free lists,
+/// live bits); FM_OK or the first problem found, reported. O(capacity).
+fm_error fm_pool_check(const fm_pool *pool);
+
+/* ------------------------------------------------------------ typed sugar */
+
+/* FM_POOL_DESC(particle, .initial_capacity = 4096): a desc value whose name,
+ * size and align come from the type; later fields override earlier ones. */
+#if defined(__clang__)
+#define FM__PUSH_OVERRIDE_INIT                                                  \
+    _Pragma("clang diagnostic push")                                            \
+        _Pragma("clang diagnostic ignored \"-Winitializer-overrides\"")
+#define FM__POP_OVERRIDE_INIT _Pragma("clang diagnostic pop")
+#elif defined(__GNUC__)
+#define FM__PUSH_OVERRIDE_INIT                                                  \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Woverride-init\"")
+#define FM__POP_OVERRIDE_INIT _Pragma("GCC diagnostic pop")
+#else
+#define FM__PUSH_OVERRIDE_INIT
+#define FM__POP_OVERRIDE_INIT
+#endif
+
+#define FM_POOL_DESC(T, ...)                                                    \
+    FM__PUSH_OVERRIDE_INIT(fm_pool_desc){                                       \
+        .name = #T, .item_size = sizeof(T), .item_align = alignof(T), __VA_ARGS__} \
+    FM__POP_OVERRIDE_INIT
+
+/* FM_POOL_DECLARE_TYPED(particle, particle_pool) declares
+ * particle *particle_pool_alloc(fm_pool *), particle_pool_free,
+ * particle_pool_new and particle_pool_delete. */
+#define FM_POOL_DECLARE_TYPED(T, prefix)                                        \
+    static inline T *prefix##_alloc(fm_pool *pool) {                            \
+        return (T *)fm_pool_alloc(pool);                                        \
+    }                                                                           \
+    static inline void prefix##_free(fm_pool *pool, T *item) {                  \
+        fm_pool_free(pool, item);                                               \
+    }                                                                           \
+    static inline T *prefix##_new(fm_pool *pool) {                              \
+        return (T *)fm_pool_new(pool);                                          \
+    }                                                                           \
+    static inline void prefix##_delete(fm_pool *pool, T *item) {                \
+        fm_pool_delete(pool, item);                                             \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAMEMEM_POOL_H */

@@ -1,0 +1,103 @@
+/* base.c: errors, the error handler, names of policies, system allocator. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- errors */
+
+static const char *const fm__error_names[] = {
+#define FM__ERROR_NAME(name, msg) #name,
+    FM_ERROR_LIST(FM__ERROR_NAME)
+#undef FM__ERROR_NAME
+};
+static const char *const fm__error_msgs[] = {
+#define FM__ERROR_MSG(name, msg) msg,
+    FM_ERROR_LIST(FM__ERROR_MSG)
+#undef FM__ERROR_MSG
+};
+
+const char *fm_error_name(fm_error err) {
+    if ((unsigned)err >= FM_ERROR_COUNT) return "FM_ERR_?";
+    return fm__error_names[err];
+}
+
+const char *fm_error_str(fm_error err) {
+    if ((unsigned)err >= FM_ERROR_COUNT) return "unknown error";
+    return fm__error_msgs[err];
+}
+
+static _Thread_local fm_error fm__last_error;
+static _Thread_local char fm__last_message[512];
+
+fm_error fm_last_error(void) { return fm__last_error; }
+void fm_clear_error(void) {
+    fm__last_error = FM_OK;
+    fm__last_message[0] = '\0';
+}
+const char *fm_last_error_message(void) { return fm__last_message; }
+
+/* The handler and its user pointer change together, so a lock (not two
+ * atomics) guards them; it is taken only on error paths. */
+static pthread_mutex_t fm__handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static fm_error_fn fm__handler;
+static void *fm__handler_user;
+
+void fm_set_error_handler(fm_error_fn fn, void *user) {
+    pthread_mutex_lock(&fm__handler_lock);
+    fm__handler = fn;
+    fm__handler_user = fn ? user : NULL;
+    pthread_mutex_unlock(&fm__handler_lock);
+}
+
+void fm__report(fm_error err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(fm__last_message, sizeof fm__last_message, fmt, ap);
+    va_end(ap);
+    fm__last_error = err;
+
+    pthread_mutex_lock(&fm__handler_lock);
+    fm_error_fn fn = fm__handler;
+    void *user = fm__handler_user;
+    pthread_mutex_unlock(&fm__handler_lock);
+    /* Called outside the lock: a handler may install another handler. */
+    if (fn) {
+        fn(err, fm__last_message, user);
+    } else {
+        fprintf(stderr, "framemem: %s: %s\n", fm_error_name(err), fm__last_message);
+    }
+}
+
+/* ----------------------------------------------------------------- names */
+
+const char *fm_sync_name(fm_sync sync) {
+    static const char *const names[] = {"none", "mutex", "thread_cache", "lockfree"};
+    return (unsigned)sync < FM_SYNC_COUNT ? names[sync] : "?";
+}
+
+const char *fm_growth_name(fm_growth growth) {
+    static const char *const names[] = {"geometric", "linear", "fixed"};
+    return (unsigned)growth < FM_GROWTH_COUNT ? names[growth] : "?";
+}
+
+/* ------------------------------------------------------ backing memory */
+
+void *fm__mem_alloc(const fm_allocator *a, size_t size, size_t align) {
+    if (align < sizeof(void *)) align = sizeof(void *);
+    if (!fm__allocator_is_system(a)) return a->alloc(size, align, a->user);
+    void *p = NULL;
+    if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
+    return p;
+}
+
+void fm__mem_free(const fm_allocator *a, void *ptr, size_t size) {
+    if (!ptr) return;
+    if (!fm__allocator_is_system(a)) {
+        a->free(ptr, size, a->user);
+    } else {
+        free(ptr);
+    }
+}

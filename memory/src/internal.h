@@ -1,0 +1,95 @@
+/* Internals shared by framemem's modules; never installed. */
+#ifndef FRAMEMEM_INTERNAL_H
+#define FRAMEMEM_INTERNAL_H
+
+#include "framemem/base.h"
+
+#include <stdarg.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define FM__LIKELY(x) __builtin_expect(!!(x), 1)
+#define FM__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define FM__NOINLINE __attribute__((noinline))
+#define FM__COLD __attribute__((cold, noinline))
+#define FM__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define FM__LIKELY(x) (x)
+#define FM__UNLIKELY(x) (x)
+#define FM__NOINLINE
+#define FM__COLD
+#define FM__PRINTF(f, a)
+#endif
+
+/* Zero means "default" in every desc: resolve it in one place. */
+#define fm__def(v, def) ((v) ? (v) : (def))
+
+/* ------------------------------------------------------------- reporting */
+
+/* Sets the thread's last error, formats the message and calls the handler. */
+void fm__report(fm_error err, const char *fmt, ...) FM__PRINTF(2, 3);
+
+/* ------------------------------------------------------- backing memory */
+
+/* Bookkeeping memory (pool structs, tables) from the desc's allocator, or
+ * from the C heap when the allocator is zero. */
+void *fm__mem_alloc(const fm_allocator *a, size_t size, size_t align);
+void fm__mem_free(const fm_allocator *a, void *ptr, size_t size);
+static inline bool fm__allocator_is_system(const fm_allocator *a) {
+    return a->alloc == NULL;
+}
+
+/* Virtual memory from the OS: lazily committed, zero-filled pages. */
+size_t fm__os_page_size(void);
+/* count blocks of block_bytes each, contiguous, aligned to block_bytes (a
+ * power of two, multiple of the page size); one mapping for all of them so
+ * growing by many chunks costs a few system calls. Each block may later be
+ * released on its own with fm__os_unmap. NULL when the OS refuses. */
+void *fm__os_map_aligned(size_t count, size_t block_bytes);
+void fm__os_unmap(void *ptr, size_t size);
+/* Makes the pages of [ptr, ptr + size) resident now (writes them). */
+void fm__os_prefault(void *ptr, size_t size);
+
+/* -------------------------------------------------------- sanitizers */
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FM__ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define FM__ASAN 1
+#endif
+
+#ifdef FM__ASAN
+#include <sanitizer/asan_interface.h>
+#define FM__POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define FM__UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define FM__POISON(p, n) ((void)(p), (void)(n))
+#define FM__UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#ifdef FM_USE_VALGRIND
+#include <valgrind/memcheck.h>
+#include <valgrind/valgrind.h>
+#define FM__VG_CREATE_POOL(pool) VALGRIND_CREATE_MEMPOOL((pool), 0, 0)
+#define FM__VG_DESTROY_POOL(pool) VALGRIND_DESTROY_MEMPOOL(pool)
+#define FM__VG_ALLOC(pool, p, n) VALGRIND_MEMPOOL_ALLOC((pool), (p), (n))
+#define FM__VG_FREE(pool, p) VALGRIND_MEMPOOL_FREE((pool), (p))
+#define FM__VG_NOACCESS(p, n) VALGRIND_MAKE_MEM_NOACCESS((p), (n))
+#define FM__VG_DEFINED(p, n) VALGRIND_MAKE_MEM_DEFINED((p), (n))
+#define FM__VG_UNDEFINED(p, n) VALGRIND_MAKE_MEM_UNDEFINED((p), (n))
+#else
+#define FM__VG_CREATE_POOL(pool) ((void)(pool))
+#define FM__VG_DESTROY_POOL(pool) ((void)(pool))
+#define FM__VG_ALLOC(pool, p, n) ((void)(pool), (void)(p), (void)(n))
+#define FM__VG_FREE(pool, p) ((void)(pool), (void)(p))
+#define FM__VG_NOACCESS(p, n) ((void)(p), (void)(n))
+#define FM__VG_DEFINED(p, n) ((void)(p), (void)(n))
+#define FM__VG_UNDEFINED(p, n) ((void)(p), (void)(n))
+#endif
+
+/* Debug fill bytes (STYLE.md): freed pool slots. */
+#define FM__FILL_FREED 0xDF
+
+#endif /* FRAMEMEM_INTERNAL_H */

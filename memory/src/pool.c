@@ -1,0 +1,1117 @@
+/* pool.c: fixed-size object pools with O(1), hitch-free growth.
+ *
+ * Layout of a chunk (chunk_bytes, a power of two, aligned to itself):
+ *
+ *     [ meta: uint32 per slot | pad to item_align | slot 0 | slot 1 | ... ]
+ *
+ * meta bit 31 is the live bit, bits 0..30 the slot's generation; a free bumps
+ * the generation. A free slot holds the index of the next free slot of its
+ * chunk in its first four bytes. Chunk bookkeeping (free list head, bump
+ * index, live count) lives in a record array beside the pool, so growing
+ * writes nothing into the new chunks: their pages stay untouched until used.
+ *
+ * The current chunk's state is cached in the pool struct so that alloc and
+ * free of the common case read one cache line of the pool plus the slot and
+ * its meta word. A pointer's chunk is `ptr & base_mask`; whether that chunk is
+ * ours is answered by the current-chunk compare or by a hash table of chunk
+ * bases, so a foreign pointer is never dereferenced.
+ */
+#define FM__BUILDING_POOL 1
+#include "framemem/pool.h"
+
+#include "framemem/clock.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__unix__) || defined(__APPLE__)
+#define FM__HAVE_VM 1
+#endif
+
+#define FM__NONE UINT32_MAX
+#define FM__LIVE FM__META_LIVE
+#define FM__GEN_MAX 0x7FFFFFFFu
+/* Generation exhausted: the slot is retired for good, so no stale reference
+ * to any of its earlier items can ever match a later one. A free slot's
+ * generation is never 0 (freeing bumps it), so 0 marks retirement. */
+#define FM__RETIRED 0u
+
+enum {
+    FM__CHUNK_UNUSED = 0, /* record slot free for reuse */
+    FM__CHUNK_FRESH,      /* memory held, never handed out a slot */
+    FM__CHUNK_CURRENT,    /* the chunk allocations come from; state in the pool */
+    FM__CHUNK_PARTIAL,    /* in the partial list: has free or never-used slots */
+    FM__CHUNK_FULL,       /* every usable slot is live or retired */
+};
+
+typedef struct fm__site {
+    const char *file;
+    int line;
+} fm__site;
+
+typedef struct fm__chunk {
+    uint8_t *base;
+    uint32_t free_head; /* first free slot, FM__NONE when the list is empty */
+    uint32_t bump;      /* slots [0, bump) have been handed out at least once */
+    uint32_t limit;     /* usable slots: items_per_chunk, or fewer at max_capacity */
+    uint32_t live;      /* stale while the chunk is current (see fm__park) */
+    uint32_t retired;
+    uint32_t prev, next; /* links in the partial list, the fresh stack or the unused stack */
+    uint32_t state;
+    fm__site *sites; /* FM_TRACK_SITES builds: where each live slot came from */
+} fm__chunk;
+
+struct fm_pool {
+    fm__pool_hot hot; /* first: the inline fast paths in pool.h read it */
+    uint32_t slots_off;
+    uint32_t cur_idx;
+    uint64_t live_other; /* live items outside the current chunk */
+    uintptr_t base_mask;
+
+    /* ---- geometry and policy */
+    fm_pool_desc desc; /* resolved; desc.name points at name[] below */
+    uint32_t item_size;
+    uint32_t item_align;
+    uint32_t per_chunk;
+    uint32_t chunk_shift;
+    size_t chunk_bytes;
+    bool use_os; /* chunks come from fm__os_map_aligned */
+
+    /* ---- chunks */
+    fm__chunk *chunks;
+    uint32_t chunk_cap;    /* records allocated */
+    uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
+    uint32_t chunk_count;  /* records holding memory */
+    uint32_t unused_head;  /* stack of UNUSED records below chunk_top */
+    uint32_t fresh_head;   /* stack of FRESH chunks */
+    uint32_t partial_head; /* partially used chunks first, empty ones last */
+    uint32_t partial_tail;
+    uint32_t *table; /* open addressing: chunk base -> record index */
+    uint32_t table_cap;
+
+    /* ---- counters */
+    uint64_t capacity; /* sum of limits of held chunks, minus retired slots */
+    uint64_t retired;
+    uint64_t failed_allocs;
+    uint64_t misuse_count;
+    uint64_t grow_events;
+    uint64_t grow_ticks_total;
+    uint64_t grow_ticks_max;
+    uint64_t trim_events;
+    uint64_t bytes_trimmed;
+    size_t bytes_reserved;
+    size_t self_bytes;
+
+    char name[];
+};
+
+/* ======================================================== geometry helpers */
+
+static inline uint64_t fm__live(const fm_pool *p) { return p->hot.peak_live - p->hot.headroom; }
+
+static uint32_t fm__ctz32(uint32_t v) {
+    uint32_t n = 0;
+    while (!(v & 1u)) {
+        v >>= 1;
+        n++;
+    }
+    return n;
+}
+
+static inline uint8_t *fm__slot(const fm_pool *p, const uint8_t *base, uint32_t idx) {
+    return (uint8_t *)base + p->slots_off + (size_t)idx * p->hot.stride;
+}
+
+static inline uint32_t *fm__meta(uintptr_t base) { return (uint32_t *)base; }
+
+static size_t fm__link_bytes(const fm_pool *p) {
+    return p->item_size > sizeof(uint32_t) ? p->item_size : sizeof(uint32_t);
+}
+
+/* The free-list link sits inside a free, poisoned slot. */
+static uint32_t fm__read_link(const fm_pool *p, const uint8_t *slot) {
+    uint32_t next;
+    FM__UNPOISON((void *)slot, sizeof next);
+    FM__VG_DEFINED(slot, sizeof next);
+    memcpy(&next, slot, sizeof next);
+    FM__POISON((void *)slot, p->hot.stride);
+    FM__VG_NOACCESS(slot, sizeof next);
+    return next;
+}
+
+/* ======================================================= the record lists */
+
+static fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) { return &p->chunks[idx]; }
+
+static void fm__partial_unlink(fm_pool *p, uint32_t idx) {
+    fm__chunk *c = fm__chunk_at(p, idx);
+    if (c->prev != FM__NONE) p->chunks[c->prev].next = c->next;
+    else p->partial_head = c->next;
+    if (c->next != FM__NONE) p->chunks[c->next].prev = c->prev;
+    else p->partial_tail = c->prev;
+    c->prev = c->next = FM__NONE;
+}
+
+/* Partly used chunks go to the front so allocation fills them first; empty
+ * ones to the back, where they stay empty for fm_pool_trim. */
+static void fm__partial_insert(fm_pool *p, uint32_t idx) {
+    fm__chunk *c = fm__chunk_at(p, idx);
+    c->state = FM__CHUNK_PARTIAL;
+    if (c->live > 0) {
+        c->prev = FM__NONE;
+        c->next = p->partial_head;
+        if (p->partial_head != FM__NONE) p->chunks[p->partial_head].prev = idx;
+        else p->partial_tail = idx;
+        p->partial_head = idx;
+    } else {
+        c->next = FM__NONE;
+        c->prev = p->partial_tail;
+        if (p->partial_tail != FM__NONE) p->chunks[p->partial_tail].next = idx;
+        else p->partial_head = idx;
+        p->partial_tail = idx;
+    }
+}
+
+static bool fm__chunk_exhausted(const fm__chunk *c) {
+    return c->free_head == FM__NONE && c->bump >= c->limit;
+}
+
+/* Writes the cached current-chunk state back to its record. */
+static void fm__park_current(fm_pool *p) {
+    if (p->cur_idx == FM__NONE) return;
+    fm__chunk *c = fm__chunk_at(p, p->cur_idx);
+    c->free_head = p->hot.cur_free;
+    c->bump = (uint32_t)p->hot.cur_bump;
+    c->live = (uint32_t)(fm__live(p) - p->live_other);
+    p->live_other = fm__live(p);
+    if (fm__chunk_exhausted(c)) c->state = FM__CHUNK_FULL;
+    else fm__partial_insert(p, p->cur_idx);
+    p->cur_idx = FM__NONE;
+    p->hot.cur_base = 1;
+    p->hot.cur_slots = NULL;
+    p->hot.cur_free = FM__NONE;
+    p->hot.cur_bump = 0;
+    p->hot.cur_limit = 0;
+}
+
+static void fm__make_current(fm_pool *p, uint32_t idx) {
+    fm__chunk *c = fm__chunk_at(p, idx);
+    c->state = FM__CHUNK_CURRENT;
+    c->prev = c->next = FM__NONE;
+    p->cur_idx = idx;
+    p->hot.cur_base = (uintptr_t)c->base;
+    p->hot.cur_slots = c->base + p->slots_off;
+    p->hot.cur_free = c->free_head;
+    p->hot.cur_bump = c->bump;
+    p->hot.cur_limit = c->limit;
+    p->live_other -= c->live;
+}
+
+/* Live items of a chunk, whether or not it is current. */
+static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx) {
+    if (idx == p->cur_idx) return (uint32_t)(fm__live(p) - p->live_other);
+    return p->chunks[idx].live;
+}
+
+static uint32_t fm__chunk_bump(const fm_pool *p, uint32_t idx) {
+    return idx == p->cur_idx ? (uint32_t)p->hot.cur_bump : p->chunks[idx].bump;
+}
+
+/* ========================================================== chunk table */
+
+static uint32_t fm__hash(const fm_pool *p, uintptr_t base, uint32_t cap) {
+    uint64_t key = (uint64_t)(base >> p->chunk_shift) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(key >> 32) & (cap - 1);
+}
+
+static void fm__table_insert(uint32_t *table, uint32_t cap, const fm_pool *p, uint32_t idx) {
+    uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, cap);
+    while (table[i] != FM__NONE) i = (i + 1) & (cap - 1);
+    table[i] = idx;
+}
+
+static void fm__table_fill(fm_pool *p, uint32_t *table, uint32_t cap) {
+    memset(table, 0xFF, (size_t)cap * sizeof *table);
+    for (uint32_t i = 0; i < p->chunk_top; i++) {
+        if (p->chunks[i].state != FM__CHUNK_UNUSED) fm__table_insert(table, cap, p, i);
+    }
+}
+
+static uint32_t fm__table_find(const fm_pool *p, uintptr_t base) {
+    if (!p->table) return FM__NONE;
+    uint32_t i = fm__hash(p, base, p->table_cap);
+    for (;;) {
+        uint32_t idx = p->table[i];
+        if (idx == FM__NONE || (uintptr_t)p->chunks[idx].base == base) return idx;
+        i = (i + 1) & (p->table_cap - 1);
+    }
+}
+
+/* ======================================================== locating items */
+
+typedef struct fm__loc {
+    uint32_t chunk;
+    uint32_t slot;
+    uint32_t meta;
+} fm__loc;
+
+/* Finds the chunk and slot of ptr and says what is wrong with it, without
+ * reporting: FM_OK (a live item), FOREIGN, INTERIOR or DOUBLE_FREE (a slot
+ * that was handed out before and is free now). Never reads foreign memory. */
+static fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
+    uintptr_t a = (uintptr_t)ptr;
+    uintptr_t base = a & p->base_mask;
+    uint32_t idx = base == p->hot.cur_base ? p->cur_idx : fm__table_find(p, base);
+    if (idx == FM__NONE) return FM_ERR_FOREIGN_POINTER;
+    uint32_t off = (uint32_t)(a - base);
+    uint64_t span = (uint64_t)p->per_chunk * p->hot.stride;
+    if (off < p->slots_off || off - p->slots_off >= span) return FM_ERR_FOREIGN_POINTER;
+    uint32_t rel = off - p->slots_off;
+    if (rel % p->hot.stride != 0) return FM_ERR_INTERIOR_POINTER;
+    uint32_t slot = rel / p->hot.stride;
+    if (slot >= fm__chunk_bump(p, idx)) return FM_ERR_FOREIGN_POINTER;
+    out->chunk = idx;
+    out->slot = slot;
+    out->meta = fm__meta(base)[slot];
+    return (out->meta & FM__LIVE) ? FM_OK : FM_ERR_DOUBLE_FREE;
+}
+
+FM__COLD static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const char *op) {
+    p->misuse_count++;
+    switch (err) {
+    case FM_ERR_FOREIGN_POINTER:
+        fm__report(err, "pool '%s': %s(%p): not an item of this pool", p->name, op, ptr);
+        break;
+    case FM_ERR_INTERIOR_POINTER:
+        fm__report(err, "pool '%s': %s(%p): points inside an item, not at its start", p->name,
+                   op, ptr);
+        break;
+    case FM_ERR_DOUBLE_FREE:
+        fm__report(err, "pool '%s': %s(%p): item is already free (double free)", p->name, op,
+                   ptr);
+        break;
+    default:
+        fm__report(err, "pool '%s': %s(%p): %s", p->name, op, ptr, fm_error_str(err));
+        break;
+    }
+}
+
+static uint32_t fm__take_record(fm_pool *p) {
+    uint32_t idx = p->unused_head;
+    if (idx != FM__NONE) {
+        p->unused_head = p->chunks[idx].next;
+    } else {
+        idx = p->chunk_top++;
+    }
+    memset(&p->chunks[idx], 0, sizeof p->chunks[idx]);
+    p->chunks[idx].prev = p->chunks[idx].next = FM__NONE;
+    return idx;
+}
+
+static void fm__drop_record(fm_pool *p, uint32_t idx) {
+    p->chunks[idx].state = FM__CHUNK_UNUSED;
+    p->chunks[idx].base = NULL;
+    p->chunks[idx].next = p->unused_head;
+    p->unused_head = idx;
+}
+
+static size_t fm__sites_bytes(const fm_pool *p) {
+#ifdef FM_TRACK_SITES
+    return (size_t)p->per_chunk * sizeof(fm__site);
+#else
+    (void)p;
+    return 0;
+#endif
+}
+
+/* Returns a chunk's memory and its sites array; the record is dropped. */
+static void fm__release_chunk(fm_pool *p, uint32_t idx) {
+    fm__chunk *c = fm__chunk_at(p, idx);
+    FM__UNPOISON(c->base, p->chunk_bytes);
+    FM__VG_UNDEFINED(c->base, p->chunk_bytes);
+    if (p->use_os) fm__os_unmap(c->base, p->chunk_bytes);
+    else fm__mem_free(&p->desc.allocator, c->base, p->chunk_bytes);
+    if (c->sites) fm__mem_free(&p->desc.allocator, c->sites, fm__sites_bytes(p));
+    p->bytes_reserved -= p->chunk_bytes + fm__sites_bytes(p);
+    p->capacity -= c->limit - c->retired;
+    p->retired -= c->retired;
+    p->chunk_count--;
+    fm__drop_record(p, idx);
+}
+
+/* =========================================================== growth */
+
+/* What a growth needs before it may change anything: bigger record and table
+ * arrays when the old ones are too small, and the chunks' memory. Gathered
+ * first, installed only when all of it was had, so a failed growth leaves the
+ * pool exactly as it was. */
+typedef struct fm__growth_plan {
+    fm__chunk *recs; /* NULL: the current array is big enough */
+    uint32_t recs_cap;
+    uint32_t *table; /* NULL: the current table is big enough */
+    uint32_t table_cap;
+    uint8_t *block;  /* use_os: all k chunks, contiguous */
+    uint8_t *chain;  /* allocator: chunks linked through their first bytes */
+    uint32_t k;
+} fm__growth_plan;
+
+/* Before a user-allocator chunk is installed its first bytes (the meta words
+ * of slots not handed out yet) hold the next chunk and its sites array. */
+typedef struct fm__pending {
+    uint8_t *next;
+    fm__site *sites;
+} fm__pending;
+
+static uint32_t fm__unused_records(const fm_pool *p) {
+    uint32_t n = 0;
+    for (uint32_t i = p->unused_head; i != FM__NONE; i = p->chunks[i].next) n++;
+    return n;
+}
+
+static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
+    const fm_allocator *a = &p->desc.allocator;
+    fm__mem_free(a, g->recs, (size_t)g->recs_cap * sizeof *g->recs);
+    fm__mem_free(a, g->table, (size_t)g->table_cap * sizeof *g->table);
+    if (g->block) fm__os_unmap(g->block, (size_t)g->k * p->chunk_bytes);
+    while (g->chain) {
+        fm__pending pend;
+        memcpy(&pend, g->chain, sizeof pend);
+        if (pend.sites) fm__mem_free(a, pend.sites, fm__sites_bytes(p));
+        fm__mem_free(a, g->chain, p->chunk_bytes);
+        g->chain = pend.next;
+    }
+}
+
+/* Allocates everything; false (nothing reported yet) when any piece fails. */
+static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
+    const fm_allocator *a = &p->desc.allocator;
+    uint32_t unused = fm__unused_records(p);
+    uint64_t need = (uint64_t)p->chunk_top + (g->k > unused ? g->k - unused : 0);
+    if (need > p->chunk_cap) {
+        uint64_t cap = p->chunk_cap ? p->chunk_cap : 8;
+        while (cap < need) cap *= 2;
+        g->recs = fm__mem_alloc(a, (size_t)cap * sizeof *g->recs, alignof(fm__chunk));
+        if (!g->recs) return false;
+        g->recs_cap = (uint32_t)cap;
+    }
+    /* The table stays at most half full so probes stay short. */
+    uint64_t slots_needed = ((uint64_t)p->chunk_count + g->k) * 2;
+    if (slots_needed > p->table_cap) {
+        uint64_t cap = p->table_cap ? p->table_cap : 16;
+        while (cap < slots_needed) cap *= 2;
+        g->table = fm__mem_alloc(a, (size_t)cap * sizeof *g->table, alignof(uint32_t));
+        if (!g->table) return false;
+        g->table_cap = (uint32_t)cap;
+    }
+    if (p->use_os) {
+        g->block = fm__os_map_aligned(g->k, p->chunk_bytes);
+        return g->block != NULL;
+    }
+    for (uint32_t i = 0; i < g->k; i++) {
+        uint8_t *base = fm__mem_alloc(a, p->chunk_bytes, p->chunk_bytes);
+        if (!base) return false;
+        fm__pending pend = {g->chain, NULL};
+        if (!fm_is_aligned(base, p->chunk_bytes)) {
+            fm__mem_free(a, base, p->chunk_bytes);
+            return false;
+        }
+        if (fm__sites_bytes(p)) {
+            pend.sites = fm__mem_alloc(a, fm__sites_bytes(p), alignof(fm__site));
+            if (!pend.sites) {
+                fm__mem_free(a, base, p->chunk_bytes);
+                return false;
+            }
+        }
+        memcpy(base, &pend, sizeof pend);
+        g->chain = base;
+    }
+    return true;
+}
+
+/* Adds chunks holding `slots` more usable slots (clipped at max_capacity).
+ * All or nothing: on failure the pool is exactly as before and the error is
+ * reported. */
+static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
+    uint64_t start = fm_clock_now();
+    uint64_t max = p->desc.max_capacity;
+    uint64_t held = p->capacity + p->retired; /* slots the chunks hold */
+    if (max && held + slots > max) slots = held < max ? max - held : 0;
+    if (slots == 0) {
+        fm__report(FM_ERR_POOL_FULL, "pool '%s': at max_capacity %u", p->name,
+                   p->desc.max_capacity);
+        return false;
+    }
+    uint64_t k64 = (slots + p->per_chunk - 1) / p->per_chunk;
+    /* Whole chunks, except where max_capacity cuts the last one short. */
+    slots = k64 * p->per_chunk;
+    if (max && held + slots > max) slots = max - held;
+    if (k64 > (UINT32_MAX >> 3) - p->chunk_top) {
+        fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': growth by %llu items is too large",
+                   p->name, (unsigned long long)slots);
+        return false;
+    }
+    fm__growth_plan g = {.k = (uint32_t)k64};
+    if (!fm__plan_gather(p, &g)) {
+        fm__plan_release(p, &g);
+        fm__report(FM_ERR_OUT_OF_MEMORY,
+                   "pool '%s': backing allocator refused growth by %u chunk(s) of %zu bytes",
+                   p->name, g.k, p->chunk_bytes);
+        return false;
+    }
+
+    /* Install: nothing below can fail. */
+    const fm_allocator *a = &p->desc.allocator;
+    if (g.recs) {
+        if (p->chunks) memcpy(g.recs, p->chunks, (size_t)p->chunk_top * sizeof *g.recs);
+        fm__mem_free(a, p->chunks, (size_t)p->chunk_cap * sizeof *p->chunks);
+        p->bytes_reserved += ((size_t)g.recs_cap - p->chunk_cap) * sizeof *g.recs;
+        p->chunks = g.recs;
+        p->chunk_cap = g.recs_cap;
+    }
+    if (g.block && p->desc.prefault) fm__os_prefault(g.block, (size_t)g.k * p->chunk_bytes);
+    uint64_t left = slots;
+    for (uint32_t i = 0; i < g.k; i++) {
+        uint32_t idx = fm__take_record(p);
+        fm__chunk *c = fm__chunk_at(p, idx);
+        if (g.block) {
+            c->base = g.block + (size_t)i * p->chunk_bytes;
+        } else {
+            fm__pending pend;
+            memcpy(&pend, g.chain, sizeof pend);
+            c->base = g.chain;
+            c->sites = pend.sites;
+            g.chain = pend.next;
+            if (p->desc.prefault) fm__os_prefault(c->base, p->chunk_bytes);
+        }
+        if (c->sites) memset(c->sites, 0, fm__sites_bytes(p));
+        c->free_head = FM__NONE;
+        c->limit = left < p->per_chunk ? (uint32_t)left : p->per_chunk;
+        left -= c->limit;
+        c->state = FM__CHUNK_FRESH;
+        uint8_t *slots0 = c->base + p->slots_off;
+        FM__POISON(slots0, (size_t)p->per_chunk * p->hot.stride);
+        FM__VG_NOACCESS(slots0, (size_t)p->per_chunk * p->hot.stride);
+        c->next = p->fresh_head;
+        p->fresh_head = idx;
+        p->capacity += c->limit;
+        p->chunk_count++;
+        p->bytes_reserved += p->chunk_bytes + fm__sites_bytes(p);
+        if (!g.table) fm__table_insert(p->table, p->table_cap, p, idx);
+    }
+    if (g.table) {
+        fm__table_fill(p, g.table, g.table_cap);
+        fm__mem_free(a, p->table, (size_t)p->table_cap * sizeof *p->table);
+        p->bytes_reserved += ((size_t)g.table_cap - p->table_cap) * sizeof *g.table;
+        p->table = g.table;
+        p->table_cap = g.table_cap;
+    }
+    if (count_event) {
+        uint64_t ticks = fm_clock_now() - start;
+        p->grow_events++;
+        p->grow_ticks_total += ticks;
+        if (ticks > p->grow_ticks_max) p->grow_ticks_max = ticks;
+    }
+    return true;
+}
+
+/* How many slots the growth policy adds when an allocation finds no room. */
+static uint64_t fm__policy_slots(const fm_pool *p) {
+    uint64_t held = p->capacity + p->retired;
+    if (p->desc.growth == FM_GROWTH_LINEAR) return p->desc.grow_step;
+    uint64_t add = (uint64_t)((double)held * ((double)p->desc.grow_factor - 1.0) + 0.999);
+    return add > p->per_chunk ? add : p->per_chunk;
+}
+
+/* Parks the exhausted current chunk and makes another one current, growing
+ * if the policy allows. false (reported) when no slot can be had. */
+static bool fm__next_chunk(fm_pool *p) {
+    if (p->partial_head == FM__NONE && p->fresh_head == FM__NONE) {
+        if (p->desc.growth == FM_GROWTH_FIXED) {
+            fm__report(FM_ERR_POOL_FULL, "pool '%s': FIXED pool full at %llu items", p->name,
+                       (unsigned long long)p->capacity);
+            return false;
+        }
+        if (!fm__grow(p, fm__policy_slots(p), true)) return false;
+    }
+    fm__park_current(p);
+    uint32_t idx;
+    if (p->partial_head != FM__NONE) {
+        idx = p->partial_head;
+        fm__partial_unlink(p, idx);
+    } else {
+        idx = p->fresh_head;
+        p->fresh_head = p->chunks[idx].next;
+    }
+    fm__make_current(p, idx);
+    return true;
+}
+
+/* ======================================================= alloc and free */
+
+/* Takes a slot of the current chunk: its free list first, then never-used
+ * slots. NULL when the chunk is exhausted (or there is none). */
+static inline void *fm__alloc_fast(fm_pool *p) {
+    fm__pool_hot *h = &p->hot;
+    uint32_t idx = h->cur_free;
+    uint8_t *slot;
+    uint32_t *meta = fm__meta(h->cur_base);
+    if (FM__LIKELY(idx != FM__NONE)) {
+        slot = h->cur_slots + (size_t)idx * h->stride;
+        FM__UNPOISON(slot, sizeof(uint32_t));
+        FM__VG_DEFINED(slot, sizeof(uint32_t));
+        memcpy(&h->cur_free, slot, sizeof(uint32_t));
+        meta[idx] |= FM__LIVE;
+    } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
+        idx = (uint32_t)h->cur_bump++;
+        slot = h->cur_slots + (size_t)idx * h->stride;
+        meta[idx] = FM__LIVE; /* generation 0: first use of this slot */
+    } else {
+        return NULL;
+    }
+    FM__UNPOISON(slot, fm__link_bytes(p));
+    FM__VG_ALLOC(p, slot, p->item_size);
+    h->total_allocs++;
+    if (--h->headroom < 0) {
+        h->headroom = 0;
+        h->peak_live++;
+    }
+    return slot;
+}
+
+FM__NOINLINE static void *fm__alloc_next_chunk(fm_pool *p) {
+    if (!fm__next_chunk(p)) {
+        p->failed_allocs++;
+        return NULL;
+    }
+    return fm__alloc_fast(p);
+}
+
+void *fm__pool_alloc_slow(fm_pool *pool) {
+    void *item = fm__alloc_fast(pool);
+    if (FM__LIKELY(item != NULL)) return item;
+    return fm__alloc_next_chunk(pool);
+}
+
+#ifdef FM_TRACK_SITES
+static void fm__record_site(fm_pool *p, void *item, const char *file, int line) {
+    if (!item) return;
+    fm__loc loc;
+    if (fm__locate(p, item, &loc) != FM_OK) return;
+    fm__site *s = &p->chunks[loc.chunk].sites[loc.slot];
+    s->file = file;
+    s->line = line;
+}
+#endif
+
+void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line) {
+    void *item = fm__pool_alloc_slow(pool);
+#ifdef FM_TRACK_SITES
+    fm__record_site(pool, item, file, line);
+#else
+    (void)file, (void)line;
+#endif
+    return item;
+}
+
+void *fm_pool_alloc(fm_pool *pool) {
+#ifdef FM_TRACK_SITES
+    return fm_pool_alloc_at(pool, NULL, 0);
+#else
+    return fm__pool_alloc_slow(pool);
+#endif
+}
+
+static inline void fm__scrub(const fm_pool *p, void *item) {
+#ifndef NDEBUG
+    memset(item, FM__FILL_FREED, p->item_size);
+#else
+    (void)p, (void)item;
+#endif
+}
+
+/* Frees a located live item of any chunk. */
+static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
+    fm__chunk *c = fm__chunk_at(p, loc->chunk);
+    uint32_t *meta = fm__meta((uintptr_t)c->base);
+    bool current = loc->chunk == p->cur_idx;
+    fm__scrub(p, item);
+    p->hot.headroom++;
+    if (!current) {
+        p->live_other--;
+        c->live--;
+    }
+    if (loc->meta == (FM__LIVE | FM__GEN_MAX)) {
+        /* Generation exhausted: retire the slot instead of reusing it. */
+        meta[loc->slot] = FM__RETIRED;
+        c->retired++;
+        p->retired++;
+        p->capacity--;
+    } else {
+        meta[loc->slot] = (loc->meta & FM__GEN_MAX) + 1;
+        uint32_t *head = current ? &p->hot.cur_free : &c->free_head;
+        memcpy(item, head, sizeof *head);
+        *head = loc->slot;
+    }
+    FM__POISON(item, p->hot.stride);
+    FM__VG_FREE(p, item);
+    if (current) return;
+    if (c->state == FM__CHUNK_FULL) {
+        if (!fm__chunk_exhausted(c)) fm__partial_insert(p, loc->chunk);
+    } else if (c->state == FM__CHUNK_PARTIAL && c->live == 0) {
+        fm__partial_unlink(p, loc->chunk); /* to the back: empty, trimmable */
+        fm__partial_insert(p, loc->chunk);
+    }
+}
+
+FM__NOINLINE static void fm__free_checked(fm_pool *p, void *item, const char *op) {
+    if (!item) return;
+    fm__loc loc;
+    fm_error err = fm__locate(p, item, &loc);
+    if (err != FM_OK) {
+        fm__misuse(p, err, item, op);
+        return;
+    }
+    fm__free_located(p, item, &loc);
+}
+
+void fm__pool_free_slow(fm_pool *pool, void *item) { fm__free_checked(pool, item, "free"); }
+
+/* The out-of-line free: the same fast path as pool.h's inline one, plus the
+ * debug fill and sanitizer annotations. */
+void fm_pool_free(fm_pool *pool, void *item) {
+    fm__pool_hot *h = &pool->hot;
+    uint64_t idx = fm__pool_hot_index(h, item);
+    if (FM__LIKELY(idx < h->cur_bump)) {
+        uint32_t *meta = fm__meta(h->cur_base) + idx;
+        int32_t next = (int32_t)(*meta + FM__LIVE + 1u);
+        if (FM__LIKELY(next > 0)) {
+            *meta = (uint32_t)next;
+            fm__scrub(pool, item);
+            memcpy(item, &h->cur_free, sizeof(uint32_t));
+            h->cur_free = (uint32_t)idx;
+            FM__POISON(item, h->stride);
+            FM__VG_FREE(pool, item);
+            h->headroom++;
+            return;
+        }
+    }
+    fm__free_checked(pool, item, "free");
+}
+
+void *fm_pool_new_at(fm_pool *pool, const char *file, int line) {
+    void *item = fm_pool_alloc_at(pool, file, line);
+    if (item && pool->desc.ctor) pool->desc.ctor(item, pool->desc.user);
+    return item;
+}
+
+void *fm_pool_new(fm_pool *pool) {
+    void *item = fm_pool_alloc(pool);
+    if (item && pool->desc.ctor) pool->desc.ctor(item, pool->desc.user);
+    return item;
+}
+
+void fm_pool_delete(fm_pool *pool, void *item) {
+    if (!item) return;
+    fm__loc loc;
+    fm_error err = fm__locate(pool, item, &loc);
+    if (err != FM_OK) {
+        fm__misuse(pool, err, item, "delete");
+        return;
+    }
+    if (pool->desc.dtor) {
+        pool->desc.dtor(item, pool->desc.user);
+        /* The dtor may have freed other items, even trimmed nothing (trim is
+         * never called from here), so the chunk is still there; re-locate in
+         * case it freed this very item. */
+        if (fm__locate(pool, item, &loc) != FM_OK) {
+            fm__misuse(pool, FM_ERR_DOUBLE_FREE, item, "delete (freed by its own dtor)");
+            return;
+        }
+    }
+    fm__free_located(pool, item, &loc);
+}
+
+/* ================================================================ create */
+
+static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
+    const char *why = NULL;
+    if (d->item_size == 0) why = "item_size is 0";
+    else if (d->item_size > FM_POOL_MAX_ITEM_SIZE) why = "item_size above FM_POOL_MAX_ITEM_SIZE";
+    else if (d->item_align && !FM_IS_POW2(d->item_align)) why = "item_align is not a power of two";
+    else if (d->item_align > FM_MAX_ALIGN) why = "item_align above 4096";
+    else if ((unsigned)d->growth >= FM_GROWTH_COUNT) why = "unknown growth policy";
+    else if (d->grow_factor != 0.0f && !(d->grow_factor > 1.0f && d->grow_factor <= 64.0f))
+        why = "grow_factor must be in (1, 64]";
+    else if ((unsigned)d->sync >= FM_SYNC_COUNT) why = "unknown sync policy";
+    else if (d->sync != FM_SYNC_NONE) why = "sync policies other than FM_SYNC_NONE are not available yet";
+    else if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL))
+        why = "allocator needs both alloc and free";
+    else if (d->max_capacity && d->initial_capacity > d->max_capacity)
+        why = "initial_capacity above max_capacity";
+    if (why) fm__report(FM_ERR_INVALID_ARG, "pool '%s': %s", name, why);
+    return why == NULL;
+}
+
+/* Picks chunk_bytes (a power of two, >= 64 KiB) so a chunk holds at least a
+ * few dozen items, then fits as many slots as the meta words leave room for. */
+static void fm__geometry(fm_pool *p) {
+    uint32_t min_slots = p->hot.stride >= (1u << 20) ? 4 : p->hot.stride >= (1u << 16) ? 16 : 32;
+    size_t want = ((size_t)p->hot.stride + 4) * min_slots + p->item_align;
+    size_t cb = (size_t)64 << 10;
+    while (cb < want) cb <<= 1;
+    uint32_t per = (uint32_t)(cb / (p->hot.stride + 4u));
+    for (;;) {
+        size_t off = fm_align_up((size_t)per * 4, p->item_align);
+        if (off + (size_t)per * p->hot.stride <= cb) {
+            p->slots_off = (uint32_t)off;
+            break;
+        }
+        per--;
+    }
+    p->per_chunk = per;
+    p->chunk_bytes = cb;
+    p->chunk_shift = fm__ctz32((uint32_t)(cb >> 1)) + 1;
+    p->base_mask = ~(uintptr_t)(cb - 1);
+    p->hot.inv_shift = fm__ctz32(p->hot.stride);
+    uint64_t odd = p->hot.stride >> p->hot.inv_shift, inv = odd;
+    for (int i = 0; i < 6; i++) inv *= 2u - odd * inv; /* Newton: odd * inv == 1 mod 2^64 */
+    p->hot.inv = inv;
+}
+
+fm_pool *fm_pool_create(const fm_pool_desc *desc) {
+    if (!desc) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_create(NULL)");
+        return NULL;
+    }
+    const char *name = fm__def(desc->name, "pool");
+    if (!fm__desc_valid(desc, name)) return NULL;
+    fm_clock_init();
+
+    size_t name_len = strlen(name);
+    size_t self_bytes = sizeof(fm_pool) + name_len + 1;
+    fm_pool *p = fm__mem_alloc(&desc->allocator, self_bytes, alignof(fm_pool));
+    if (!p) {
+        fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for the pool itself", name);
+        return NULL;
+    }
+    memset(p, 0, sizeof *p);
+    memcpy(p->name, name, name_len + 1);
+    p->desc = *desc;
+    p->desc.name = p->name;
+    p->desc.item_align = fm__def(desc->item_align, FM_DEFAULT_ALIGN);
+    p->desc.grow_factor = desc->grow_factor != 0.0f ? desc->grow_factor : 2.0f;
+    p->self_bytes = self_bytes;
+    p->bytes_reserved = self_bytes;
+    p->item_size = (uint32_t)desc->item_size;
+    p->item_align = (uint32_t)p->desc.item_align;
+    size_t link_align = p->item_align > 4 ? p->item_align : 4;
+    p->hot.stride = (uint32_t)fm_align_up(p->item_size > 4 ? p->item_size : 4, link_align);
+    fm__geometry(p);
+    p->desc.grow_step = fm__def(desc->grow_step, p->per_chunk);
+    p->desc.initial_capacity = fm__def(desc->initial_capacity, p->per_chunk);
+    if (p->desc.max_capacity && p->desc.initial_capacity > p->desc.max_capacity)
+        p->desc.initial_capacity = p->desc.max_capacity;
+#ifdef FM__HAVE_VM
+    p->use_os = fm__allocator_is_system(&desc->allocator);
+#endif
+    p->hot.cur_base = 1;
+    p->cur_idx = FM__NONE;
+    p->hot.cur_free = FM__NONE;
+    p->unused_head = p->fresh_head = FM__NONE;
+    p->partial_head = p->partial_tail = FM__NONE;
+    FM__VG_CREATE_POOL(p);
+
+    if (!fm__grow(p, p->desc.initial_capacity, false)) {
+        /* The growth reported the failure; destroy of an empty pool reports
+         * nothing, so that report stays the thread's last error. */
+        fm_pool_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* ================================================================ destroy */
+
+#ifdef FM_TRACK_SITES
+enum { FM__LEAK_SITES = 16 };
+typedef struct fm__leak_site {
+    const char *file;
+    int line;
+    uint64_t count;
+} fm__leak_site;
+#endif
+
+static void fm__report_leaks(fm_pool *p) {
+    char msg[1024];
+    int n = snprintf(msg, sizeof msg, "pool '%s': destroyed with %llu live item(s)", p->name,
+                     (unsigned long long)fm__live(p));
+#ifdef FM_TRACK_SITES
+    fm__leak_site sites[FM__LEAK_SITES];
+    uint32_t n_sites = 0;
+    uint64_t other = 0;
+    for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
+        fm__chunk *c = &p->chunks[ci];
+        if (c->state == FM__CHUNK_UNUSED || c->state == FM__CHUNK_FRESH) continue;
+        uint32_t bump = fm__chunk_bump(p, ci);
+        for (uint32_t s = 0; s < bump; s++) {
+            if (!(fm__meta((uintptr_t)c->base)[s] & FM__LIVE)) continue;
+            const fm__site *site = &c->sites[s];
+            uint32_t j = 0;
+            while (j < n_sites && !(sites[j].file == site->file && sites[j].line == site->line))
+                j++;
+            if (j == n_sites && n_sites < FM__LEAK_SITES)
+                sites[n_sites++] = (fm__leak_site){site->file, site->line, 0};
+            if (j < n_sites) sites[j].count++;
+            else other++;
+        }
+    }
+    for (uint32_t j = 0; j < n_sites && n > 0 && (size_t)n < sizeof msg; j++) {
+        n += snprintf(msg + n, sizeof msg - (size_t)n, "%s %llu from %s:%d", j ? "," : ":",
+                      (unsigned long long)sites[j].count,
+                      sites[j].file ? sites[j].file : "(unknown site)", sites[j].line);
+    }
+    if (other && n > 0 && (size_t)n < sizeof msg)
+        snprintf(msg + n, sizeof msg - (size_t)n, ", %llu from other sites",
+                 (unsigned long long)other);
+#endif
+    (void)n;
+    fm__report(FM_ERR_LEAK, "%s", msg);
+}
+
+void fm_pool_destroy(fm_pool *pool) {
+    if (!pool) return;
+    fm_pool *p = pool;
+    if (fm__live(p) && !p->desc.silent_destroy) fm__report_leaks(p);
+    if (fm__live(p) && p->desc.dtor) {
+        for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
+            fm__chunk *c = &p->chunks[ci];
+            if (c->state == FM__CHUNK_UNUSED || c->state == FM__CHUNK_FRESH) continue;
+            uint32_t bump = fm__chunk_bump(p, ci);
+            for (uint32_t s = 0; s < bump; s++) {
+                if (fm__meta((uintptr_t)c->base)[s] & FM__LIVE)
+                    p->desc.dtor(fm__slot(p, c->base, s), p->desc.user);
+            }
+        }
+    }
+    for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
+        if (p->chunks[ci].state != FM__CHUNK_UNUSED) fm__release_chunk(p, ci);
+    }
+    fm_allocator a = p->desc.allocator;
+    fm__mem_free(&a, p->chunks, (size_t)p->chunk_cap * sizeof *p->chunks);
+    fm__mem_free(&a, p->table, (size_t)p->table_cap * sizeof *p->table);
+    FM__VG_DESTROY_POOL(p);
+    fm__mem_free(&a, p, p->self_bytes);
+}
+
+/* ====================================================== reserve and trim */
+
+bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
+    if (!pool) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_reserve(NULL)");
+        return false;
+    }
+    if (capacity <= pool->capacity) return true;
+    if (pool->desc.growth == FM_GROWTH_FIXED) {
+        fm__report(FM_ERR_POOL_FULL, "pool '%s': FIXED pool cannot grow to %u items (capacity %llu)",
+                   pool->name, capacity, (unsigned long long)pool->capacity);
+        return false;
+    }
+    if (pool->desc.max_capacity && capacity > pool->desc.max_capacity) {
+        fm__report(FM_ERR_POOL_FULL, "pool '%s': reserve(%u) above max_capacity %u", pool->name,
+                   capacity, pool->desc.max_capacity);
+        return false;
+    }
+    return fm__grow(pool, capacity - pool->capacity, true);
+}
+
+static bool fm__trimmable(const fm_pool *p, uint32_t idx) {
+    const fm__chunk *c = &p->chunks[idx];
+    uint64_t usable = c->limit - c->retired;
+    return p->capacity - usable >= p->desc.initial_capacity;
+}
+
+size_t fm_pool_trim(fm_pool *pool) {
+    if (!pool) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_trim(NULL)");
+        return 0;
+    }
+    fm_pool *p = pool;
+    size_t before = p->bytes_reserved;
+    /* Never-used chunks first (cheapest to get back), then empty ones from
+     * the back of the partial list, then the current chunk if it is empty. */
+    while (p->fresh_head != FM__NONE && fm__trimmable(p, p->fresh_head)) {
+        uint32_t idx = p->fresh_head;
+        p->fresh_head = p->chunks[idx].next;
+        fm__release_chunk(p, idx);
+    }
+    while (p->partial_tail != FM__NONE && p->chunks[p->partial_tail].live == 0 &&
+           fm__trimmable(p, p->partial_tail)) {
+        uint32_t idx = p->partial_tail;
+        fm__partial_unlink(p, idx);
+        fm__release_chunk(p, idx);
+    }
+    if (p->cur_idx != FM__NONE && fm__chunk_live(p, p->cur_idx) == 0 &&
+        fm__trimmable(p, p->cur_idx)) {
+        uint32_t idx = p->cur_idx;
+        fm__park_current(p);
+        if (p->chunks[idx].state == FM__CHUNK_PARTIAL) fm__partial_unlink(p, idx);
+        fm__release_chunk(p, idx);
+    }
+    size_t released = before - p->bytes_reserved;
+    if (released) {
+        fm__table_fill(p, p->table, p->table_cap);
+        p->trim_events++;
+        p->bytes_trimmed += released;
+    }
+    return released;
+}
+
+/* ================================================================ queries */
+
+bool fm_pool_owns(const fm_pool *pool, const void *item) {
+    if (!pool || !item) return false;
+    fm__loc loc;
+    return fm__locate(pool, item, &loc) == FM_OK;
+}
+
+void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user) {
+    if (!pool || !fn) {
+        fm__report(FM_ERR_INVALID_ARG, "pool '%s': fm_pool_foreach needs a pool and a function",
+                   pool ? pool->name : "?");
+        return;
+    }
+    /* Indices, not pointers: fn may allocate, and growth moves the records. */
+    uint32_t top = pool->chunk_top;
+    for (uint32_t ci = 0; ci < top; ci++) {
+        uint32_t state = pool->chunks[ci].state;
+        if (state == FM__CHUNK_UNUSED || state == FM__CHUNK_FRESH) continue;
+        uint8_t *base = pool->chunks[ci].base;
+        uint32_t bump = fm__chunk_bump(pool, ci);
+        for (uint32_t s = 0; s < bump; s++) {
+            if (pool->chunks[ci].base != base) break; /* trimmed by fn */
+            if (fm__meta((uintptr_t)base)[s] & FM__LIVE) fn(fm__slot(pool, base, s), user);
+        }
+    }
+}
+
+void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!pool) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_get_stats(NULL)");
+        return;
+    }
+    const fm_pool *p = pool;
+    out->name = p->name;
+    out->item_size = p->item_size;
+    out->item_align = p->item_align;
+    out->stride = p->hot.stride;
+    out->chunk_bytes = p->chunk_bytes;
+    out->items_per_chunk = p->per_chunk;
+    out->chunk_count = p->chunk_count;
+    out->capacity = p->capacity;
+    out->live = fm__live(p);
+    out->peak_live = p->hot.peak_live;
+    out->total_allocs = p->hot.total_allocs;
+    out->total_frees = p->hot.total_allocs - fm__live(p);
+    out->failed_allocs = p->failed_allocs;
+    out->misuse_count = p->misuse_count;
+    out->grow_events = p->grow_events;
+    out->grow_ns_total = fm_clock_to_ns(p->grow_ticks_total);
+    out->grow_ns_max = fm_clock_to_ns(p->grow_ticks_max);
+    out->trim_events = p->trim_events;
+    out->bytes_trimmed = p->bytes_trimmed;
+    out->bytes_reserved = p->bytes_reserved;
+    out->bytes_overhead = p->bytes_reserved - p->capacity * p->item_size;
+}
+
+fm_pool_desc fm_pool_get_desc(const fm_pool *pool) {
+    if (!pool) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_get_desc(NULL)");
+        return (fm_pool_desc){0};
+    }
+    return pool->desc;
+}
+
+const char *fm_pool_name(const fm_pool *pool) { return pool ? pool->name : "(null)"; }
+
+/* ================================================================= check */
+
+#define FM__CHECK(cond, ...)                                                                   \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            fm__report(FM_ERR_CORRUPT, __VA_ARGS__);                                           \
+            return FM_ERR_CORRUPT;                                                             \
+        }                                                                                      \
+    } while (0)
+
+fm_error fm_pool_check(const fm_pool *pool) {
+    if (!pool) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_check(NULL)");
+        return FM_ERR_INVALID_ARG;
+    }
+    const fm_pool *p = pool;
+    uint64_t live = 0, capacity = 0, retired = 0, held = 0, partial = 0;
+    for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
+        const fm__chunk *c = &p->chunks[ci];
+        if (c->state == FM__CHUNK_UNUSED) continue;
+        held++;
+        FM__CHECK(fm__table_find(p, (uintptr_t)c->base) == ci,
+                  "pool '%s': chunk %u missing from the chunk table", p->name, ci);
+        FM__CHECK(fm_is_aligned(c->base, p->chunk_bytes), "pool '%s': chunk %u misaligned",
+                  p->name, ci);
+        uint32_t bump = fm__chunk_bump(p, ci);
+        uint32_t head = ci == p->cur_idx ? p->hot.cur_free : c->free_head;
+        FM__CHECK(bump <= c->limit && c->limit <= p->per_chunk,
+                  "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
+                  c->limit);
+        FM__CHECK(c->state != FM__CHUNK_FRESH || (bump == 0 && head == FM__NONE),
+                  "pool '%s': fresh chunk %u has been used", p->name, ci);
+        FM__CHECK((c->state == FM__CHUNK_CURRENT) == (ci == p->cur_idx),
+                  "pool '%s': chunk %u current state disagrees", p->name, ci);
+        const uint32_t *meta = fm__meta((uintptr_t)c->base);
+        uint32_t n_live = 0, n_retired = 0, n_free = 0;
+        for (uint32_t s = 0; s < bump; s++) {
+            if (meta[s] & FM__LIVE) n_live++;
+            else if (meta[s] == FM__RETIRED) n_retired++;
+        }
+        for (uint32_t s = head; s != FM__NONE; s = fm__read_link(p, fm__slot(p, c->base, s))) {
+            FM__CHECK(s < bump, "pool '%s': chunk %u free list points past the bump index",
+                      p->name, ci);
+            FM__CHECK(!(meta[s] & FM__LIVE) && meta[s] != FM__RETIRED,
+                      "pool '%s': chunk %u free list holds a live slot %u", p->name, ci, s);
+            FM__CHECK(++n_free <= bump, "pool '%s': chunk %u free list has a cycle", p->name, ci);
+        }
+        FM__CHECK(n_live + n_retired + n_free == bump,
+                  "pool '%s': chunk %u: %u live + %u retired + %u free != %u used slots", p->name,
+                  ci, n_live, n_retired, n_free, bump);
+        FM__CHECK(n_live == fm__chunk_live(p, ci) && n_retired == c->retired,
+                  "pool '%s': chunk %u live count %u, live bits %u", p->name, ci,
+                  fm__chunk_live(p, ci), n_live);
+        FM__CHECK(c->state != FM__CHUNK_FULL || (head == FM__NONE && bump == c->limit),
+                  "pool '%s': chunk %u marked full but has room", p->name, ci);
+        if (c->state == FM__CHUNK_PARTIAL) partial++;
+        live += n_live;
+        retired += n_retired;
+        capacity += c->limit - n_retired;
+    }
+    uint64_t walked = 0;
+    for (uint32_t i = p->partial_head, prev = FM__NONE; i != FM__NONE; prev = i, i = p->chunks[i].next) {
+        FM__CHECK(p->chunks[i].state == FM__CHUNK_PARTIAL && p->chunks[i].prev == prev,
+                  "pool '%s': partial list broken at chunk %u", p->name, i);
+        FM__CHECK(++walked <= partial, "pool '%s': partial list too long", p->name);
+    }
+    FM__CHECK(walked == partial, "pool '%s': %llu partial chunks, %llu listed", p->name,
+              (unsigned long long)partial, (unsigned long long)walked);
+    FM__CHECK(held == p->chunk_count, "pool '%s': chunk count %u, held %llu", p->name,
+              p->chunk_count, (unsigned long long)held);
+    FM__CHECK(live == fm__live(p), "pool '%s': live %llu, counted %llu", p->name,
+              (unsigned long long)fm__live(p), (unsigned long long)live);
+    FM__CHECK(capacity == p->capacity && retired == p->retired,
+              "pool '%s': capacity %llu, counted %llu", p->name,
+              (unsigned long long)p->capacity, (unsigned long long)capacity);
+    FM__CHECK(p->hot.headroom >= 0 && (uint64_t)p->hot.headroom <= p->hot.peak_live,
+              "pool '%s': live count out of range", p->name);
+    return FM_OK;
+}

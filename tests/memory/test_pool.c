@@ -1,0 +1,2117 @@
+/* tests/memory/test_pool.c: fm_pool against the contract in framemem/pool.h. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "fm_test.h"
+
+#include "framemem/framemem.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef FM_TEST_POOL_DESC_COMPILES
+#define FM_TEST_POOL_DESC_COMPILES 1
+#endif
+
+/* =================================================================== helpers */
+
+static fm_pool_stats stats_of(const fm_pool *pool) {
+    fm_pool_stats s;
+    memset(&s, 0, sizeof s);
+    fm_pool_get_stats(pool, &s);
+    return s;
+}
+
+/* Every counter equal, except misuse_count which went up by misuse_delta. */
+static void assert_stats_same(const fm_pool_stats *before, const fm_pool_stats *after,
+                              uint64_t misuse_delta) {
+#define CHECK_FIELD(field, desc)                                                   \
+    if (strcmp(#field, "misuse_count") != 0 && before->field != after->field) {   \
+        print_error("stat %s changed: %llu -> %llu\n", #field,                     \
+                    (unsigned long long)before->field,                             \
+                    (unsigned long long)after->field);                             \
+        fail();                                                                    \
+    }
+    FM_POOL_STATS_FIELDS(CHECK_FIELD)
+#undef CHECK_FIELD
+    assert_int_equal(after->misuse_count, before->misuse_count + misuse_delta);
+}
+
+static fm_pool_desc counted(fm_test_env *env, fm_pool_desc desc) {
+    desc.allocator = fm_test_allocator_get(&env->alloc);
+    return desc;
+}
+
+static fm_pool *create_counted(fm_test_env *env, fm_pool_desc desc) {
+    desc = counted(env, desc);
+    fm_pool *pool = fm_pool_create(&desc);
+    if (!pool) {
+        print_error("fm_pool_create failed: %s: %s\n", fm_error_name(fm_last_error()),
+                    fm_last_error_message());
+    }
+    assert_non_null(pool);
+    return pool;
+}
+
+/* Destroys a pool whose items were all freed: nothing reported, every byte
+ * back in the counting allocator. */
+static void destroy_clean(fm_test_env *env, fm_pool *pool) {
+    int errors_before = env->errors.count;
+    assert_int_equal(stats_of(pool).live, 0);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    fm_pool_destroy(pool);
+    assert_int_equal(env->errors.count, errors_before);
+    fm_test_allocator_assert_clean(&env->alloc);
+}
+
+static uintptr_t far_bit(void) {
+    return UINTPTR_MAX > 0xFFFFFFFFu ? (uintptr_t)1 << 40 : (uintptr_t)1 << 30;
+}
+
+/* A pointer far from p, computed without pointer arithmetic. */
+static void *far_from(const void *p) {
+    return (void *)((uintptr_t)p ^ far_bit());
+}
+
+static void *byte_offset(const void *p, size_t off) {
+    return (void *)((uintptr_t)p + off);
+}
+
+/* true when number appears in text as a whole decimal token. */
+static bool contains_number(const char *text, unsigned long number) {
+    char digits[32];
+    snprintf(digits, sizeof digits, "%lu", number);
+    size_t n = strlen(digits);
+    for (const char *p = text; p && (p = strstr(p, digits)) != NULL; p++) {
+        bool left_ok = p == text || !isalnum((unsigned char)p[-1]);
+        bool right_ok = !isalnum((unsigned char)p[n]);
+        if (left_ok && right_ok) return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------ items with fill patterns */
+
+typedef struct live_set {
+    void **items;
+    uint32_t *seeds;
+    size_t count;
+    size_t cap;
+    size_t item_size;
+    uint32_t next_seed;
+} live_set;
+
+static void live_init(live_set *s, size_t item_size) {
+    memset(s, 0, sizeof *s);
+    s->item_size = item_size;
+    s->next_seed = 1;
+}
+
+static void live_deinit(live_set *s) {
+    free(s->items);
+    free(s->seeds);
+    memset(s, 0, sizeof *s);
+}
+
+static void live_add(live_set *s, void *item) {
+    assert_non_null(item);
+    if (s->count == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 64;
+        s->items = realloc(s->items, s->cap * sizeof *s->items);
+        s->seeds = realloc(s->seeds, s->cap * sizeof *s->seeds);
+        assert_non_null(s->items);
+        assert_non_null(s->seeds);
+    }
+    uint32_t seed = s->next_seed++;
+    fm_test_fill(item, s->item_size, seed);
+    s->items[s->count] = item;
+    s->seeds[s->count] = seed;
+    s->count++;
+}
+
+static void *live_alloc(live_set *s, fm_pool *pool) {
+    void *item = fm_pool_alloc(pool);
+    if (!item) {
+        print_error("fm_pool_alloc failed: %s: %s\n", fm_error_name(fm_last_error()),
+                    fm_last_error_message());
+    }
+    assert_non_null(item);
+    live_add(s, item);
+    return item;
+}
+
+static void live_verify_one(const live_set *s, size_t i) {
+    if (!fm_test_check_fill(s->items[i], s->item_size, s->seeds[i])) {
+        print_error("item %p (seed %u) was overwritten\n", s->items[i], (unsigned)s->seeds[i]);
+        fail();
+    }
+}
+
+static void live_verify_all(const live_set *s) {
+    for (size_t i = 0; i < s->count; i++) live_verify_one(s, i);
+    fm_test_assert_no_overlap(s->items, s->count, s->item_size);
+}
+
+/* Removes entry i (after checking its contents) without freeing it. */
+static void *live_take(live_set *s, size_t i) {
+    assert_true(i < s->count);
+    live_verify_one(s, i);
+    void *item = s->items[i];
+    s->count--;
+    s->items[i] = s->items[s->count];
+    s->seeds[i] = s->seeds[s->count];
+    return item;
+}
+
+static void live_release(live_set *s, fm_pool *pool, size_t i) {
+    fm_pool_free(pool, live_take(s, i));
+}
+
+static void live_release_all(live_set *s, fm_pool *pool) {
+    while (s->count) live_release(s, pool, s->count - 1);
+}
+
+static bool live_contains(const live_set *s, const void *p) {
+    for (size_t i = 0; i < s->count; i++) {
+        if (s->items[i] == p) return true;
+    }
+    return false;
+}
+
+/* After misuse the pool still works: fill it to its capacity without growing,
+ * check every item (old and new) holds its own pattern and none overlap, run
+ * the invariant check, then give the new items back. */
+static void assert_pool_usable(fm_pool *pool, live_set *kept) {
+    fm_pool_stats before = stats_of(pool);
+    assert_int_equal(before.live, kept->count);
+    size_t first_new = kept->count;
+    while (stats_of(pool).live < before.capacity) live_alloc(kept, pool);
+    fm_pool_stats full = stats_of(pool);
+    assert_int_equal(full.grow_events, before.grow_events);
+    assert_int_equal(full.live, full.capacity);
+    live_verify_all(kept);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    for (size_t i = 0; i < kept->count; i++) assert_true(fm_pool_owns(pool, kept->items[i]));
+    while (kept->count > first_new) live_release(kept, pool, kept->count - 1);
+    assert_int_equal(stats_of(pool).live, first_new);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+}
+
+/* ------------------------------------------------------------ ctor / dtor */
+
+enum { HOOK_MAX_ITEMS = 256 };
+
+typedef struct hook_log {
+    int ctor_calls;
+    int dtor_calls;
+    void *last_ctor_item;
+    void *last_dtor_item;
+    void *ctor_user;
+    void *dtor_user;
+    void *dtor_items[HOOK_MAX_ITEMS];
+} hook_log;
+
+static void hook_ctor(void *item, void *user) {
+    hook_log *h = user;
+    h->ctor_calls++;
+    h->last_ctor_item = item;
+    h->ctor_user = user;
+    memset(item, 0xC7, sizeof(uint32_t));
+}
+
+static void hook_dtor(void *item, void *user) {
+    hook_log *h = user;
+    if (h->dtor_calls < HOOK_MAX_ITEMS) h->dtor_items[h->dtor_calls] = item;
+    h->dtor_calls++;
+    h->last_dtor_item = item;
+    h->dtor_user = user;
+}
+
+/* -------------------------------------------------------- misuse checking */
+
+/* Frees (or deletes) a bad pointer and checks it was reported with code,
+ * naming the pool, and changed nothing but misuse_count (and no dtor ran). */
+static void expect_bad_release(fm_test_env *env, fm_pool *pool, void *bad, fm_error code,
+                               bool use_delete, const hook_log *hooks) {
+    fm_pool_stats before = stats_of(pool);
+    int errors_before = env->errors.count;
+    int dtors_before = hooks ? hooks->dtor_calls : 0;
+    fm_clear_error();
+    if (use_delete) {
+        fm_pool_delete(pool, bad);
+    } else {
+        fm_pool_free(pool, bad);
+    }
+    if (fm_last_error() != code) {
+        print_error("freeing %p: expected %s, got %s (%s)\n", bad, fm_error_name(code),
+                    fm_error_name(fm_last_error()), fm_last_error_message());
+    }
+    assert_int_equal(fm_last_error(), code);
+    assert_int_equal(env->errors.count, errors_before + 1);
+    assert_int_equal(env->errors.last, code);
+    assert_true(fm_test_contains(env->errors.message, fm_pool_name(pool)));
+    fm_pool_stats after = stats_of(pool);
+    assert_stats_same(&before, &after, 1);
+    if (hooks) assert_int_equal(hooks->dtor_calls, dtors_before);
+}
+
+static void expect_bad_free(fm_test_env *env, fm_pool *pool, void *bad, fm_error code) {
+    expect_bad_release(env, pool, bad, code, false, NULL);
+}
+
+/* A pool with a few live items (patterned) and a few freed ones, used by the
+ * misuse tests. */
+typedef struct misuse_case {
+    fm_pool *pool;
+    live_set live;
+    void *freed[4];
+    hook_log hooks;
+} misuse_case;
+
+static void misuse_begin(fm_test_env *env, misuse_case *m, size_t item_size) {
+    memset(m, 0, sizeof *m);
+    m->pool = create_counted(env, (fm_pool_desc){
+                                      .name = "misuse_pool",
+                                      .item_size = item_size,
+                                      .initial_capacity = 64,
+                                      .ctor = hook_ctor,
+                                      .dtor = hook_dtor,
+                                      .user = &m->hooks,
+                                  });
+    live_init(&m->live, item_size);
+    for (int i = 0; i < 12; i++) live_alloc(&m->live, m->pool);
+    for (int i = 0; i < 4; i++) {
+        m->freed[i] = live_take(&m->live, (size_t)i * 2);
+        fm_pool_free(m->pool, m->freed[i]);
+    }
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(stats_of(m->pool).live, 8);
+}
+
+static void misuse_end(fm_test_env *env, misuse_case *m) {
+    assert_pool_usable(m->pool, &m->live);
+    live_release_all(&m->live, m->pool);
+    live_deinit(&m->live);
+    int errors = env->errors.count;
+    destroy_clean(env, m->pool);
+    assert_int_equal(env->errors.count, errors);
+}
+
+/* ====================================================== create and defaults */
+
+static void test_pool_create_with_defaults_gives_one_usable_chunk(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = fm_pool_create(&(fm_pool_desc){.item_size = 40});
+    assert_non_null(pool);
+    fm_pool_stats s = stats_of(pool);
+    assert_string_equal(fm_pool_name(pool), "pool");
+    assert_string_equal(s.name, "pool");
+    assert_int_equal(s.item_size, 40);
+    assert_int_equal(s.item_align, FM_DEFAULT_ALIGN);
+    assert_true(s.stride >= 40 && s.stride % FM_DEFAULT_ALIGN == 0);
+    assert_true(FM_IS_POW2(s.chunk_bytes));
+    assert_int_equal(s.chunk_count, 1);
+    assert_true(s.items_per_chunk >= 1);
+    assert_int_equal(s.capacity, s.items_per_chunk);
+    assert_int_equal(s.live, 0);
+    assert_int_equal(s.peak_live, 0);
+    assert_int_equal(s.total_allocs, 0);
+    assert_int_equal(s.total_frees, 0);
+    assert_int_equal(s.failed_allocs, 0);
+    assert_int_equal(s.misuse_count, 0);
+    assert_int_equal(s.grow_events, 0);
+    assert_int_equal(s.trim_events, 0);
+    assert_int_equal(s.bytes_trimmed, 0);
+    assert_true(s.bytes_reserved >= s.capacity * s.item_size);
+    assert_int_equal(s.bytes_overhead, s.bytes_reserved - s.capacity * s.item_size);
+
+    live_set live;
+    live_init(&live, 40);
+    for (uint64_t i = 0; i < s.capacity + 1; i++) live_alloc(&live, pool);
+    live_verify_all(&live);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    fm_pool_destroy(pool);
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(fm_last_error(), FM_OK);
+}
+
+static void test_pool_create_with_null_desc_fails_with_invalid_arg(void **state) {
+    fm_test_env *env = *state;
+    assert_null(fm_pool_create(NULL));
+    assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
+    assert_int_equal(env->errors.count, 1);
+    assert_int_equal(env->errors.last, FM_ERR_INVALID_ARG);
+    assert_int_equal(env->errors.bad_messages, 0);
+}
+
+typedef struct desc_case {
+    const char *label;
+    fm_pool_desc desc;
+} desc_case;
+
+static void test_pool_create_rejects_invalid_descs_with_invalid_arg(void **state) {
+    fm_test_env *env = *state;
+    const desc_case cases[] = {
+        {"item_size 0", {.item_size = 0}},
+        {"item_size max+1", {.item_size = FM_POOL_MAX_ITEM_SIZE + 1}},
+        {"item_size SIZE_MAX", {.item_size = SIZE_MAX}},
+        {"align 3", {.item_size = 16, .item_align = 3}},
+        {"align 6", {.item_size = 16, .item_align = 6}},
+        {"align 24", {.item_size = 16, .item_align = 24}},
+        {"align 8192", {.item_size = 16, .item_align = 8192}},
+        {"align 1 MiB", {.item_size = 16, .item_align = (size_t)1 << 20}},
+        {"align SIZE_MAX", {.item_size = 16, .item_align = SIZE_MAX}},
+        {"grow_factor 1.0", {.item_size = 16, .grow_factor = 1.0f}},
+        {"grow_factor 0.5", {.item_size = 16, .grow_factor = 0.5f}},
+        {"grow_factor -2", {.item_size = 16, .grow_factor = -2.0f}},
+        {"grow_factor NaN", {.item_size = 16, .grow_factor = NAN}},
+        {"sync mutex", {.item_size = 16, .sync = FM_SYNC_MUTEX}},
+        {"sync thread cache", {.item_size = 16, .sync = FM_SYNC_THREAD_CACHE}},
+        {"sync lockfree", {.item_size = 16, .sync = FM_SYNC_LOCKFREE}},
+        {"sync count", {.item_size = 16, .sync = FM_SYNC_COUNT}},
+        {"sync 99", {.item_size = 16, .sync = (fm_sync)99}},
+        {"growth count", {.item_size = 16, .growth = FM_GROWTH_COUNT}},
+        {"growth 99", {.item_size = 16, .growth = (fm_growth)99}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fm_pool_desc desc = counted(env, cases[i].desc);
+        desc.name = "bad_desc_pool";
+        fm_test_errors_reset(&env->errors);
+        fm_clear_error();
+        fm_pool *pool = fm_pool_create(&desc);
+        if (pool || fm_last_error() != FM_ERR_INVALID_ARG || env->errors.count != 1) {
+            print_error("case '%s': pool %p, last error %s, handler calls %d\n",
+                        cases[i].label, (void *)pool, fm_error_name(fm_last_error()),
+                        env->errors.count);
+        }
+        assert_null(pool);
+        assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
+        assert_int_equal(env->errors.count, 1);
+        assert_int_equal(env->errors.last, FM_ERR_INVALID_ARG);
+        assert_int_equal(env->errors.bad_messages, 0);
+        if (!fm_test_contains(env->errors.message, "bad_desc_pool")) {
+            print_error("case '%s': message does not name the pool: %s\n", cases[i].label,
+                        env->errors.message);
+            fail();
+        }
+        fm_test_allocator_assert_clean(&env->alloc);
+    }
+}
+
+static void test_pool_create_accepts_boundary_descs(void **state) {
+    fm_test_env *env = *state;
+    const desc_case cases[] = {
+        {"item_size 1", {.item_size = 1}},
+        {"align 1", {.item_size = 5, .item_align = 1}},
+        {"align 4096", {.item_size = 16, .item_align = FM_MAX_ALIGN}},
+        {"grow_factor 0 means default", {.item_size = 16, .grow_factor = 0.0f}},
+        {"grow_factor 1.01", {.item_size = 16, .grow_factor = 1.01f}},
+        {"explicit sync none", {.item_size = 16, .sync = FM_SYNC_NONE}},
+        {"linear", {.item_size = 16, .growth = FM_GROWTH_LINEAR}},
+        {"fixed", {.item_size = 16, .growth = FM_GROWTH_FIXED}},
+        {"max equals initial", {.item_size = 16, .initial_capacity = 100, .max_capacity = 100}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fm_pool_desc desc = counted(env, cases[i].desc);
+        fm_pool *pool = fm_pool_create(&desc);
+        if (!pool) print_error("case '%s' was rejected\n", cases[i].label);
+        assert_non_null(pool);
+        void *item = fm_pool_alloc(pool);
+        assert_non_null(item);
+        memset(item, 0x5A, desc.item_size);
+        fm_pool_free(pool, item);
+        destroy_clean(env, pool);
+    }
+    assert_int_equal(env->errors.count, 0);
+}
+
+static void test_pool_create_accepts_the_largest_item_size(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = FM_POOL_MAX_ITEM_SIZE});
+    unsigned char *a = fm_pool_alloc(pool);
+    unsigned char *b = fm_pool_alloc(pool);
+    assert_non_null(a);
+    assert_non_null(b);
+    memset(a, 0x11, FM_POOL_MAX_ITEM_SIZE);
+    memset(b, 0x22, FM_POOL_MAX_ITEM_SIZE);
+    for (size_t i = 0; i < FM_POOL_MAX_ITEM_SIZE; i += 4093) {
+        assert_int_equal(a[i], 0x11);
+        assert_int_equal(b[i], 0x22);
+    }
+    assert_int_equal(a[FM_POOL_MAX_ITEM_SIZE - 1], 0x11);
+    assert_int_equal(b[FM_POOL_MAX_ITEM_SIZE - 1], 0x22);
+    fm_pool_free(pool, a);
+    fm_pool_free(pool, b);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_get_desc_resolves_defaults(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 24});
+    fm_pool_desc d = fm_pool_get_desc(pool);
+    assert_non_null(d.name);
+    assert_string_equal(d.name, "pool");
+    assert_int_equal(d.item_size, 24);
+    assert_int_equal(d.item_align, FM_DEFAULT_ALIGN);
+    assert_int_equal(d.item_align, 16);
+    assert_true(d.grow_factor == 2.0f);
+    assert_int_equal(d.growth, FM_GROWTH_GEOMETRIC);
+    assert_int_equal(d.sync, FM_SYNC_NONE);
+    assert_true(d.initial_capacity > 0);
+    assert_true(d.initial_capacity <= stats_of(pool).capacity);
+    fm_pool_destroy(pool);
+    fm_test_allocator_assert_clean(&env->alloc);
+}
+
+static void test_pool_get_desc_keeps_given_values(void **state) {
+    fm_test_env *env = *state;
+    hook_log hooks = {0};
+    fm_pool_desc given = counted(env, (fm_pool_desc){
+                                          .name = "given",
+                                          .item_size = 72,
+                                          .item_align = 64,
+                                          .initial_capacity = 100,
+                                          .max_capacity = 5000,
+                                          .growth = FM_GROWTH_LINEAR,
+                                          .grow_step = 33,
+                                          .prefault = true,
+                                          .silent_destroy = true,
+                                          .ctor = hook_ctor,
+                                          .dtor = hook_dtor,
+                                          .user = &hooks,
+                                      });
+    fm_pool *pool = fm_pool_create(&given);
+    assert_non_null(pool);
+    fm_pool_desc d = fm_pool_get_desc(pool);
+    assert_string_equal(d.name, "given");
+    assert_int_equal(d.item_size, 72);
+    assert_int_equal(d.item_align, 64);
+    assert_int_equal(d.initial_capacity, 100);
+    assert_int_equal(d.max_capacity, 5000);
+    assert_int_equal(d.growth, FM_GROWTH_LINEAR);
+    assert_int_equal(d.grow_step, 33);
+    assert_true(d.prefault);
+    assert_true(d.silent_destroy);
+    assert_ptr_equal(d.ctor, hook_ctor);
+    assert_ptr_equal(d.dtor, hook_dtor);
+    assert_ptr_equal(d.user, &hooks);
+    assert_ptr_equal(d.allocator.alloc, given.allocator.alloc);
+    assert_ptr_equal(d.allocator.free, given.allocator.free);
+    assert_ptr_equal(d.allocator.user, given.allocator.user);
+
+    fm_pool_desc geo = counted(env, (fm_pool_desc){.item_size = 8, .grow_factor = 1.5f});
+    fm_pool *pool2 = fm_pool_create(&geo);
+    assert_non_null(pool2);
+    assert_true(fm_pool_get_desc(pool2).grow_factor == 1.5f);
+    fm_pool_destroy(pool2);
+    fm_pool_destroy(pool);
+    fm_test_allocator_assert_clean(&env->alloc);
+}
+
+static void test_pool_keeps_its_own_copy_of_the_name(void **state) {
+    fm_test_env *env = *state;
+    char name[128];
+    snprintf(name, sizeof name, "copied_name");
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = name, .item_size = 8});
+    char long_name[101];
+    memset(long_name, 'n', 100);
+    long_name[100] = '\0';
+    fm_pool *pool_long = create_counted(env, (fm_pool_desc){.name = long_name, .item_size = 8});
+
+    memset(name, 'X', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    memset(long_name, 'Y', 100);
+
+    assert_string_equal(fm_pool_name(pool), "copied_name");
+    assert_string_equal(fm_pool_get_desc(pool).name, "copied_name");
+    assert_string_equal(stats_of(pool).name, "copied_name");
+    assert_ptr_not_equal(fm_pool_get_desc(pool).name, name);
+    assert_int_equal(strlen(fm_pool_name(pool_long)), 100);
+    assert_int_equal(strspn(fm_pool_name(pool_long), "n"), 100);
+
+    fm_pool_destroy(pool_long);
+    fm_pool_destroy(pool);
+    fm_test_allocator_assert_clean(&env->alloc);
+}
+
+static void test_pool_name_is_the_desc_name_or_pool(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *named = create_counted(env, (fm_pool_desc){.name = "particles", .item_size = 8});
+    fm_pool *unnamed = create_counted(env, (fm_pool_desc){.item_size = 8});
+    assert_string_equal(fm_pool_name(named), "particles");
+    assert_string_equal(fm_pool_name(unnamed), "pool");
+    fm_pool_destroy(named);
+    fm_pool_destroy(unnamed);
+    fm_test_allocator_assert_clean(&env->alloc);
+}
+
+/* ===================================================== alloc / free / hooks */
+
+static void test_pool_alloc_and_free_round_trip_updates_counters(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 32});
+    live_set live;
+    live_init(&live, 32);
+    for (int i = 0; i < 10; i++) live_alloc(&live, pool);
+    fm_pool_stats s = stats_of(pool);
+    assert_int_equal(s.live, 10);
+    assert_int_equal(s.total_allocs, 10);
+    assert_int_equal(s.peak_live, 10);
+    for (int i = 0; i < 10; i++) assert_true(fm_pool_owns(pool, live.items[i]));
+    live_verify_all(&live);
+    for (int i = 0; i < 4; i++) live_release(&live, pool, 0);
+    s = stats_of(pool);
+    assert_int_equal(s.live, 6);
+    assert_int_equal(s.total_frees, 4);
+    assert_int_equal(s.peak_live, 10);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_alloc_function_and_site_forms_all_work(void **state) {
+    fm_test_env *env = *state;
+    hook_log hooks = {0};
+    fm_pool *pool = create_counted(env, (fm_pool_desc){
+                                            .item_size = 16,
+                                            .ctor = hook_ctor,
+                                            .dtor = hook_dtor,
+                                            .user = &hooks,
+                                        });
+    void *(*alloc_fn)(fm_pool *) = (fm_pool_alloc);
+    void *(*new_fn)(fm_pool *) = (fm_pool_new);
+    void *a = alloc_fn(pool);
+    void *b = (fm_pool_alloc)(pool);
+    void *c = fm_pool_alloc_at(pool, "site.c", 10);
+    assert_int_equal(hooks.ctor_calls, 0);
+    void *d = new_fn(pool);
+    void *e = fm_pool_new_at(pool, "site.c", 20);
+    assert_int_equal(hooks.ctor_calls, 2);
+    assert_ptr_equal(hooks.last_ctor_item, e);
+    void *items[] = {a, b, c, d, e};
+    for (int i = 0; i < 5; i++) {
+        assert_non_null(items[i]);
+        assert_true(fm_pool_owns(pool, items[i]));
+    }
+    fm_test_assert_no_overlap(items, 5, 16);
+    assert_int_equal(stats_of(pool).live, 5);
+    for (int i = 0; i < 5; i++) fm_pool_free(pool, items[i]);
+    assert_int_equal(hooks.dtor_calls, 0);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_new_runs_ctor_and_delete_runs_dtor_with_user(void **state) {
+    fm_test_env *env = *state;
+    hook_log hooks = {0};
+    fm_pool *pool = create_counted(env, (fm_pool_desc){
+                                            .item_size = 24,
+                                            .ctor = hook_ctor,
+                                            .dtor = hook_dtor,
+                                            .user = &hooks,
+                                        });
+    uint32_t *a = fm_pool_new(pool);
+    assert_non_null(a);
+    assert_int_equal(hooks.ctor_calls, 1);
+    assert_ptr_equal(hooks.last_ctor_item, a);
+    assert_ptr_equal(hooks.ctor_user, &hooks);
+    assert_int_equal(*a, 0xC7C7C7C7u);
+
+    uint32_t *b = fm_pool_alloc(pool);
+    assert_non_null(b);
+    assert_int_equal(hooks.ctor_calls, 1);
+
+    fm_pool_delete(pool, a);
+    assert_int_equal(hooks.dtor_calls, 1);
+    assert_ptr_equal(hooks.last_dtor_item, a);
+    assert_ptr_equal(hooks.dtor_user, &hooks);
+    assert_false(fm_pool_owns(pool, a));
+
+    fm_pool_free(pool, b);
+    assert_int_equal(hooks.dtor_calls, 1);
+    fm_pool_stats s = stats_of(pool);
+    assert_int_equal(s.total_allocs, 2);
+    assert_int_equal(s.total_frees, 2);
+    assert_int_equal(s.live, 0);
+    destroy_clean(env, pool);
+    assert_int_equal(hooks.dtor_calls, 1);
+}
+
+static void test_pool_new_and_delete_without_hooks_work(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 24});
+    void *a = fm_pool_new(pool);
+    assert_non_null(a);
+    assert_true(fm_pool_owns(pool, a));
+    fm_pool_delete(pool, a);
+    assert_false(fm_pool_owns(pool, a));
+    destroy_clean(env, pool);
+}
+
+static void test_pool_free_of_null_is_a_silent_no_op(void **state) {
+    fm_test_env *env = *state;
+    hook_log hooks = {0};
+    fm_pool *pool = create_counted(env, (fm_pool_desc){
+                                            .item_size = 24,
+                                            .dtor = hook_dtor,
+                                            .user = &hooks,
+                                        });
+    void *keep = fm_pool_alloc(pool);
+    fm_pool_stats before = stats_of(pool);
+    fm_pool_free(pool, NULL);
+    fm_pool_delete(pool, NULL);
+    fm_pool_stats after = stats_of(pool);
+    assert_stats_same(&before, &after, 0);
+    assert_int_equal(hooks.dtor_calls, 0);
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(fm_last_error(), FM_OK);
+    fm_pool_free(pool, keep);
+    destroy_clean(env, pool);
+}
+
+/* ================================================================== misuse */
+
+static void test_pool_double_free_is_reported_and_state_kept(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 48);
+    for (int i = 0; i < 4; i++) expect_bad_free(env, m.pool, m.freed[i], FM_ERR_DOUBLE_FREE);
+    /* The same pointer again and again: still reported, still nothing changes. */
+    expect_bad_free(env, m.pool, m.freed[0], FM_ERR_DOUBLE_FREE);
+    expect_bad_free(env, m.pool, m.freed[0], FM_ERR_DOUBLE_FREE);
+    for (int i = 0; i < 4; i++) assert_false(fm_pool_owns(m.pool, m.freed[i]));
+    live_verify_all(&m.live);
+    misuse_end(env, &m);
+}
+
+static void test_pool_double_free_right_after_free_is_reported(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "twice", .item_size = 16});
+    void *a = fm_pool_alloc(pool);
+    void *b = fm_pool_alloc(pool);
+    fm_pool_free(pool, a);
+    expect_bad_free(env, pool, a, FM_ERR_DOUBLE_FREE);
+    /* The free list still hands out distinct items. */
+    void *c = fm_pool_alloc(pool);
+    void *d = fm_pool_alloc(pool);
+    assert_ptr_not_equal(c, d);
+    assert_ptr_not_equal(c, b);
+    assert_ptr_not_equal(d, b);
+    fm_pool_free(pool, b);
+    fm_pool_free(pool, c);
+    fm_pool_free(pool, d);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_free_of_stack_pointer_is_reported_as_foreign(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 48);
+    long long on_stack[8] = {0};
+    expect_bad_free(env, m.pool, on_stack, FM_ERR_FOREIGN_POINTER);
+    expect_bad_free(env, m.pool, &on_stack[3], FM_ERR_FOREIGN_POINTER);
+    misuse_end(env, &m);
+}
+
+static void test_pool_free_of_malloc_block_is_reported_as_foreign(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 48);
+    void *block = malloc(48);
+    assert_non_null(block);
+    void *big = malloc(1 << 20);
+    assert_non_null(big);
+    expect_bad_free(env, m.pool, block, FM_ERR_FOREIGN_POINTER);
+    expect_bad_free(env, m.pool, big, FM_ERR_FOREIGN_POINTER);
+    expect_bad_free(env, m.pool, byte_offset(big, 1 << 19), FM_ERR_FOREIGN_POINTER);
+    free(big);
+    free(block);
+    misuse_end(env, &m);
+}
+
+static void test_pool_free_of_another_pools_item_is_reported_as_foreign(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 48);
+    fm_pool *other = create_counted(env, (fm_pool_desc){.name = "other", .item_size = 48,
+                                                        .initial_capacity = 64});
+    void *theirs = fm_pool_alloc(other);
+    assert_non_null(theirs);
+    fm_test_fill(theirs, 48, 777);
+    fm_pool_stats other_before = stats_of(other);
+
+    expect_bad_free(env, m.pool, theirs, FM_ERR_FOREIGN_POINTER);
+
+    assert_true(fm_pool_owns(other, theirs));
+    assert_false(fm_pool_owns(m.pool, theirs));
+    assert_true(fm_test_check_fill(theirs, 48, 777));
+    fm_pool_stats other_after = stats_of(other);
+    assert_stats_same(&other_before, &other_after, 0);
+    fm_pool_free(other, theirs);
+    assert_int_equal(fm_pool_check(other), FM_OK);
+    fm_pool_destroy(other);
+    misuse_end(env, &m);
+}
+
+static void test_pool_free_of_far_away_pointer_is_reported_as_foreign(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 48);
+    expect_bad_free(env, m.pool, far_from(m.live.items[0]), FM_ERR_FOREIGN_POINTER);
+    expect_bad_free(env, m.pool, (void *)(uintptr_t)0x1000, FM_ERR_FOREIGN_POINTER);
+    expect_bad_free(env, m.pool, (void *)(UINTPTR_MAX & ~(uintptr_t)0xFFF),
+                    FM_ERR_FOREIGN_POINTER);
+    misuse_end(env, &m);
+}
+
+static void test_pool_free_of_interior_pointer_is_reported(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 48);
+    uint64_t stride = stats_of(m.pool).stride;
+    void *item = m.live.items[3];
+    expect_bad_free(env, m.pool, byte_offset(item, 1), FM_ERR_INTERIOR_POINTER);
+    expect_bad_free(env, m.pool, byte_offset(item, stride / 2), FM_ERR_INTERIOR_POINTER);
+    expect_bad_free(env, m.pool, byte_offset(item, 47), FM_ERR_INTERIOR_POINTER);
+    assert_true(fm_pool_owns(m.pool, item));
+    live_verify_all(&m.live);
+    misuse_end(env, &m);
+}
+
+static void test_pool_delete_of_bad_pointers_never_runs_the_dtor(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 48);
+    long long on_stack[8] = {0};
+    void *item = m.live.items[1];
+    expect_bad_release(env, m.pool, m.freed[1], FM_ERR_DOUBLE_FREE, true, &m.hooks);
+    expect_bad_release(env, m.pool, on_stack, FM_ERR_FOREIGN_POINTER, true, &m.hooks);
+    expect_bad_release(env, m.pool, far_from(item), FM_ERR_FOREIGN_POINTER, true, &m.hooks);
+    expect_bad_release(env, m.pool, byte_offset(item, 1), FM_ERR_INTERIOR_POINTER, true,
+                       &m.hooks);
+    assert_int_equal(m.hooks.dtor_calls, 0);
+    misuse_end(env, &m);
+}
+
+static void test_pool_free_of_any_non_item_address_in_a_chunk_is_reported(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 24);
+    fm_pool_stats s = stats_of(m.pool);
+    uintptr_t chunk = (uintptr_t)m.live.items[0] & ~(uintptr_t)(s.chunk_bytes - 1);
+    size_t middle_step = s.chunk_bytes / 16384 > 1 ? s.chunk_bytes / 16384 : 1;
+    uint64_t probes = 0;
+    for (size_t off = 0; off < s.chunk_bytes;
+         off += (off < 8192 || off + 8192 >= s.chunk_bytes) ? 1 : middle_step) {
+        void *p = (void *)(chunk + off);
+        if (live_contains(&m.live, p)) continue;
+        assert_false(fm_pool_owns(m.pool, p));
+        int errors_before = env->errors.count;
+        fm_clear_error();
+        fm_pool_free(m.pool, p);
+        fm_error err = fm_last_error();
+        if (err != FM_ERR_DOUBLE_FREE && err != FM_ERR_FOREIGN_POINTER &&
+            err != FM_ERR_INTERIOR_POINTER) {
+            print_error("free of chunk offset %zu gave %s\n", off, fm_error_name(err));
+            fail();
+        }
+        /* Exact codes where the answer is known. */
+        for (size_t i = 0; i < m.live.count; i++) {
+            uintptr_t start = (uintptr_t)m.live.items[i];
+            if ((uintptr_t)p > start && (uintptr_t)p < start + 24) {
+                assert_int_equal(err, FM_ERR_INTERIOR_POINTER);
+            }
+        }
+        for (int i = 0; i < 4; i++) {
+            if (p == m.freed[i]) assert_int_equal(err, FM_ERR_DOUBLE_FREE);
+        }
+        assert_int_equal(env->errors.count, errors_before + 1);
+        probes++;
+    }
+    fm_pool_stats after = stats_of(m.pool);
+    assert_int_equal(after.misuse_count, probes);
+    assert_int_equal(after.live, 8);
+    assert_int_equal(after.total_frees, s.total_frees);
+    live_verify_all(&m.live);
+    assert_int_equal(fm_pool_check(m.pool), FM_OK);
+    misuse_end(env, &m);
+}
+
+/* ================================================================== owns */
+
+static void test_pool_owns_only_live_items_and_reports_nothing(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 48);
+    fm_pool *other = create_counted(env, (fm_pool_desc){.item_size = 48});
+    void *theirs = fm_pool_alloc(other);
+    void *block = malloc(48);
+    long long on_stack[4] = {0};
+    uint64_t stride = stats_of(m.pool).stride;
+    fm_pool_stats before = stats_of(m.pool);
+    fm_clear_error();
+
+    for (size_t i = 0; i < m.live.count; i++) {
+        assert_true(fm_pool_owns(m.pool, m.live.items[i]));
+        assert_false(fm_pool_owns(m.pool, byte_offset(m.live.items[i], 1)));
+        assert_false(fm_pool_owns(m.pool, byte_offset(m.live.items[i], stride / 2)));
+    }
+    for (int i = 0; i < 4; i++) assert_false(fm_pool_owns(m.pool, m.freed[i]));
+    assert_false(fm_pool_owns(m.pool, NULL));
+    assert_false(fm_pool_owns(m.pool, theirs));
+    assert_false(fm_pool_owns(m.pool, block));
+    assert_false(fm_pool_owns(m.pool, on_stack));
+    assert_false(fm_pool_owns(m.pool, far_from(m.live.items[0])));
+    assert_false(fm_pool_owns(m.pool, (void *)(uintptr_t)0x1000));
+    assert_true(fm_pool_owns(other, theirs));
+
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(fm_last_error(), FM_OK);
+    fm_pool_stats after = stats_of(m.pool);
+    assert_stats_same(&before, &after, 0);
+
+    free(block);
+    fm_pool_free(other, theirs);
+    fm_pool_destroy(other);
+    misuse_end(env, &m);
+}
+
+/* ================================================================= foreach */
+
+typedef struct visit_log {
+    fm_pool *pool;
+    void **seen;
+    size_t count;
+    size_t cap;
+    bool free_each;
+    bool free_odd;
+    void *user_check;
+} visit_log;
+
+static void visit_record(void *item, void *user) {
+    visit_log *v = user;
+    if (v->count < v->cap) v->seen[v->count] = item;
+    v->count++;
+    if (v->free_each || (v->free_odd && (v->count & 1))) fm_pool_free(v->pool, item);
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(void *const *)a;
+    uintptr_t y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every live item seen exactly once, nothing else. */
+static void assert_visited_exactly(visit_log *v, const live_set *live) {
+    assert_int_equal(v->count, live->count);
+    if (live->count == 0) return;
+    void **expected = malloc((live->count + 1) * sizeof *expected);
+    assert_non_null(expected);
+    memcpy(expected, live->items, live->count * sizeof *expected);
+    qsort(expected, live->count, sizeof *expected, cmp_ptr);
+    qsort(v->seen, v->count, sizeof *v->seen, cmp_ptr);
+    for (size_t i = 0; i < live->count; i++) assert_ptr_equal(v->seen[i], expected[i]);
+    free(expected);
+}
+
+static void test_pool_foreach_visits_every_live_item_exactly_once(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 40});
+    live_set live;
+    live_init(&live, 40);
+    uint64_t cap = stats_of(pool).capacity;
+    for (uint64_t i = 0; i < cap * 3 + 5; i++) live_alloc(&live, pool);
+    for (size_t i = 0; i < live.count; i += 3) live_release(&live, pool, i);
+
+    visit_log v = {.pool = pool, .cap = live.count + 16};
+    v.seen = calloc(v.cap, sizeof *v.seen);
+    fm_pool_foreach(pool, visit_record, &v);
+    assert_visited_exactly(&v, &live);
+    live_verify_all(&live);
+    free(v.seen);
+
+    /* Empty pool: no visit. */
+    live_release_all(&live, pool);
+    visit_log none = {.pool = pool};
+    fm_pool_foreach(pool, visit_record, &none);
+    assert_int_equal(none.count, 0);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_foreach_callback_may_free_the_item_it_is_given(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 40});
+    live_set live;
+    live_init(&live, 40);
+    uint64_t cap = stats_of(pool).capacity;
+    for (uint64_t i = 0; i < cap * 2 + 7; i++) live_alloc(&live, pool);
+    size_t total = live.count;
+
+    visit_log v = {.pool = pool, .cap = total, .free_odd = true};
+    v.seen = calloc(v.cap, sizeof *v.seen);
+    fm_pool_foreach(pool, visit_record, &v);
+    assert_visited_exactly(&v, &live);
+    assert_int_equal(stats_of(pool).live, total / 2);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    /* The freed ones are gone, the rest are intact. */
+    size_t still = 0;
+    for (size_t i = live.count; i-- > 0;) {
+        if (fm_pool_owns(pool, live.items[i])) {
+            live_verify_one(&live, i);
+            still++;
+        } else {
+            live.count--;
+            live.items[i] = live.items[live.count];
+            live.seeds[i] = live.seeds[live.count];
+        }
+    }
+    assert_int_equal(still, total / 2);
+    free(v.seen);
+
+    visit_log all = {.pool = pool, .cap = live.count, .free_each = true};
+    all.seen = calloc(all.cap + 1, sizeof *all.seen);
+    fm_pool_foreach(pool, visit_record, &all);
+    assert_int_equal(all.count, still);
+    assert_int_equal(stats_of(pool).live, 0);
+    free(all.seen);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+/* ================================================================= growth */
+
+/* Allocates until the pool has just grown once more; returns the capacity
+ * before that growth. */
+static uint64_t fill_until_growth(fm_pool *pool, live_set *live) {
+    fm_pool_stats s = stats_of(pool);
+    while (stats_of(pool).live < s.capacity) live_alloc(live, pool);
+    assert_int_equal(stats_of(pool).grow_events, s.grow_events);
+    live_alloc(live, pool);
+    assert_int_equal(stats_of(pool).grow_events, s.grow_events + 1);
+    return s.capacity;
+}
+
+static void check_geometric_growth(fm_test_env *env, float factor_given, double factor) {
+    fm_pool *pool = create_counted(env, (fm_pool_desc){
+                                            .item_size = 32,
+                                            .grow_factor = factor_given,
+                                        });
+    live_set live;
+    live_init(&live, 32);
+    uint64_t ipc = stats_of(pool).items_per_chunk;
+    for (int g = 1; g <= 5; g++) {
+        uint64_t old_cap = fill_until_growth(pool, &live);
+        fm_pool_stats s = stats_of(pool);
+        if ((double)s.capacity < (double)old_cap * factor ||
+            (double)s.capacity > (double)old_cap * factor + (double)ipc) {
+            print_error("factor %.2f: capacity %llu -> %llu (items per chunk %llu)\n", factor,
+                        (unsigned long long)old_cap, (unsigned long long)s.capacity,
+                        (unsigned long long)ipc);
+            fail();
+        }
+        assert_int_equal(s.grow_events, (uint64_t)g);
+        assert_true(s.grow_ns_total >= s.grow_ns_max);
+        assert_int_equal(s.bytes_overhead, s.bytes_reserved - s.capacity * s.item_size);
+    }
+    live_verify_all(&live);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_geometric_growth_multiplies_capacity_by_the_factor(void **state) {
+    fm_test_env *env = *state;
+    check_geometric_growth(env, 0.0f, 2.0);
+    check_geometric_growth(env, 1.5f, 1.5);
+    check_geometric_growth(env, 3.0f, 3.0);
+    check_geometric_growth(env, 1.1f, 1.1);
+}
+
+static void check_linear_growth(fm_test_env *env, uint32_t step) {
+    fm_pool *pool = create_counted(env, (fm_pool_desc){
+                                            .item_size = 32,
+                                            .growth = FM_GROWTH_LINEAR,
+                                            .grow_step = step,
+                                        });
+    live_set live;
+    live_init(&live, 32);
+    uint64_t ipc = stats_of(pool).items_per_chunk;
+    uint64_t want = step ? step : ipc;
+    for (int g = 1; g <= 5; g++) {
+        uint64_t old_cap = fill_until_growth(pool, &live);
+        fm_pool_stats s = stats_of(pool);
+        uint64_t added = s.capacity - old_cap;
+        if (added < want || added >= want + ipc) {
+            print_error("step %u: capacity %llu -> %llu (items per chunk %llu)\n", step,
+                        (unsigned long long)old_cap, (unsigned long long)s.capacity,
+                        (unsigned long long)ipc);
+            fail();
+        }
+        assert_int_equal(s.grow_events, (uint64_t)g);
+        assert_true(s.grow_ns_total >= s.grow_ns_max);
+    }
+    live_verify_all(&live);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_linear_growth_adds_grow_step_rounded_to_chunks(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *probe = create_counted(env, (fm_pool_desc){.item_size = 32});
+    uint32_t ipc = (uint32_t)stats_of(probe).items_per_chunk;
+    fm_pool_destroy(probe);
+    check_linear_growth(env, 0);
+    check_linear_growth(env, 3);
+    check_linear_growth(env, ipc);
+    check_linear_growth(env, ipc * 2 + 1);
+}
+
+/* Without max_capacity nothing limits a chunk: every slot of every chunk the
+ * pool holds is usable, so memory taken for a growth is never dead weight. */
+static void check_every_slot_usable(fm_test_env *env, fm_pool_desc desc) {
+    fm_pool *pool = create_counted(env, desc);
+    live_set live;
+    live_init(&live, desc.item_size);
+    for (int g = 0; g <= 3; g++) {
+        if (g) fill_until_growth(pool, &live);
+        fm_pool_stats s = stats_of(pool);
+        if (s.capacity != s.chunk_count * s.items_per_chunk) {
+            print_error("%s after %d growth(s): capacity %llu but %llu chunks of %llu slots\n",
+                        fm_pool_name(pool), g, (unsigned long long)s.capacity,
+                        (unsigned long long)s.chunk_count,
+                        (unsigned long long)s.items_per_chunk);
+            fail();
+        }
+    }
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_unbounded_growth_uses_every_slot_of_every_chunk(void **state) {
+    fm_test_env *env = *state;
+    check_every_slot_usable(env, (fm_pool_desc){.name = "geo_default", .item_size = 32});
+    check_every_slot_usable(env, (fm_pool_desc){.name = "geo_initial_100", .item_size = 32,
+                                                .initial_capacity = 100});
+    check_every_slot_usable(env, (fm_pool_desc){.name = "geo_factor_1.5", .item_size = 32,
+                                                .grow_factor = 1.5f});
+    check_every_slot_usable(env, (fm_pool_desc){.name = "linear_step_3", .item_size = 32,
+                                                .growth = FM_GROWTH_LINEAR, .grow_step = 3});
+}
+
+static void test_pool_fixed_serves_exactly_its_capacity_then_reports_full(void **state) {
+    fm_test_env *env = *state;
+    const uint32_t initials[] = {0, 1, 100, 3000};
+    for (size_t k = 0; k < sizeof initials / sizeof initials[0]; k++) {
+        fm_pool *pool = create_counted(env, (fm_pool_desc){
+                                                .name = "fixed_pool",
+                                                .item_size = 24,
+                                                .growth = FM_GROWTH_FIXED,
+                                                .initial_capacity = initials[k],
+                                            });
+        fm_pool_stats s = stats_of(pool);
+        assert_true(s.capacity >= initials[k]);
+        assert_true(s.capacity >= 1);
+        live_set live;
+        live_init(&live, 24);
+        for (uint64_t i = 0; i < s.capacity; i++) live_alloc(&live, pool);
+        fm_test_errors_reset(&env->errors);
+        for (int attempt = 1; attempt <= 3; attempt++) {
+            fm_clear_error();
+            assert_null(fm_pool_alloc(pool));
+            assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+            assert_int_equal(env->errors.count, attempt);
+            assert_int_equal(env->errors.last, FM_ERR_POOL_FULL);
+            assert_true(fm_test_contains(env->errors.message, "fixed_pool"));
+            assert_int_equal(stats_of(pool).failed_allocs, (uint64_t)attempt);
+        }
+        assert_null(fm_pool_new(pool));
+        fm_pool_stats full = stats_of(pool);
+        assert_int_equal(full.failed_allocs, 4);
+        assert_int_equal(full.grow_events, 0);
+        assert_int_equal(full.capacity, s.capacity);
+        assert_int_equal(full.live, s.capacity);
+        assert_int_equal(full.total_allocs, s.capacity);
+
+        live_release(&live, pool, live.count / 2);
+        live_alloc(&live, pool);
+        assert_null(fm_pool_alloc(pool));
+        assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+        live_verify_all(&live);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        live_release_all(&live, pool);
+        live_deinit(&live);
+        destroy_clean(env, pool);
+    }
+}
+
+static void check_max_capacity(fm_test_env *env, fm_growth growth, uint32_t step,
+                               uint32_t max) {
+    fm_pool *pool = create_counted(env, (fm_pool_desc){
+                                            .name = "bounded",
+                                            .item_size = 16,
+                                            .growth = growth,
+                                            .grow_step = step,
+                                            .max_capacity = max,
+                                        });
+    live_set live;
+    live_init(&live, 16);
+    fm_test_errors_reset(&env->errors);
+    for (;;) {
+        fm_pool_stats s = stats_of(pool);
+        assert_true(s.capacity <= max);
+        assert_true(s.live <= max);
+        void *item = fm_pool_alloc(pool);
+        if (!item) break;
+        live_add(&live, item);
+        assert_true(live.count <= max);
+    }
+    assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+    assert_int_equal(env->errors.count, 1);
+    assert_true(fm_test_contains(env->errors.message, "bounded"));
+    fm_pool_stats s = stats_of(pool);
+    if (live.count != max) {
+        print_error("%s max %u: served %zu items (capacity %llu)\n", fm_growth_name(growth), max,
+                    live.count, (unsigned long long)s.capacity);
+    }
+    assert_int_equal(live.count, max);
+    assert_int_equal(s.live, max);
+    assert_true(s.capacity <= max);
+    assert_int_equal(s.failed_allocs, 1);
+    assert_null(fm_pool_alloc(pool));
+    assert_int_equal(stats_of(pool).failed_allocs, 2);
+
+    live_release(&live, pool, 0);
+    live_alloc(&live, pool);
+    live_verify_all(&live);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_max_capacity_bounds_live_items_for_every_growth(void **state) {
+    fm_test_env *env = *state;
+    check_max_capacity(env, FM_GROWTH_GEOMETRIC, 0, 1000);
+    check_max_capacity(env, FM_GROWTH_GEOMETRIC, 0, 10);
+    check_max_capacity(env, FM_GROWTH_LINEAR, 7, 1000);
+    check_max_capacity(env, FM_GROWTH_LINEAR, 0, 5000);
+    check_max_capacity(env, FM_GROWTH_FIXED, 0, 1);
+}
+
+/* ============================================================ alignment */
+
+static void test_pool_every_item_honours_alignments_up_to_4096(void **state) {
+    fm_test_env *env = *state;
+    const size_t sizes[] = {1, 3, 16, 24, 100, 4096};
+    for (size_t align = 1; align <= FM_MAX_ALIGN; align *= 2) {
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t size = sizes[k];
+            fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = size,
+                                                                .item_align = align});
+            fm_pool_stats s = stats_of(pool);
+            assert_true(s.item_align >= align);
+            assert_true(FM_IS_POW2(s.item_align));
+            assert_true(s.stride >= size);
+            assert_int_equal(s.stride % s.item_align, 0);
+            assert_int_equal(fm_pool_get_desc(pool).item_align, align);
+            uint64_t n = s.capacity + 1 < 5000 ? s.capacity + 1 : 5000;
+            live_set live;
+            live_init(&live, size);
+            for (uint64_t i = 0; i < n; i++) {
+                void *item = live_alloc(&live, pool);
+                if (!fm_is_aligned(item, align) || !fm_is_aligned(item, s.item_align)) {
+                    print_error("size %zu align %zu: item %p misaligned\n", size, align, item);
+                    fail();
+                }
+            }
+            live_verify_all(&live);
+            live_release_all(&live, pool);
+            live_deinit(&live);
+            destroy_clean(env, pool);
+        }
+    }
+}
+
+/* ============================================================ item sizes */
+
+static void test_pool_items_of_every_size_hold_their_whole_contents(void **state) {
+    fm_test_env *env = *state;
+    const size_t sizes[] = {1, 3, 16, 24, 1000, 1024, 4096, 65536};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t size = sizes[k];
+        fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = size});
+        fm_pool_stats s = stats_of(pool);
+        assert_int_equal(s.item_size, size);
+        assert_true(s.stride >= size);
+        uint64_t n = s.capacity + 1 < 5000 ? s.capacity + 1 : 5000;
+        if (n < 3) n = 3;
+        live_set live;
+        live_init(&live, size);
+        for (uint64_t i = 0; i < n; i++) live_alloc(&live, pool);
+        live_verify_all(&live);
+        s = stats_of(pool);
+        assert_int_equal(s.bytes_overhead, s.bytes_reserved - s.capacity * s.item_size);
+        assert_true(s.bytes_reserved >= s.capacity * s.item_size);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        /* Free half, refill: reused slots do not clobber neighbours. */
+        for (size_t i = 0; i < live.count; i += 2) live_release(&live, pool, i);
+        while (live.count < n) live_alloc(&live, pool);
+        live_verify_all(&live);
+        live_release_all(&live, pool);
+        live_deinit(&live);
+        destroy_clean(env, pool);
+    }
+}
+
+/* ================================================================ reserve */
+
+static void test_pool_reserve_grows_capacity_at_least_to_the_request(void **state) {
+    fm_test_env *env = *state;
+    const fm_growth policies[] = {FM_GROWTH_GEOMETRIC, FM_GROWTH_LINEAR};
+    for (size_t k = 0; k < 2; k++) {
+        fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 48,
+                                                            .growth = policies[k]});
+        live_set live;
+        live_init(&live, 48);
+        for (int i = 0; i < 5; i++) live_alloc(&live, pool);
+        fm_pool_stats before = stats_of(pool);
+
+        assert_true(fm_pool_reserve(pool, 5000));
+        fm_pool_stats after = stats_of(pool);
+        assert_true(after.capacity >= 5000);
+        assert_int_equal(after.live, 5);
+        assert_true(after.grow_events > before.grow_events);
+        live_verify_all(&live);
+
+        /* Already satisfied: true and nothing changes. */
+        assert_true(fm_pool_reserve(pool, 10));
+        assert_true(fm_pool_reserve(pool, 0));
+        assert_true(fm_pool_reserve(pool, (uint32_t)after.capacity));
+        fm_pool_stats again = stats_of(pool);
+        assert_stats_same(&after, &again, 0);
+
+        /* The reserved capacity is served without further growth. */
+        while (stats_of(pool).live < again.capacity) live_alloc(&live, pool);
+        assert_int_equal(stats_of(pool).grow_events, again.grow_events);
+        live_verify_all(&live);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        live_release_all(&live, pool);
+        live_deinit(&live);
+        destroy_clean(env, pool);
+    }
+    assert_int_equal(env->errors.count, 0);
+}
+
+static void test_pool_reserve_on_fixed_pool_above_capacity_fails_and_changes_nothing(
+    void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "fixed_reserve",
+                                                        .item_size = 48,
+                                                        .growth = FM_GROWTH_FIXED,
+                                                        .initial_capacity = 100});
+    fm_pool_stats before = stats_of(pool);
+    size_t bytes = env->alloc.live_bytes;
+    assert_true(fm_pool_reserve(pool, (uint32_t)before.capacity));
+    assert_true(fm_pool_reserve(pool, 50));
+    assert_int_equal(env->errors.count, 0);
+
+    assert_false(fm_pool_reserve(pool, (uint32_t)before.capacity + 1));
+    assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+    assert_int_equal(env->errors.count, 1);
+    assert_int_equal(env->errors.last, FM_ERR_POOL_FULL);
+    assert_true(fm_test_contains(env->errors.message, "fixed_reserve"));
+    assert_false(fm_pool_reserve(pool, UINT32_MAX));
+    assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+    fm_pool_stats after = stats_of(pool);
+    assert_int_equal(after.capacity, before.capacity);
+    assert_int_equal(after.chunk_count, before.chunk_count);
+    assert_int_equal(after.bytes_reserved, before.bytes_reserved);
+    assert_int_equal(after.grow_events, 0);
+    assert_int_equal(after.live, 0);
+    assert_int_equal(env->alloc.live_bytes, bytes);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_reserve_above_max_capacity_fails(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "max_reserve",
+                                                        .item_size = 16,
+                                                        .max_capacity = 3000});
+    fm_pool_stats before = stats_of(pool);
+    assert_false(fm_pool_reserve(pool, 3001));
+    assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+    assert_int_equal(env->errors.count, 1);
+    fm_pool_stats after = stats_of(pool);
+    assert_int_equal(after.capacity, before.capacity);
+    assert_int_equal(after.chunk_count, before.chunk_count);
+    assert_int_equal(after.bytes_reserved, before.bytes_reserved);
+
+    assert_true(fm_pool_reserve(pool, 3000));
+    after = stats_of(pool);
+    assert_true(after.capacity >= 3000 && after.capacity <= 3000);
+    live_set live;
+    live_init(&live, 16);
+    for (int i = 0; i < 3000; i++) live_alloc(&live, pool);
+    assert_null(fm_pool_alloc(pool));
+    assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_reserve_with_prefault_works(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 200, .prefault = true});
+    assert_true(fm_pool_reserve(pool, 4000));
+    fm_pool_stats s = stats_of(pool);
+    assert_true(s.capacity >= 4000);
+    live_set live;
+    live_init(&live, 200);
+    for (uint64_t i = 0; i < s.capacity; i++) live_alloc(&live, pool);
+    assert_int_equal(stats_of(pool).grow_events, s.grow_events);
+    live_verify_all(&live);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+
+    /* Prefault with the system allocator too. */
+    fm_pool *sys = fm_pool_create(&(fm_pool_desc){.item_size = 200, .prefault = true,
+                                                  .initial_capacity = 1000});
+    assert_non_null(sys);
+    assert_true(fm_pool_reserve(sys, 10000));
+    assert_true(stats_of(sys).capacity >= 10000);
+    fm_pool_destroy(sys);
+    assert_int_equal(env->errors.count, 0);
+}
+
+/* ================================================================== trim */
+
+static void test_pool_trim_after_freeing_everything_releases_grown_chunks(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 64});
+    fm_pool_stats initial = stats_of(pool);
+    uint32_t resolved_initial = fm_pool_get_desc(pool).initial_capacity;
+    live_set live;
+    live_init(&live, 64);
+    for (uint64_t i = 0; i < initial.capacity * 6; i++) live_alloc(&live, pool);
+    live_release_all(&live, pool);
+    fm_pool_stats before = stats_of(pool);
+    assert_true(before.chunk_count > 1);
+    size_t backing_before = env->alloc.live_bytes;
+
+    size_t released = fm_pool_trim(pool);
+    fm_pool_stats after = stats_of(pool);
+    assert_true(released > 0);
+    assert_int_equal(after.bytes_reserved, before.bytes_reserved - released);
+    assert_int_equal(env->alloc.live_bytes, backing_before - released);
+    assert_true(after.chunk_count < before.chunk_count);
+    assert_true(after.capacity >= resolved_initial);
+    assert_true(after.capacity >= initial.capacity);
+    assert_int_equal(after.trim_events, 1);
+    assert_int_equal(after.bytes_trimmed, released);
+    assert_int_equal(after.bytes_overhead, after.bytes_reserved - after.capacity * 64);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+
+    /* Nothing left to give back. */
+    assert_int_equal(fm_pool_trim(pool), 0);
+    fm_pool_stats again = stats_of(pool);
+    assert_stats_same(&after, &again, 0);
+
+    /* The pool grows again as needed. */
+    for (uint64_t i = 0; i < initial.capacity * 3; i++) live_alloc(&live, pool);
+    live_verify_all(&live);
+    live_release_all(&live, pool);
+    assert_true(fm_pool_trim(pool) > 0);
+    assert_int_equal(stats_of(pool).trim_events, 2);
+    live_deinit(&live);
+    assert_int_equal(env->errors.count, 0);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_trim_never_goes_below_initial_capacity(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 64,
+                                                        .initial_capacity = 3000});
+    fm_pool_stats initial = stats_of(pool);
+    assert_true(initial.capacity >= 3000);
+    /* Fresh pool: nothing above the initial capacity to release. */
+    assert_int_equal(fm_pool_trim(pool), 0);
+    assert_int_equal(stats_of(pool).trim_events, 0);
+
+    live_set live;
+    live_init(&live, 64);
+    for (uint64_t i = 0; i < initial.capacity * 3; i++) live_alloc(&live, pool);
+    live_release_all(&live, pool);
+    fm_pool_trim(pool);
+    fm_pool_stats after = stats_of(pool);
+    assert_true(after.capacity >= 3000);
+    assert_true(after.capacity >= initial.capacity);
+    /* The initial capacity is still served without growth. */
+    for (int i = 0; i < 3000; i++) live_alloc(&live, pool);
+    assert_int_equal(stats_of(pool).grow_events, after.grow_events);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_trim_keeps_chunks_with_live_items(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 100});
+    uint64_t cap = stats_of(pool).capacity;
+    live_set all, kept;
+    live_init(&all, 100);
+    live_init(&kept, 100);
+    for (uint64_t i = 0; i < cap * 8; i++) live_alloc(&all, pool);
+    /* Keep every 97th item, wherever it lives; free the rest. */
+    size_t n = all.count;
+    for (size_t i = n; i-- > 0;) {
+        if (i % 97 == 0) {
+            void *item = live_take(&all, i);
+            live_add(&kept, item);
+        } else {
+            live_release(&all, pool, i);
+        }
+    }
+    assert_int_equal(all.count, 0);
+    fm_pool_stats before = stats_of(pool);
+    assert_int_equal(before.live, kept.count);
+    size_t released = fm_pool_trim(pool);
+    fm_pool_stats after = stats_of(pool);
+    assert_int_equal(after.bytes_reserved, before.bytes_reserved - released);
+    assert_int_equal(after.live, kept.count);
+    assert_true(after.capacity >= kept.count);
+    live_verify_all(&kept);
+    for (size_t i = 0; i < kept.count; i++) assert_true(fm_pool_owns(pool, kept.items[i]));
+    visit_log v = {.pool = pool, .cap = kept.count};
+    v.seen = calloc(v.cap + 1, sizeof *v.seen);
+    fm_pool_foreach(pool, visit_record, &v);
+    assert_visited_exactly(&v, &kept);
+    free(v.seen);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_release_all(&kept, pool);
+    live_deinit(&kept);
+    live_deinit(&all);
+    destroy_clean(env, pool);
+}
+
+static bool inside_a_backing_block(const fm_test_allocator *a, const void *p) {
+    for (size_t b = 0; b < a->block_count; b++) {
+        uintptr_t lo = (uintptr_t)a->blocks[b].ptr;
+        if ((uintptr_t)p >= lo && (uintptr_t)p < lo + a->blocks[b].size) return true;
+    }
+    return false;
+}
+
+static void test_pool_pointer_into_a_trimmed_chunk_is_foreign(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "trimmed", .item_size = 64});
+    uint64_t cap = stats_of(pool).capacity;
+    live_set live;
+    live_init(&live, 64);
+    for (uint64_t i = 0; i < cap * 4; i++) live_alloc(&live, pool);
+    void **former = malloc(live.count * sizeof *former);
+    assert_non_null(former);
+    size_t n = live.count;
+    memcpy(former, live.items, n * sizeof *former);
+    live_release_all(&live, pool);
+    assert_true(fm_pool_trim(pool) > 0);
+    /* Items whose memory went back to the allocator are foreign now; the
+     * pool must say so without touching that memory. */
+    size_t checked = 0;
+    for (size_t i = 0; i < n && checked < 8; i += 7) {
+        if (inside_a_backing_block(&env->alloc, former[i])) continue;
+        assert_false(fm_pool_owns(pool, former[i]));
+        expect_bad_free(env, pool, former[i], FM_ERR_FOREIGN_POINTER);
+        checked++;
+    }
+    assert_true(checked > 0);
+    free(former);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_trim_with_the_system_allocator_works(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = fm_pool_create(&(fm_pool_desc){.item_size = 256});
+    assert_non_null(pool);
+    fm_pool_stats s = stats_of(pool);
+    live_set live;
+    live_init(&live, 256);
+    for (uint64_t i = 0; i < s.capacity * 4; i++) live_alloc(&live, pool);
+    live_verify_all(&live);
+    live_release_all(&live, pool);
+    uint64_t reserved_before = stats_of(pool).bytes_reserved;
+    size_t released = fm_pool_trim(pool);
+    assert_true(released > 0);
+    assert_int_equal(stats_of(pool).bytes_reserved, reserved_before - released);
+    assert_true(stats_of(pool).capacity >= s.capacity);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_deinit(&live);
+    fm_pool_destroy(pool);
+    assert_int_equal(env->errors.count, 0);
+}
+
+/* ================================================================= stats */
+
+static void test_pool_stats_counters_stay_consistent(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 16,
+                                                        .growth = FM_GROWTH_FIXED,
+                                                        .initial_capacity = 16});
+    uint64_t cap = stats_of(pool).capacity;
+    live_set live;
+    live_init(&live, 16);
+    for (uint64_t i = 0; i < cap; i++) live_alloc(&live, pool);
+    assert_null(fm_pool_alloc(pool));
+    assert_null(fm_pool_alloc(pool));
+    void *freed[5];
+    for (int i = 0; i < 5; i++) {
+        freed[i] = live_take(&live, 0);
+        fm_pool_free(pool, freed[i]);
+    }
+    fm_pool_free(pool, freed[0]);
+    long long on_stack = 0;
+    fm_pool_free(pool, &on_stack);
+    fm_pool_free(pool, byte_offset(live.items[0], 1));
+    for (int i = 0; i < 3; i++) live_alloc(&live, pool);
+
+    fm_pool_stats s = stats_of(pool);
+    assert_int_equal(s.total_allocs, cap + 3);
+    assert_int_equal(s.total_frees, 5);
+    assert_int_equal(s.live, cap - 2);
+    assert_int_equal(s.live, s.total_allocs - s.total_frees);
+    assert_int_equal(s.peak_live, cap);
+    assert_int_equal(s.failed_allocs, 2);
+    assert_int_equal(s.misuse_count, 3);
+    assert_int_equal(s.grow_events, 0);
+    assert_int_equal(s.bytes_overhead, s.bytes_reserved - s.capacity * s.item_size);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+/* Site tracking (FM_TRACK_SITES, Debug builds) adds a file pointer and a line
+ * per slot on top of the pool's own metadata. */
+#ifdef FM_TRACK_SITES
+#define OVERHEAD_PER_ITEM_LIMIT (8 + 2 * sizeof(void *))
+#else
+#define OVERHEAD_PER_ITEM_LIMIT 8
+#endif
+
+static void test_pool_overhead_for_16_byte_items_is_at_most_8_bytes_per_item(void **state) {
+    fm_test_env *env = *state;
+    const uint32_t capacities[] = {4096, 65536};
+    for (size_t k = 0; k < 2; k++) {
+        fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 16,
+                                                            .initial_capacity = capacities[k]});
+        fm_pool_stats s = stats_of(pool);
+        assert_int_equal(s.bytes_overhead, s.bytes_reserved - s.capacity * 16);
+        if (s.bytes_overhead > OVERHEAD_PER_ITEM_LIMIT * s.capacity) {
+            print_error("capacity %llu (%llu chunks of %llu slots): overhead %llu bytes\n",
+                        (unsigned long long)s.capacity, (unsigned long long)s.chunk_count,
+                        (unsigned long long)s.items_per_chunk,
+                        (unsigned long long)s.bytes_overhead);
+            fail();
+        }
+        destroy_clean(env, pool);
+    }
+}
+
+static void test_pool_bytes_reserved_matches_the_backing_allocator(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 72});
+    live_set live;
+    live_init(&live, 72);
+    assert_int_equal(stats_of(pool).bytes_reserved, env->alloc.live_bytes);
+    for (int g = 0; g < 4; g++) {
+        fill_until_growth(pool, &live);
+        assert_int_equal(stats_of(pool).bytes_reserved, env->alloc.live_bytes);
+    }
+    assert_true(fm_pool_reserve(pool, (uint32_t)stats_of(pool).capacity * 2));
+    assert_int_equal(stats_of(pool).bytes_reserved, env->alloc.live_bytes);
+    live_release_all(&live, pool);
+    fm_pool_trim(pool);
+    assert_int_equal(stats_of(pool).bytes_reserved, env->alloc.live_bytes);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+static void test_pool_chunks_are_power_of_two_sized_and_hold_their_items(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 56});
+    live_set live;
+    live_init(&live, 56);
+    for (int g = 0; g < 3; g++) fill_until_growth(pool, &live);
+    fm_pool_stats s = stats_of(pool);
+    assert_true(FM_IS_POW2(s.chunk_bytes));
+    assert_true(s.items_per_chunk * s.stride <= s.chunk_bytes);
+    assert_true(s.chunk_count * s.chunk_bytes <= s.bytes_reserved);
+    /* Every item lies in a chunk-aligned window inside some backing block. */
+    for (size_t i = 0; i < live.count; i++) {
+        uintptr_t base = (uintptr_t)live.items[i] & ~(uintptr_t)(s.chunk_bytes - 1);
+        bool inside = false;
+        for (size_t b = 0; b < env->alloc.block_count; b++) {
+            uintptr_t lo = (uintptr_t)env->alloc.blocks[b].ptr;
+            uintptr_t hi = lo + env->alloc.blocks[b].size;
+            if (base >= lo && base + s.chunk_bytes <= hi) inside = true;
+        }
+        assert_true(inside);
+    }
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+/* ================================================================ destroy */
+
+static void test_pool_destroy_runs_dtor_on_live_items_and_reports_the_leak_count(
+    void **state) {
+    fm_test_env *env = *state;
+    hook_log hooks = {0};
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "leaky",
+                                                        .item_size = 32,
+                                                        .dtor = hook_dtor,
+                                                        .user = &hooks});
+    live_set live;
+    live_init(&live, 32);
+    for (int i = 0; i < 40; i++) live_add(&live, fm_pool_new(pool));
+    for (int i = 0; i < 3; i++) fm_pool_delete(pool, live_take(&live, 0));
+    assert_int_equal(hooks.dtor_calls, 3);
+    assert_int_equal(live.count, 37);
+    fm_clear_error();
+    fm_test_errors_reset(&env->errors);
+
+    fm_pool_destroy(pool);
+    assert_int_equal(hooks.dtor_calls, 40);
+    assert_ptr_equal(hooks.dtor_user, &hooks);
+    /* Each live item got the dtor once. */
+    void **seen = &hooks.dtor_items[3];
+    qsort(seen, 37, sizeof *seen, cmp_ptr);
+    for (size_t i = 0; i < 37; i++) {
+        assert_true(live_contains(&live, seen[i]));
+        if (i) assert_ptr_not_equal(seen[i], seen[i - 1]);
+    }
+    assert_int_equal(fm_last_error(), FM_ERR_LEAK);
+    assert_true(env->errors.by_code[FM_ERR_LEAK] >= 1);
+    assert_true(fm_test_contains(env->errors.log, "leaky"));
+    if (!contains_number(env->errors.log, 37)) {
+        print_error("leak report does not give the count 37:\n%s", env->errors.log);
+        fail();
+    }
+    live_deinit(&live);
+    fm_test_allocator_assert_clean(&env->alloc);
+}
+
+static void test_pool_destroy_lists_allocation_sites_when_tracking(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "sites", .item_size = 32});
+    int line = __LINE__; void *a = fm_pool_alloc(pool);
+    void *b = fm_pool_alloc_at(pool, "custom_site.c", 4242);
+    assert_non_null(a);
+    assert_non_null(b);
+    fm_pool_destroy(pool);
+    assert_int_equal(fm_last_error(), FM_ERR_LEAK);
+#ifdef FM_TRACK_SITES
+    char site[64];
+    snprintf(site, sizeof site, "test_pool.c:%d", line);
+    if (!fm_test_contains(env->errors.log, site) ||
+        !fm_test_contains(env->errors.log, "custom_site.c:4242")) {
+        print_error("leak report lacks %s or custom_site.c:4242:\n%s", site, env->errors.log);
+        fail();
+    }
+#else
+    (void)line;
+#endif
+    fm_test_allocator_assert_clean(&env->alloc);
+}
+
+static void test_pool_silent_destroy_runs_dtors_without_reporting(void **state) {
+    fm_test_env *env = *state;
+    hook_log hooks = {0};
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 32,
+                                                        .silent_destroy = true,
+                                                        .dtor = hook_dtor,
+                                                        .user = &hooks});
+    for (int i = 0; i < 7; i++) assert_non_null(fm_pool_alloc(pool));
+    fm_clear_error();
+    fm_pool_destroy(pool);
+    assert_int_equal(hooks.dtor_calls, 7);
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(fm_last_error(), FM_OK);
+    fm_test_allocator_assert_clean(&env->alloc);
+}
+
+static void test_pool_destroy_without_live_items_reports_nothing(void **state) {
+    fm_test_env *env = *state;
+    hook_log hooks = {0};
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 32,
+                                                        .dtor = hook_dtor,
+                                                        .user = &hooks});
+    void *a = fm_pool_alloc(pool);
+    fm_pool_free(pool, a);
+    fm_pool_destroy(pool);
+    assert_int_equal(hooks.dtor_calls, 0);
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(fm_last_error(), FM_OK);
+    fm_test_allocator_assert_clean(&env->alloc);
+}
+
+static void test_pool_destroy_of_null_is_a_no_op(void **state) {
+    fm_test_env *env = *state;
+    fm_pool_destroy(NULL);
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(fm_last_error(), FM_OK);
+}
+
+/* ============================================================ typed sugar */
+
+typedef struct particle {
+    float pos[3];
+    float vel[3];
+    uint32_t color;
+} particle;
+
+typedef struct wide_particle {
+    alignas(64) unsigned char bytes[72];
+} wide_particle;
+
+FM_POOL_DECLARE_TYPED(particle, particle_pool)
+
+static void test_pool_desc_macro_takes_name_size_and_align_from_the_type(void **state) {
+    fm_test_env *env = *state;
+#if FM_TEST_POOL_DESC_COMPILES
+    fm_pool_desc d = FM_POOL_DESC(particle, .initial_capacity = 8);
+    assert_string_equal(d.name, "particle");
+    assert_int_equal(d.item_size, sizeof(particle));
+    assert_int_equal(d.item_align, alignof(particle));
+    assert_int_equal(d.initial_capacity, 8);
+
+    fm_pool_desc w = FM_POOL_DESC(wide_particle, .name = "sparks", .max_capacity = 64);
+    assert_string_equal(w.name, "sparks");
+    assert_int_equal(w.item_size, sizeof(wide_particle));
+    assert_int_equal(w.item_align, 64);
+
+    d.allocator = fm_test_allocator_get(&env->alloc);
+    fm_pool *pool = fm_pool_create(&d);
+    assert_non_null(pool);
+    assert_string_equal(fm_pool_name(pool), "particle");
+    assert_true(stats_of(pool).capacity >= 8);
+    fm_pool_destroy(pool);
+
+    fm_pool *direct = fm_pool_create(&FM_POOL_DESC(wide_particle, .name = "direct"));
+    assert_non_null(direct);
+    assert_string_equal(fm_pool_name(direct), "direct");
+    void *item = fm_pool_alloc(direct);
+    assert_true(fm_is_aligned(item, 64));
+    fm_pool_free(direct, item);
+    fm_pool_destroy(direct);
+    fm_test_allocator_assert_clean(&env->alloc);
+#else
+    (void)env;
+    fail_msg("FM_POOL_DESC does not compile warning-free with this compiler "
+             "(see the configure-time probe in tests/CMakeLists.txt)");
+#endif
+}
+
+static void particle_ctor(void *item, void *user) {
+    particle *p = item;
+    p->color = 0xFFAA00FFu;
+    (*(int *)user)++;
+}
+
+static void particle_dtor(void *item, void *user) {
+    particle *p = item;
+    assert_int_equal(p->color, 0xFFAA00FFu);
+    (*(int *)user) += 100;
+}
+
+static void test_pool_typed_wrappers_alloc_free_new_and_delete(void **state) {
+    fm_test_env *env = *state;
+    int calls = 0;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "particle",
+                                                        .item_size = sizeof(particle),
+                                                        .item_align = alignof(particle),
+                                                        .ctor = particle_ctor,
+                                                        .dtor = particle_dtor,
+                                                        .user = &calls});
+    particle *a = particle_pool_alloc(pool);
+    assert_non_null(a);
+    assert_int_equal(calls, 0);
+    a->pos[0] = 1.0f;
+    particle *b = particle_pool_new(pool);
+    assert_non_null(b);
+    assert_int_equal(calls, 1);
+    assert_int_equal(b->color, 0xFFAA00FFu);
+    assert_true(fm_pool_owns(pool, a) && fm_pool_owns(pool, b));
+    particle_pool_delete(pool, b);
+    assert_int_equal(calls, 101);
+    particle_pool_free(pool, a);
+    assert_int_equal(calls, 101);
+    destroy_clean(env, pool);
+}
+
+/* ======================================================= fault injection */
+
+static void check_create_under_faults(fm_test_env *env, fm_pool_desc desc, bool fail_after) {
+    bool created = false;
+    uint64_t n;
+    for (n = 1; n <= 64 && !created; n++) {
+        fm_test_errors_reset(&env->errors);
+        fm_clear_error();
+        if (fail_after) {
+            fm_test_allocator_fail_from(&env->alloc, n);
+        } else {
+            fm_test_allocator_fail_nth(&env->alloc, n);
+        }
+        fm_pool_desc d = counted(env, desc);
+        fm_pool *pool = fm_pool_create(&d);
+        bool injected = env->alloc.failed_calls > 0;
+        fm_test_allocator_recover(&env->alloc);
+        if (pool) {
+            /* Succeeds once the fault lands beyond create's calls (or, with a
+             * single fault, if create found another way). */
+            if (fail_after) assert_false(injected);
+            if (!injected) assert_true(n > 1);
+            live_set live;
+            live_init(&live, desc.item_size);
+            for (int i = 0; i < 3; i++) live_alloc(&live, pool);
+            live_verify_all(&live);
+            live_release_all(&live, pool);
+            live_deinit(&live);
+            destroy_clean(env, pool);
+            created = true;
+        } else {
+            if (fm_last_error() != FM_ERR_OUT_OF_MEMORY) {
+                print_error("fault at call %llu: create gave %s\n", (unsigned long long)n,
+                            fm_error_name(fm_last_error()));
+            }
+            assert_true(injected);
+            assert_int_equal(fm_last_error(), FM_ERR_OUT_OF_MEMORY);
+            assert_int_equal(env->errors.by_code[FM_ERR_OUT_OF_MEMORY], 1);
+            fm_test_allocator_assert_clean(&env->alloc);
+        }
+        env->alloc.failed_calls = 0;
+    }
+    assert_true(created);
+}
+
+static void test_pool_create_fails_cleanly_at_every_backing_call(void **state) {
+    fm_test_env *env = *state;
+    const fm_pool_desc descs[] = {
+        {.item_size = 64},
+        {.name = "several_chunks", .item_size = 64, .initial_capacity = 5000},
+        {.name = "prefaulted", .item_size = 64, .initial_capacity = 5000, .prefault = true},
+        {.name = "big_fixed", .item_size = 100000, .growth = FM_GROWTH_FIXED,
+         .initial_capacity = 3},
+    };
+    for (size_t k = 0; k < sizeof descs / sizeof descs[0]; k++) {
+        check_create_under_faults(env, descs[k], false);
+        check_create_under_faults(env, descs[k], true);
+    }
+}
+
+/* The pool is full; every alloc needs growth. Sweep the fault over every
+ * backing call that growth makes. */
+static void sweep_growth_faults(fm_test_env *env, fm_pool *pool, live_set *live) {
+    bool grown = false;
+    for (uint64_t n = 1; n <= 256 && !grown; n++) {
+        fm_pool_stats before = stats_of(pool);
+        assert_int_equal(before.live, before.capacity);
+        fm_test_errors_reset(&env->errors);
+        fm_clear_error();
+        fm_test_allocator_fail_nth(&env->alloc, n);
+        env->alloc.failed_calls = 0;
+        void *item = fm_pool_alloc(pool);
+        bool injected = env->alloc.failed_calls > 0;
+        fm_test_allocator_recover(&env->alloc);
+        if (item) {
+            /* Growth got past the fault (or around it). */
+            if (!injected) assert_true(n > 1);
+            live_add(live, item);
+            grown = true;
+        } else {
+            assert_true(injected);
+            assert_int_equal(fm_last_error(), FM_ERR_OUT_OF_MEMORY);
+            assert_int_equal(env->errors.by_code[FM_ERR_OUT_OF_MEMORY], 1);
+            assert_true(fm_test_contains(env->errors.message, fm_pool_name(pool)));
+            fm_pool_stats after = stats_of(pool);
+            assert_int_equal(after.capacity, before.capacity);
+            assert_int_equal(after.chunk_count, before.chunk_count);
+            assert_int_equal(after.live, before.live);
+            assert_int_equal(after.grow_events, before.grow_events);
+            assert_int_equal(after.failed_allocs, before.failed_allocs + 1);
+            assert_int_equal(after.total_allocs, before.total_allocs);
+            live_verify_all(live);
+            for (size_t i = 0; i < live->count; i += 17) {
+                assert_true(fm_pool_owns(pool, live->items[i]));
+            }
+            assert_int_equal(fm_pool_check(pool), FM_OK);
+        }
+    }
+    assert_true(grown);
+    env->alloc.failed_calls = 0;
+}
+
+static void test_pool_growth_failure_keeps_items_and_recovers(void **state) {
+    fm_test_env *env = *state;
+    const fm_pool_desc descs[] = {
+        {.name = "geo_faults", .item_size = 48},
+        {.name = "lin_faults", .item_size = 48, .growth = FM_GROWTH_LINEAR, .grow_step = 5},
+        {.name = "pre_faults", .item_size = 48, .prefault = true, .grow_factor = 1.5f},
+    };
+    for (size_t k = 0; k < sizeof descs / sizeof descs[0]; k++) {
+        fm_pool *pool = create_counted(env, descs[k]);
+        live_set live;
+        live_init(&live, 48);
+        for (int g = 0; g < 4; g++) {
+            while (stats_of(pool).live < stats_of(pool).capacity) live_alloc(&live, pool);
+            /* Every backing call fails: alloc keeps failing until recovery. */
+            fm_test_allocator_fail_from(&env->alloc, 1);
+            assert_null(fm_pool_alloc(pool));
+            assert_int_equal(fm_last_error(), FM_ERR_OUT_OF_MEMORY);
+            assert_null(fm_pool_new(pool));
+            assert_int_equal(fm_last_error(), FM_ERR_OUT_OF_MEMORY);
+            fm_test_allocator_recover(&env->alloc);
+            /* Then one fault at each call growth makes, then success. */
+            sweep_growth_faults(env, pool, &live);
+            live_verify_all(&live);
+        }
+        assert_int_equal(env->alloc.errors, 0);
+        live_release_all(&live, pool);
+        live_deinit(&live);
+        destroy_clean(env, pool);
+    }
+}
+
+static void test_pool_reserve_under_fault_returns_false_and_keeps_capacity(void **state) {
+    fm_test_env *env = *state;
+    const fm_pool_desc descs[] = {
+        {.name = "reserve_faults", .item_size = 48},
+        {.name = "reserve_prefault", .item_size = 48, .prefault = true},
+        {.name = "reserve_linear", .item_size = 48, .growth = FM_GROWTH_LINEAR},
+    };
+    for (size_t k = 0; k < sizeof descs / sizeof descs[0]; k++) {
+        fm_pool *pool = create_counted(env, descs[k]);
+        live_set live;
+        live_init(&live, 48);
+        for (int i = 0; i < 10; i++) live_alloc(&live, pool);
+        uint32_t target = (uint32_t)stats_of(pool).capacity * 8 + 3;
+        bool reserved = false;
+        for (uint64_t n = 1; n <= 128 && !reserved; n++) {
+            fm_pool_stats before = stats_of(pool);
+            fm_test_errors_reset(&env->errors);
+            fm_clear_error();
+            env->alloc.failed_calls = 0;
+            fm_test_allocator_fail_nth(&env->alloc, n);
+            bool ok = fm_pool_reserve(pool, target);
+            bool injected = env->alloc.failed_calls > 0;
+            fm_test_allocator_recover(&env->alloc);
+            fm_pool_stats after = stats_of(pool);
+            if (ok) {
+                if (!injected) assert_true(n > 1);
+                assert_true(after.capacity >= target);
+                reserved = true;
+            } else {
+                assert_true(injected);
+                assert_int_equal(fm_last_error(), FM_ERR_OUT_OF_MEMORY);
+                assert_int_equal(env->errors.by_code[FM_ERR_OUT_OF_MEMORY], 1);
+                assert_int_equal(after.capacity, before.capacity);
+                assert_int_equal(after.chunk_count, before.chunk_count);
+                assert_int_equal(after.bytes_reserved, before.bytes_reserved);
+                assert_int_equal(after.bytes_reserved, env->alloc.live_bytes);
+                assert_int_equal(after.live, before.live);
+                live_verify_all(&live);
+                assert_int_equal(fm_pool_check(pool), FM_OK);
+            }
+        }
+        assert_true(reserved);
+        /* Fail-from mode: nothing can be had, still unchanged. */
+        fm_pool_stats before = stats_of(pool);
+        fm_test_allocator_fail_from(&env->alloc, 1);
+        assert_false(fm_pool_reserve(pool, target * 2));
+        fm_test_allocator_recover(&env->alloc);
+        assert_int_equal(stats_of(pool).capacity, before.capacity);
+        assert_int_equal(stats_of(pool).chunk_count, before.chunk_count);
+        assert_int_equal(stats_of(pool).bytes_reserved, before.bytes_reserved);
+        while (stats_of(pool).live < stats_of(pool).capacity) live_alloc(&live, pool);
+        live_verify_all(&live);
+        live_release_all(&live, pool);
+        live_deinit(&live);
+        env->alloc.failed_calls = 0;
+        destroy_clean(env, pool);
+    }
+}
+
+/* ==================================================================== main */
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
+        T(test_pool_create_with_defaults_gives_one_usable_chunk),
+        T(test_pool_create_with_null_desc_fails_with_invalid_arg),
+        T(test_pool_create_rejects_invalid_descs_with_invalid_arg),
+        T(test_pool_create_accepts_boundary_descs),
+        T(test_pool_create_accepts_the_largest_item_size),
+        T(test_pool_get_desc_resolves_defaults),
+        T(test_pool_get_desc_keeps_given_values),
+        T(test_pool_keeps_its_own_copy_of_the_name),
+        T(test_pool_name_is_the_desc_name_or_pool),
+        T(test_pool_alloc_and_free_round_trip_updates_counters),
+        T(test_pool_alloc_function_and_site_forms_all_work),
+        T(test_pool_new_runs_ctor_and_delete_runs_dtor_with_user),
+        T(test_pool_new_and_delete_without_hooks_work),
+        T(test_pool_free_of_null_is_a_silent_no_op),
+        T(test_pool_double_free_is_reported_and_state_kept),
+        T(test_pool_double_free_right_after_free_is_reported),
+        T(test_pool_free_of_stack_pointer_is_reported_as_foreign),
+        T(test_pool_free_of_malloc_block_is_reported_as_foreign),
+        T(test_pool_free_of_another_pools_item_is_reported_as_foreign),
+        T(test_pool_free_of_far_away_pointer_is_reported_as_foreign),
+        T(test_pool_free_of_interior_pointer_is_reported),
+        T(test_pool_delete_of_bad_pointers_never_runs_the_dtor),
+        T(test_pool_free_of_any_non_item_address_in_a_chunk_is_reported),
+        T(test_pool_owns_only_live_items_and_reports_nothing),
+        T(test_pool_foreach_visits_every_live_item_exactly_once),
+        T(test_pool_foreach_callback_may_free_the_item_it_is_given),
+        T(test_pool_geometric_growth_multiplies_capacity_by_the_factor),
+        T(test_pool_linear_growth_adds_grow_step_rounded_to_chunks),
+        T(test_pool_unbounded_growth_uses_every_slot_of_every_chunk),
+        T(test_pool_fixed_serves_exactly_its_capacity_then_reports_full),
+        T(test_pool_max_capacity_bounds_live_items_for_every_growth),
+        T(test_pool_every_item_honours_alignments_up_to_4096),
+        T(test_pool_items_of_every_size_hold_their_whole_contents),
+        T(test_pool_reserve_grows_capacity_at_least_to_the_request),
+        T(test_pool_reserve_on_fixed_pool_above_capacity_fails_and_changes_nothing),
+        T(test_pool_reserve_above_max_capacity_fails),
+        T(test_pool_reserve_with_prefault_works),
+        T(test_pool_trim_after_freeing_everything_releases_grown_chunks),
+        T(test_pool_trim_never_goes_below_initial_capacity),
+        T(test_pool_trim_keeps_chunks_with_live_items),
+        T(test_pool_pointer_into_a_trimmed_chunk_is_foreign),
+        T(test_pool_trim_with_the_system_allocator_works),
+        T(test_pool_stats_counters_stay_consistent),
+        T(test_pool_overhead_for_16_byte_items_is_at_most_8_bytes_per_item),
+        T(test_pool_bytes_reserved_matches_the_backing_allocator),
+        T(test_pool_chunks_are_power_of_two_sized_and_hold_their_items),
+        T(test_pool_destroy_runs_dtor_on_live_items_and_reports_the_leak_count),
+        T(test_pool_destroy_lists_allocation_sites_when_tracking),
+        T(test_pool_silent_destroy_runs_dtors_without_reporting),
+        T(test_pool_destroy_without_live_items_reports_nothing),
+        T(test_pool_destroy_of_null_is_a_no_op),
+        T(test_pool_desc_macro_takes_name_size_and_align_from_the_type),
+        T(test_pool_typed_wrappers_alloc_free_new_and_delete),
+        T(test_pool_create_fails_cleanly_at_every_backing_call),
+        T(test_pool_growth_failure_keeps_items_and_recovers),
+        T(test_pool_reserve_under_fault_returns_false_and_keeps_capacity),
+#undef T
+    };
+    return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
+}

@@ -1,0 +1,536 @@
+/* tests/memory/test_pool_model.c: randomized operations on fm_pool checked
+ * against a reference model (live pointers and the byte pattern each holds).
+ *
+ * Fixed seeds (xorshift64*), so a failure replays exactly. Every operation is
+ * checked against the model as it happens; every CHECK_EVERY operations the
+ * whole pool is: counters, every item's contents, no overlap, fm_pool_check. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "fm_test.h"
+
+#include "framemem/framemem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CHECK_EVERY = 2048, RECENT_FREED = 8 };
+
+/* ------------------------------------------------------------------- rng */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r) {
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 2685821657736338717ull;
+}
+
+static uint32_t rng_below(rng *r, uint32_t n) {
+    return n ? (uint32_t)((rng_next(r) >> 32) % n) : 0;
+}
+
+/* ----------------------------------------------------------------- model */
+
+typedef struct model_config {
+    const char *name;
+    size_t item_size;
+    fm_growth growth;
+    uint32_t grow_step;
+    uint32_t initial_capacity;
+    uint32_t max_capacity;
+    uint32_t max_target; /* the live count rises to at most this, then falls */
+    int ops;
+    uint64_t seed;
+} model_config;
+
+typedef struct hooks {
+    uint64_t ctors;
+    uint64_t dtors;
+} hooks;
+
+typedef struct model {
+    const model_config *cfg;
+    fm_test_env *env;
+    fm_pool *pool;
+    fm_pool *other;      /* a second pool, for foreign pointers */
+    void *other_item;
+    void *heap_block;    /* a malloc block, for foreign pointers */
+    rng r;
+    hooks hooks;
+
+    void **items;
+    uint32_t *seeds;
+    size_t count;
+    size_t cap;
+    uint32_t next_seed;
+
+    void *recent[RECENT_FREED]; /* freed, not reallocated, chunk not trimmed */
+    size_t recent_count;
+
+    /* what the pool's counters must say */
+    uint64_t allocs, frees, failed, misuse, peak, trims, trimmed;
+    uint64_t ctors, dtors;
+    int reports; /* error handler calls expected */
+    uint32_t target; /* live count the current phase heads for */
+    bool rising;
+    uint32_t initial_capacity; /* resolved */
+} model;
+
+static void ctor_count(void *item, void *user) {
+    hooks *h = user;
+    h->ctors++;
+    memset(item, 0xC7, 1);
+}
+
+static void dtor_count(void *item, void *user) {
+    hooks *h = user;
+    h->dtors++;
+    (void)item;
+}
+
+static fm_pool_stats stats_of(const fm_pool *pool) {
+    fm_pool_stats s;
+    memset(&s, 0, sizeof s);
+    fm_pool_get_stats(pool, &s);
+    return s;
+}
+
+static void model_fail(const model *m, int op, const char *what) {
+    print_error("[%s] op %d: %s (last error %s: %s)\n", m->cfg->name, op, what,
+                fm_error_name(fm_last_error()), fm_last_error_message());
+    fail();
+}
+
+#define MODEL_CHECK(m, op, cond)                                                   \
+    do {                                                                           \
+        if (!(cond)) model_fail((m), (op), #cond);                                 \
+    } while (0)
+
+static void model_push(model *m, void *item) {
+    if (m->count == m->cap) {
+        m->cap = m->cap ? m->cap * 2 : 256;
+        m->items = realloc(m->items, m->cap * sizeof *m->items);
+        m->seeds = realloc(m->seeds, m->cap * sizeof *m->seeds);
+        assert_non_null(m->items);
+        assert_non_null(m->seeds);
+    }
+    uint32_t seed = m->next_seed++;
+    fm_test_fill(item, m->cfg->item_size, seed);
+    m->items[m->count] = item;
+    m->seeds[m->count] = seed;
+    m->count++;
+    if (m->count > m->peak) m->peak = m->count;
+}
+
+static void *model_take(model *m, size_t i, int op) {
+    void *item = m->items[i];
+    if (!fm_test_check_fill(item, m->cfg->item_size, m->seeds[i])) {
+        model_fail(m, op, "item contents changed while it was live");
+    }
+    m->count--;
+    m->items[i] = m->items[m->count];
+    m->seeds[i] = m->seeds[m->count];
+    return item;
+}
+
+static void recent_forget(model *m, const void *p) {
+    for (size_t i = 0; i < m->recent_count; i++) {
+        if (m->recent[i] == p) {
+            m->recent[i] = m->recent[--m->recent_count];
+            return;
+        }
+    }
+}
+
+static void recent_push(model *m, void *p) {
+    if (m->recent_count < RECENT_FREED) {
+        m->recent[m->recent_count++] = p;
+    } else {
+        m->recent[rng_below(&m->r, RECENT_FREED)] = p;
+    }
+}
+
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(void *const *)a;
+    uintptr_t y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* ------------------------------------------------------------ operations */
+
+static bool model_pool_full(const model *m) {
+    if (m->cfg->max_capacity && m->count >= m->cfg->max_capacity) return true;
+    if (m->cfg->growth == FM_GROWTH_FIXED && m->count >= stats_of(m->pool).capacity) return true;
+    return false;
+}
+
+static void op_alloc(model *m, int op) {
+    bool use_new = rng_below(&m->r, 4) == 0;
+    bool full = model_pool_full(m);
+    int reports = m->env->errors.count;
+    void *item = use_new ? fm_pool_new(m->pool) : fm_pool_alloc(m->pool);
+    if (full) {
+        MODEL_CHECK(m, op, item == NULL);
+        MODEL_CHECK(m, op, fm_last_error() == FM_ERR_POOL_FULL);
+        MODEL_CHECK(m, op, m->env->errors.count == reports + 1);
+        m->failed++;
+        m->reports++;
+        if (m->rising && rng_below(&m->r, 8) == 0) { /* linger at the limit a while */
+            m->rising = false;
+            m->target = rng_below(&m->r, m->cfg->max_target / 8 + 1);
+        }
+        return;
+    }
+    if (!item) model_fail(m, op, "alloc returned NULL below the pool's limit");
+    MODEL_CHECK(m, op, fm_is_aligned(item, FM_DEFAULT_ALIGN));
+    MODEL_CHECK(m, op, fm_pool_owns(m->pool, item));
+    if (use_new) m->ctors++;
+    m->allocs++;
+    recent_forget(m, item);
+    model_push(m, item);
+}
+
+static void op_free(model *m, int op) {
+    if (m->count == 0) return;
+    bool use_delete = rng_below(&m->r, 4) == 0;
+    void *item = model_take(m, rng_below(&m->r, (uint32_t)m->count), op);
+    if (use_delete) {
+        fm_pool_delete(m->pool, item);
+        m->dtors++;
+    } else {
+        fm_pool_free(m->pool, item);
+    }
+    m->frees++;
+    MODEL_CHECK(m, op, !fm_pool_owns(m->pool, item));
+    recent_push(m, item);
+}
+
+static void expect_rejected(model *m, int op, void *bad, fm_error code) {
+    fm_pool_stats before = stats_of(m->pool);
+    uint64_t dtors = m->hooks.dtors;
+    int reports = m->env->errors.count;
+    fm_clear_error();
+    if (rng_below(&m->r, 2)) {
+        fm_pool_delete(m->pool, bad);
+    } else {
+        fm_pool_free(m->pool, bad);
+    }
+    if (fm_last_error() != code) {
+        char what[128];
+        snprintf(what, sizeof what, "bad free of %p: expected %s", bad, fm_error_name(code));
+        model_fail(m, op, what);
+    }
+    MODEL_CHECK(m, op, m->env->errors.count == reports + 1);
+    MODEL_CHECK(m, op, m->hooks.dtors == dtors);
+    fm_pool_stats after = stats_of(m->pool);
+    MODEL_CHECK(m, op, after.live == before.live);
+    MODEL_CHECK(m, op, after.total_frees == before.total_frees);
+    MODEL_CHECK(m, op, after.capacity == before.capacity);
+    MODEL_CHECK(m, op, after.misuse_count == before.misuse_count + 1);
+    m->misuse++;
+    m->reports++;
+}
+
+static void op_double_free(model *m, int op) {
+    if (m->recent_count == 0) return;
+    void *p = m->recent[rng_below(&m->r, (uint32_t)m->recent_count)];
+    MODEL_CHECK(m, op, !fm_pool_owns(m->pool, p));
+    expect_rejected(m, op, p, FM_ERR_DOUBLE_FREE);
+}
+
+static void op_bad_pointer(model *m, int op) {
+    long long on_stack[4] = {0};
+    uint32_t kind = rng_below(&m->r, 5);
+    if (kind == 0 && m->count && m->cfg->item_size > 1) {
+        void *item = m->items[rng_below(&m->r, (uint32_t)m->count)];
+        size_t off = 1 + rng_below(&m->r, (uint32_t)m->cfg->item_size - 1);
+        void *inside = (void *)((uintptr_t)item + off);
+        MODEL_CHECK(m, op, !fm_pool_owns(m->pool, inside));
+        expect_rejected(m, op, inside, FM_ERR_INTERIOR_POINTER);
+    } else if (kind == 1) {
+        expect_rejected(m, op, on_stack, FM_ERR_FOREIGN_POINTER);
+    } else if (kind == 2) {
+        expect_rejected(m, op, m->heap_block, FM_ERR_FOREIGN_POINTER);
+    } else if (kind == 3) {
+        MODEL_CHECK(m, op, !fm_pool_owns(m->pool, m->other_item));
+        expect_rejected(m, op, m->other_item, FM_ERR_FOREIGN_POINTER);
+    } else if (m->count) {
+        uintptr_t bit = UINTPTR_MAX > 0xFFFFFFFFu ? (uintptr_t)1 << 40 : (uintptr_t)1 << 30;
+        void *far = (void *)((uintptr_t)m->items[0] ^ bit);
+        expect_rejected(m, op, far, FM_ERR_FOREIGN_POINTER);
+    }
+}
+
+static void op_trim(model *m, int op) {
+    fm_pool_stats before = stats_of(m->pool);
+    size_t released = fm_pool_trim(m->pool);
+    fm_pool_stats after = stats_of(m->pool);
+    MODEL_CHECK(m, op, after.bytes_reserved == before.bytes_reserved - released);
+    MODEL_CHECK(m, op, after.capacity >= m->initial_capacity);
+    MODEL_CHECK(m, op, after.capacity >= m->count);
+    MODEL_CHECK(m, op, after.live == before.live);
+    if (released) {
+        m->trims++;
+        m->trimmed += released;
+        m->recent_count = 0; /* their chunks may be gone */
+    }
+}
+
+static void op_reserve(model *m, int op) {
+    uint32_t want = (uint32_t)m->count + rng_below(&m->r, 300);
+    fm_pool_stats before = stats_of(m->pool);
+    bool expect_ok = true;
+    if (m->cfg->growth == FM_GROWTH_FIXED && want > before.capacity) expect_ok = false;
+    if (m->cfg->max_capacity && want > m->cfg->max_capacity) expect_ok = false;
+    int reports = m->env->errors.count;
+    bool ok = fm_pool_reserve(m->pool, want);
+    fm_pool_stats after = stats_of(m->pool);
+    MODEL_CHECK(m, op, ok == expect_ok);
+    if (ok) {
+        MODEL_CHECK(m, op, after.capacity >= want);
+        MODEL_CHECK(m, op, m->env->errors.count == reports);
+    } else {
+        MODEL_CHECK(m, op, fm_last_error() == FM_ERR_POOL_FULL);
+        MODEL_CHECK(m, op, after.capacity == before.capacity);
+        MODEL_CHECK(m, op, after.bytes_reserved == before.bytes_reserved);
+        MODEL_CHECK(m, op, m->env->errors.count == reports + 1);
+        m->reports++;
+    }
+    if (m->cfg->max_capacity) MODEL_CHECK(m, op, after.capacity <= m->cfg->max_capacity);
+}
+
+static void op_owns(model *m, int op) {
+    int reports = m->env->errors.count;
+    for (int k = 0; k < 4 && m->count; k++) {
+        MODEL_CHECK(m, op, fm_pool_owns(m->pool, m->items[rng_below(&m->r, (uint32_t)m->count)]));
+    }
+    for (size_t i = 0; i < m->recent_count; i++) {
+        MODEL_CHECK(m, op, !fm_pool_owns(m->pool, m->recent[i]));
+    }
+    MODEL_CHECK(m, op, !fm_pool_owns(m->pool, NULL));
+    MODEL_CHECK(m, op, !fm_pool_owns(m->pool, m->heap_block));
+    MODEL_CHECK(m, op, m->env->errors.count == reports);
+}
+
+typedef struct visit {
+    void **sorted;
+    size_t n;
+    size_t visits;
+    size_t strangers;
+} visit;
+
+static void visit_item(void *item, void *user) {
+    visit *v = user;
+    v->visits++;
+    if (!bsearch(&item, v->sorted, v->n, sizeof *v->sorted, cmp_ptr)) v->strangers++;
+}
+
+static void **model_sorted(const model *m) {
+    void **sorted = malloc((m->count + 1) * sizeof *sorted);
+    assert_non_null(sorted);
+    if (m->count) {
+        memcpy(sorted, m->items, m->count * sizeof *sorted);
+        qsort(sorted, m->count, sizeof *sorted, cmp_ptr);
+    }
+    return sorted;
+}
+
+static void op_foreach(model *m, int op) {
+    visit v = {.sorted = model_sorted(m), .n = m->count};
+    fm_pool_foreach(m->pool, visit_item, &v);
+    free(v.sorted);
+    MODEL_CHECK(m, op, v.visits == m->count);
+    MODEL_CHECK(m, op, v.strangers == 0);
+}
+
+static void full_check(model *m, int op) {
+    fm_pool_stats s = stats_of(m->pool);
+    MODEL_CHECK(m, op, s.live == m->count);
+    MODEL_CHECK(m, op, s.total_allocs == m->allocs);
+    MODEL_CHECK(m, op, s.total_frees == m->frees);
+    MODEL_CHECK(m, op, s.failed_allocs == m->failed);
+    MODEL_CHECK(m, op, s.misuse_count == m->misuse);
+    MODEL_CHECK(m, op, s.peak_live == m->peak);
+    MODEL_CHECK(m, op, s.trim_events == m->trims);
+    MODEL_CHECK(m, op, s.bytes_trimmed == m->trimmed);
+    MODEL_CHECK(m, op, s.capacity >= s.live);
+    MODEL_CHECK(m, op, s.bytes_overhead == s.bytes_reserved - s.capacity * s.item_size);
+    MODEL_CHECK(m, op, s.grow_ns_total >= s.grow_ns_max);
+    if (m->cfg->max_capacity) MODEL_CHECK(m, op, s.capacity <= m->cfg->max_capacity);
+    MODEL_CHECK(m, op, m->hooks.ctors == m->ctors);
+    MODEL_CHECK(m, op, m->hooks.dtors == m->dtors);
+    MODEL_CHECK(m, op, m->env->errors.count == m->reports);
+    for (size_t i = 0; i < m->count; i++) {
+        if (!fm_test_check_fill(m->items[i], m->cfg->item_size, m->seeds[i])) {
+            model_fail(m, op, "a live item's contents changed");
+        }
+    }
+    void **sorted = model_sorted(m);
+    for (size_t i = 0; i + 1 < m->count; i++) {
+        if ((uintptr_t)sorted[i] + m->cfg->item_size > (uintptr_t)sorted[i + 1]) {
+            free(sorted);
+            model_fail(m, op, "two live items overlap");
+        }
+    }
+    free(sorted);
+    fm_error check = fm_pool_check(m->pool);
+    if (check != FM_OK) model_fail(m, op, "fm_pool_check found a problem");
+}
+
+/* ------------------------------------------------------------------ driver */
+
+static void run_model(fm_test_env *env, const model_config *cfg) {
+    model m;
+    memset(&m, 0, sizeof m);
+    m.cfg = cfg;
+    m.env = env;
+    m.r.s = cfg->seed;
+    m.next_seed = 1;
+    fm_allocator backing = fm_test_allocator_get(&env->alloc);
+    m.pool = fm_pool_create(&(fm_pool_desc){
+        .name = cfg->name,
+        .item_size = cfg->item_size,
+        .growth = cfg->growth,
+        .grow_step = cfg->grow_step,
+        .initial_capacity = cfg->initial_capacity,
+        .max_capacity = cfg->max_capacity,
+        .ctor = ctor_count,
+        .dtor = dtor_count,
+        .user = &m.hooks,
+        .allocator = backing,
+    });
+    assert_non_null(m.pool);
+    m.initial_capacity = fm_pool_get_desc(m.pool).initial_capacity;
+    if (cfg->max_capacity && m.initial_capacity > cfg->max_capacity) {
+        m.initial_capacity = cfg->max_capacity;
+    }
+    m.other = fm_pool_create(&(fm_pool_desc){.name = "model_other",
+                                              .item_size = cfg->item_size,
+                                              .allocator = backing});
+    assert_non_null(m.other);
+    m.other_item = fm_pool_alloc(m.other);
+    assert_non_null(m.other_item);
+    m.heap_block = malloc(cfg->item_size);
+    assert_non_null(m.heap_block);
+
+    /* Phases: rise to a high target (growing the pool), fall to a low one
+     * (emptying chunks for trim), repeat. */
+    m.rising = true;
+    m.target = cfg->max_target / 2 + rng_below(&m.r, cfg->max_target / 2 + 1);
+    for (int op = 0; op < cfg->ops; op++) {
+        if (m.rising && m.count >= m.target) {
+            m.rising = false;
+            m.target = rng_below(&m.r, cfg->max_target / 8 + 1);
+        } else if (!m.rising && m.count <= m.target) {
+            m.rising = true;
+            m.target = cfg->max_target / 2 + rng_below(&m.r, cfg->max_target / 2 + 1);
+        }
+        uint32_t roll = rng_below(&m.r, 100);
+        uint32_t alloc_share = m.rising ? 75 : 15;
+        if (roll < alloc_share) {
+            op_alloc(&m, op);
+        } else if (roll < 88) {
+            op_free(&m, op);
+        } else if (roll < 91) {
+            op_double_free(&m, op);
+        } else if (roll < 94) {
+            op_bad_pointer(&m, op);
+        } else if (roll == 94) {
+            op_trim(&m, op);
+        } else if (roll == 95) {
+            op_reserve(&m, op);
+        } else if (roll < 99) {
+            op_owns(&m, op);
+        } else {
+            op_foreach(&m, op);
+        }
+        if (op % CHECK_EVERY == CHECK_EVERY - 1) full_check(&m, op);
+    }
+    full_check(&m, cfg->ops);
+    fm_pool_stats end = stats_of(m.pool);
+    print_message("[%s] %d ops: %llu allocs, %llu frees, %llu full, %llu misuse, "
+                  "%llu trims, peak %llu, %llu grow events\n",
+                  cfg->name, cfg->ops, (unsigned long long)m.allocs,
+                  (unsigned long long)m.frees, (unsigned long long)m.failed,
+                  (unsigned long long)m.misuse, (unsigned long long)m.trims,
+                  (unsigned long long)m.peak, (unsigned long long)end.grow_events);
+
+    /* Drain, give memory back, and leave nothing behind. */
+    while (m.count) {
+        fm_pool_free(m.pool, model_take(&m, m.count - 1, cfg->ops));
+        m.frees++;
+    }
+    full_check(&m, cfg->ops);
+    op_trim(&m, cfg->ops);
+    MODEL_CHECK(&m, cfg->ops, fm_pool_check(m.pool) == FM_OK);
+    fm_pool_destroy(m.pool);
+    fm_pool_free(m.other, m.other_item);
+    fm_pool_destroy(m.other);
+    MODEL_CHECK(&m, cfg->ops, env->errors.count == m.reports);
+    MODEL_CHECK(&m, cfg->ops, m.hooks.dtors == m.dtors);
+    fm_test_allocator_assert_clean(&env->alloc);
+    free(m.heap_block);
+    free(m.items);
+    free(m.seeds);
+}
+
+/* ------------------------------------------------------------------- tests */
+
+static void test_pool_model_geometric_16_byte_items_match_the_reference(void **state) {
+    const model_config cfg = {.name = "model_geo16", .item_size = 16,
+                              .growth = FM_GROWTH_GEOMETRIC, .max_target = 8000,
+                              .ops = 60000, .seed = 0x9E3779B97F4A7C15ull};
+    run_model(*state, &cfg);
+}
+
+static void test_pool_model_linear_40_byte_items_with_small_step_match_the_reference(
+    void **state) {
+    const model_config cfg = {.name = "model_lin40", .item_size = 40,
+                              .growth = FM_GROWTH_LINEAR, .grow_step = 7,
+                              .max_target = 4000, .ops = 40000,
+                              .seed = 0xD1B54A32D192ED03ull};
+    run_model(*state, &cfg);
+}
+
+static void test_pool_model_geometric_40_byte_items_with_max_match_the_reference(
+    void **state) {
+    const model_config cfg = {.name = "model_geo40_max", .item_size = 40,
+                              .growth = FM_GROWTH_GEOMETRIC, .max_capacity = 3000,
+                              .max_target = 6000, .ops = 30000,
+                              .seed = 0x8CB92BA72F3D8DD7ull};
+    run_model(*state, &cfg);
+}
+
+static void test_pool_model_linear_1024_byte_items_match_the_reference(void **state) {
+    const model_config cfg = {.name = "model_lin1024", .item_size = 1024,
+                              .growth = FM_GROWTH_LINEAR, .grow_step = 3,
+                              .max_target = 600, .ops = 20000,
+                              .seed = 0xA0761D6478BD642Full};
+    run_model(*state, &cfg);
+}
+
+static void test_pool_model_fixed_1024_byte_items_with_max_match_the_reference(
+    void **state) {
+    const model_config cfg = {.name = "model_fixed1024", .item_size = 1024,
+                              .growth = FM_GROWTH_FIXED, .initial_capacity = 300,
+                              .max_capacity = 300, .max_target = 350, .ops = 20000,
+                              .seed = 0xE7037ED1A0B428DBull};
+    run_model(*state, &cfg);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
+        T(test_pool_model_geometric_16_byte_items_match_the_reference),
+        T(test_pool_model_linear_40_byte_items_with_small_step_match_the_reference),
+        T(test_pool_model_geometric_40_byte_items_with_max_match_the_reference),
+        T(test_pool_model_linear_1024_byte_items_match_the_reference),
+        T(test_pool_model_fixed_1024_byte_items_with_max_match_the_reference),
+#undef T
+    };
+    return cmocka_run_group_tests_name("pool_model", tests, NULL, NULL);
+}

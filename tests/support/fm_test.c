@@ -1,0 +1,222 @@
+/* tests/support/fm_test.c: counting allocator, error capture, fill patterns. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "fm_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* -------------------------------------------------------- counting allocator */
+
+static void fm_test__problem(fm_test_allocator *a, const char *what, const void *ptr,
+                             size_t size, size_t align) {
+    a->errors++;
+    snprintf(a->last_problem, sizeof a->last_problem, "%s (ptr %p, size %zu, align %zu)",
+             what, ptr, size, align);
+    print_error("fm_test_allocator: %s\n", a->last_problem);
+}
+
+static void *fm_test__alloc(size_t size, size_t align, void *user) {
+    fm_test_allocator *a = user;
+    a->alloc_calls++;
+    if (!FM_IS_POW2(align)) {
+        fm_test__problem(a, "alignment is not a power of two", NULL, size, align);
+        return NULL;
+    }
+    if (a->fail_at != 0 &&
+        (a->alloc_calls == a->fail_at || (a->fail_after && a->alloc_calls > a->fail_at))) {
+        a->failed_calls++;
+        return NULL;
+    }
+    if (a->block_count == a->block_cap) {
+        size_t cap = a->block_cap ? a->block_cap * 2 : 64;
+        fm_test_block *blocks = realloc(a->blocks, cap * sizeof *blocks);
+        if (!blocks) return NULL;
+        a->blocks = blocks;
+        a->block_cap = cap;
+    }
+    size_t real_align = align < sizeof(void *) ? sizeof(void *) : align;
+    void *p = NULL;
+    if (posix_memalign(&p, real_align, size ? size : 1) != 0) return NULL;
+    if (!fm_is_aligned(p, align)) {
+        fm_test__problem(a, "posix_memalign returned a misaligned block", p, size, align);
+    }
+    /* Garbage, not zeros: code that relies on fresh memory being zero fails. */
+    memset(p, 0xA5, size);
+    a->blocks[a->block_count++] = (fm_test_block){p, size, align};
+    a->live_bytes += size;
+    a->live_blocks++;
+    if (a->live_bytes > a->peak_bytes) a->peak_bytes = a->live_bytes;
+    return p;
+}
+
+static void fm_test__free(void *ptr, size_t size, void *user) {
+    fm_test_allocator *a = user;
+    a->free_calls++;
+    if (!ptr) {
+        fm_test__problem(a, "free of NULL", ptr, size, 0);
+        return;
+    }
+    for (size_t i = 0; i < a->block_count; i++) {
+        if (a->blocks[i].ptr != ptr) continue;
+        if (a->blocks[i].size != size) {
+            fm_test__problem(a, "free size differs from the allocated size", ptr, size,
+                             a->blocks[i].size);
+        }
+        a->live_bytes -= a->blocks[i].size;
+        a->live_blocks--;
+        a->blocks[i] = a->blocks[--a->block_count];
+        free(ptr);
+        return;
+    }
+    fm_test__problem(a, "free of a pointer this allocator did not return", ptr, size, 0);
+}
+
+void fm_test_allocator_init(fm_test_allocator *a) {
+    memset(a, 0, sizeof *a);
+}
+
+void fm_test_allocator_release(fm_test_allocator *a) {
+    for (size_t i = 0; i < a->block_count; i++) free(a->blocks[i].ptr);
+    free(a->blocks);
+    memset(a, 0, sizeof *a);
+}
+
+fm_allocator fm_test_allocator_get(fm_test_allocator *a) {
+    return (fm_allocator){.alloc = fm_test__alloc, .free = fm_test__free, .user = a};
+}
+
+void fm_test_allocator_fail_nth(fm_test_allocator *a, uint64_t n) {
+    a->fail_at = a->alloc_calls + n;
+    a->fail_after = false;
+}
+
+void fm_test_allocator_fail_from(fm_test_allocator *a, uint64_t n) {
+    a->fail_at = a->alloc_calls + n;
+    a->fail_after = true;
+}
+
+void fm_test_allocator_recover(fm_test_allocator *a) {
+    a->fail_at = 0;
+    a->fail_after = false;
+}
+
+void fm_test_allocator_assert_clean(const fm_test_allocator *a) {
+    if (a->errors) print_error("fm_test_allocator: last problem: %s\n", a->last_problem);
+    assert_int_equal(a->errors, 0);
+    assert_int_equal(a->live_bytes, 0);
+    assert_int_equal(a->live_blocks, 0);
+}
+
+/* ------------------------------------------------------------ error capture */
+
+void fm_test_errors_handler(fm_error err, const char *message, void *user) {
+    fm_test_errors *e = user;
+    e->count++;
+    e->last = err;
+    if ((unsigned)err < FM_ERROR_COUNT) e->by_code[err]++;
+    if (!message || !message[0]) {
+        e->bad_messages++;
+        e->message[0] = '\0';
+        return;
+    }
+    snprintf(e->message, sizeof e->message, "%s", message);
+    if (e->log_len + 1 < sizeof e->log) {
+        int n = snprintf(e->log + e->log_len, sizeof e->log - e->log_len, "%s\n", message);
+        if (n > 0) {
+            e->log_len += (size_t)n;
+            if (e->log_len >= sizeof e->log) e->log_len = sizeof e->log - 1;
+        }
+    }
+}
+
+void fm_test_errors_reset(fm_test_errors *e) {
+    memset(e, 0, sizeof *e);
+    e->last = FM_OK;
+}
+
+void fm_test_errors_install(fm_test_errors *e) {
+    fm_test_errors_reset(e);
+    fm_set_error_handler(fm_test_errors_handler, e);
+}
+
+void fm_test_errors_restore(void) {
+    fm_set_error_handler(NULL, NULL);
+}
+
+/* ----------------------------------------------------------------- fixture */
+
+int fm_test_setup(void **state) {
+    fm_test_env *env = calloc(1, sizeof *env);
+    if (!env) return -1;
+    fm_test_allocator_init(&env->alloc);
+    fm_test_errors_install(&env->errors);
+    fm_clear_error();
+    *state = env;
+    return 0;
+}
+
+int fm_test_teardown(void **state) {
+    fm_test_env *env = *state;
+    fm_test_errors_restore();
+    fm_clear_error();
+    if (env) {
+        fm_test_allocator_release(&env->alloc);
+        free(env);
+    }
+    *state = NULL;
+    return 0;
+}
+
+/* ---------------------------------------------------------- item contents */
+
+void fm_test_fill(void *p, size_t n, uint32_t seed) {
+    unsigned char *b = p;
+    uint32_t x = seed * 2654435761u + 0x9E3779B9u;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        b[i] = (unsigned char)(x >> 24);
+    }
+}
+
+bool fm_test_check_fill(const void *p, size_t n, uint32_t seed) {
+    const unsigned char *b = p;
+    uint32_t x = seed * 2654435761u + 0x9E3779B9u;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        if (b[i] != (unsigned char)(x >> 24)) return false;
+    }
+    return true;
+}
+
+static int fm_test__cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(void *const *)a;
+    uintptr_t y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+void fm_test_assert_no_overlap(void *const *items, size_t count, size_t size) {
+    if (count < 2) return;
+    void **sorted = malloc(count * sizeof *sorted);
+    assert_non_null(sorted);
+    memcpy(sorted, items, count * sizeof *sorted);
+    qsort(sorted, count, sizeof *sorted, fm_test__cmp_ptr);
+    size_t bad = count;
+    for (size_t i = 0; i + 1 < count; i++) {
+        if ((uintptr_t)sorted[i] + size > (uintptr_t)sorted[i + 1]) {
+            bad = i;
+            break;
+        }
+    }
+    if (bad != count) {
+        print_error("items %p and %p overlap (item size %zu)\n", sorted[bad],
+                    sorted[bad + 1], size);
+    }
+    free(sorted);
+    assert_int_equal(bad, count);
+}
+
+bool fm_test_contains(const char *haystack, const char *needle) {
+    return haystack && needle && strstr(haystack, needle) != NULL;
+}

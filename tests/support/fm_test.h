@@ -1,0 +1,124 @@
+/*
+ * tests/support/fm_test.h: helpers shared by the framemem test suites.
+ *
+ * - fm_test_allocator: a counting fm_allocator. It keeps every block it hands
+ *   out in a registry, so it can prove "zero live bytes after destroy", check
+ *   that free receives the size and pointer alloc returned, and inject faults
+ *   (fail the Nth backing call, or the Nth and every later one).
+ * - fm_test_errors: an error handler that records how often it ran, the last
+ *   code and message, a per-code count and a log of every message.
+ * - fm_test_env + fm_test_setup/fm_test_teardown: a per-test fixture holding
+ *   one of each; setup installs the capture handler and clears the last error,
+ *   teardown restores the default handler and frees whatever a failed test
+ *   left behind.
+ * - Fill patterns and an overlap check for item contents.
+ *
+ * This header includes cmocka (and the headers cmocka needs first), so a
+ * test file needs only this header and framemem's.
+ * Single-threaded: the allocator and capture state are not synchronised
+ * (tests that use threads join them before reading).
+ */
+#ifndef FM_TEST_H
+#define FM_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "framemem/base.h"
+
+/* -------------------------------------------------------- counting allocator */
+
+typedef struct fm_test_block {
+    void *ptr;
+    size_t size;
+    size_t align;
+} fm_test_block;
+
+typedef struct fm_test_allocator {
+    /* counters, readable by tests */
+    size_t live_bytes;     /* bytes handed out and not yet freed */
+    size_t live_blocks;    /* blocks handed out and not yet freed */
+    size_t peak_bytes;     /* highest live_bytes */
+    uint64_t alloc_calls;  /* backing alloc calls, failed ones included */
+    uint64_t failed_calls; /* alloc calls that returned NULL (injected) */
+    uint64_t free_calls;   /* backing free calls */
+    uint64_t errors;       /* contract violations seen (bad size, align, ptr) */
+    char last_problem[256];
+
+    /* fault injection: calls are numbered from the arming call (1 = next) */
+    uint64_t fail_at;      /* alloc_calls value that fails; 0 = never */
+    bool fail_after;       /* also fail every call after fail_at */
+
+    /* registry of live blocks */
+    fm_test_block *blocks;
+    size_t block_count;
+    size_t block_cap;
+} fm_test_allocator;
+
+/// Resets every counter and the registry.
+void fm_test_allocator_init(fm_test_allocator *a);
+/// Frees every block still live (a failed test's leftovers) and the registry.
+void fm_test_allocator_release(fm_test_allocator *a);
+/// The fm_allocator to put in a desc; a must outlive every object using it.
+fm_allocator fm_test_allocator_get(fm_test_allocator *a);
+/// Fails only the nth backing alloc call from now (1 = the next call).
+void fm_test_allocator_fail_nth(fm_test_allocator *a, uint64_t n);
+/// Fails the nth backing alloc call from now and every call after it.
+void fm_test_allocator_fail_from(fm_test_allocator *a, uint64_t n);
+/// Disarms fault injection.
+void fm_test_allocator_recover(fm_test_allocator *a);
+/// cmocka-asserts: no live bytes or blocks, no contract violations.
+void fm_test_allocator_assert_clean(const fm_test_allocator *a);
+
+/* ------------------------------------------------------------ error capture */
+
+typedef struct fm_test_errors {
+    int count;                    /* handler calls */
+    fm_error last;                /* code of the last call (FM_OK if none) */
+    char message[1024];           /* message of the last call */
+    int by_code[FM_ERROR_COUNT];  /* handler calls per code */
+    int bad_messages;             /* calls with a NULL or empty message */
+    char log[16384];              /* every message, one per line (truncated) */
+    size_t log_len;
+} fm_test_errors;
+
+/// Zeroes e and installs the capture handler with e as its user pointer.
+void fm_test_errors_install(fm_test_errors *e);
+/// Zeroes e without touching the installed handler.
+void fm_test_errors_reset(fm_test_errors *e);
+/// Restores the default handler (stderr).
+void fm_test_errors_restore(void);
+/// The capture handler itself, for tests that install it by hand.
+void fm_test_errors_handler(fm_error err, const char *message, void *user);
+
+/* ----------------------------------------------------------------- fixture */
+
+typedef struct fm_test_env {
+    fm_test_allocator alloc;
+    fm_test_errors errors;
+} fm_test_env;
+
+/// cmocka per-test setup: *state = a fresh fm_test_env, capture installed,
+/// last error cleared.
+int fm_test_setup(void **state);
+/// cmocka per-test teardown: default handler restored, leftovers freed.
+int fm_test_teardown(void **state);
+
+/* ---------------------------------------------------------- item contents */
+
+/// Fills n bytes at p with a pattern derived from seed (distinct seeds give
+/// distinct byte streams).
+void fm_test_fill(void *p, size_t n, uint32_t seed);
+/// true when the n bytes at p still hold fm_test_fill(p, n, seed)'s pattern.
+bool fm_test_check_fill(const void *p, size_t n, uint32_t seed);
+/// cmocka-asserts that no two of the count items (each size bytes) overlap.
+void fm_test_assert_no_overlap(void *const *items, size_t count, size_t size);
+/// true when haystack contains needle (both may be NULL: false).
+bool fm_test_contains(const char *haystack, const char *needle);
+
+#endif /* FM_TEST_H */

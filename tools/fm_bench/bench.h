@@ -1,0 +1,109 @@
+/*
+ * fm_bench/bench.h: what the experiments of fm-bench share.
+ *
+ * fm-bench is a program, never a test: each experiment prints its figures as
+ * markdown tables, every figure beside a baseline (glibc malloc, a classic
+ * eager pool) measured in the same run, so a reader compares ratios, not
+ * absolute numbers from different machines or days.
+ *
+ * Timing uses fm_clock (rdtsc / cntvct, calibrated to ns). Everything the
+ * timed loops need (random indices, pointer arrays) is prepared before the
+ * clock starts, so baselines and pools pay the same for it.
+ */
+#ifndef FM_BENCH_BENCH_H
+#define FM_BENCH_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* --------------------------------------------------------------- options */
+
+typedef struct bench_opts {
+    bool quick;          /* CI smoke: small counts, runs in seconds */
+    int repeat;          /* 0 = each experiment's default */
+    const char *csv_dir; /* NULL = no CSV */
+} bench_opts;
+
+typedef struct bench_experiment {
+    const char *name;
+    const char *what;
+    void (*run)(const bench_opts *opts);
+} bench_experiment;
+
+void churn_run(const bench_opts *opts);
+void regrowth_run(const bench_opts *opts);
+
+/* ----------------------------------------------- keeping work observable */
+
+/* Tells the compiler that p escapes and memory may have been read, so a
+ * write to *p, a memset or a malloc/free pair cannot be removed. */
+#if defined(__GNUC__) || defined(__clang__)
+#define BENCH_ESCAPE(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+#else
+extern void *volatile bench_sink;
+#define BENCH_ESCAPE(p) (bench_sink = (p))
+#endif
+
+/* Functions that callgrind must see under their own name: never inlined,
+ * never cloned into a .constprop/.isra copy. */
+#if defined(__clang__)
+#define BENCH_NOINLINE __attribute__((noinline))
+#elif defined(__GNUC__)
+#define BENCH_NOINLINE __attribute__((noinline, noclone))
+#else
+#define BENCH_NOINLINE
+#endif
+
+/* The hidden --callgrind-churn N mode (see tools/fm-callgrind): N 16-byte
+ * alloc+free pairs through fm_pool (inline fast path, then the out-of-line
+ * functions), through malloc/free, and an empty loop, each loop in its own
+ * function so callgrind can attribute the calls. 0 when the pool's counters
+ * agree. */
+int churn_callgrind(uint32_t pairs);
+
+/* ----------------------------------------------------------------- random */
+
+/* xorshift64: fixed seed, same sequence on every run and machine. */
+static inline uint64_t bench_xorshift64(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    return x;
+}
+
+/* ------------------------------------------------------------- statistics */
+
+typedef struct bench_latency {
+    uint64_t median, p99, p999, max;
+    uint64_t over_20x_median; /* samples > 20 * median */
+} bench_latency;
+
+/// Latency summary of n samples in ns; sorts a private copy.
+bench_latency bench_latency_of(const uint64_t *ns, size_t n);
+/// Median of n values; reorders v.
+double bench_median(double *v, size_t n);
+/// Median of n values; reorders v.
+uint64_t bench_median_u64(uint64_t *v, size_t n);
+
+/* ------------------------------------------------------------------ misc */
+
+/// malloc that ends the program with a message when it fails.
+void *bench_xmalloc(size_t size);
+/// Ends the program: a library call misbehaved (message says which).
+void bench_die(const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((noreturn, format(printf, 1, 2)))
+#endif
+    ;
+/// Prints the run header: machine, CPU, compiler, date, build, clock.
+void bench_print_header(const bench_opts *opts);
+/// Opens DIR/NAME for writing, creating DIR (one level) when missing.
+FILE *bench_csv_open(const char *dir, const char *name);
+/// Minor page faults of this process so far (getrusage).
+uint64_t bench_minor_faults(void);
+
+#endif /* FM_BENCH_BENCH_H */

@@ -1,0 +1,369 @@
+/*
+ * fm_bench/churn.c: the alloc/free fast path, fm_pool against glibc malloc.
+ *
+ * Two patterns, each with a 16-byte and a 1 KiB item:
+ * - pairs: alloc, write a byte, free, N times (the pure fast path);
+ * - random: 10,000 items live; N times free a randomly chosen live item and
+ *   allocate its replacement (fixed-seed xorshift, indices drawn before the
+ *   clock starts so both allocators pay nothing for the RNG).
+ * Runs alternate the variants (A B A B ...) so machine drift hits all alike;
+ * each figure is the median of the runs.
+ */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "framemem/clock.h"
+#include "framemem/pool.h"
+
+enum { CHURN_LIVE = 10000 };
+
+typedef enum churn_pattern { CHURN_PAIRS, CHURN_RANDOM } churn_pattern;
+
+typedef struct churn_variant {
+    const char *name;
+    size_t item_size;
+    churn_pattern pattern;
+    bool pool; /* fm_pool, else malloc/free */
+} churn_variant;
+
+static const churn_variant churn_variants[] = {
+    {"fm_pool", 16, CHURN_PAIRS, true},
+    {"malloc/free", 16, CHURN_PAIRS, false},
+    {"fm_pool", 1024, CHURN_PAIRS, true},
+    {"malloc/free", 1024, CHURN_PAIRS, false},
+    {"fm_pool", 16, CHURN_RANDOM, true},
+    {"malloc/free", 16, CHURN_RANDOM, false},
+    {"fm_pool", 1024, CHURN_RANDOM, true},
+    {"malloc/free", 1024, CHURN_RANDOM, false},
+};
+enum { CHURN_VARIANTS = sizeof churn_variants / sizeof churn_variants[0] };
+
+/* What the random pattern's pre-fill says about memory per item. */
+typedef struct churn_overhead {
+    fm_pool_stats pool;   /* fm_pool after the pre-fill */
+    uint64_t malloc_step; /* median distance between neighbouring malloc'd items */
+} churn_overhead;
+
+/* ----------------------------------------------------------- timed loops */
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noreturn, cold))
+#endif
+static void alloc_failed(const char *what) {
+    bench_die("%s returned NULL (%s: %s)", what, fm_error_name(fm_last_error()),
+              fm_last_error_message());
+}
+
+static fm_pool *churn_pool_create(size_t item_size) {
+    fm_pool *pool = fm_pool_create(&(fm_pool_desc){
+        .name = item_size <= 16 ? "churn-16" : "churn-1k",
+        .item_size = item_size,
+        .sync = FM_SYNC_NONE,
+        .growth = FM_GROWTH_GEOMETRIC,
+    });
+    if (!pool) alloc_failed("fm_pool_create");
+    return pool;
+}
+
+static BENCH_NOINLINE uint64_t pairs_pool(fm_pool *pool, uint32_t n) {
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = fm_pool_alloc(pool);
+        if (!p) alloc_failed("fm_pool_alloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        fm_pool_free(pool, p);
+    }
+    return fm_clock_now() - t0;
+}
+
+static BENCH_NOINLINE uint64_t pairs_malloc(size_t size, uint32_t n) {
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = malloc(size);
+        if (!p) alloc_failed("malloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        free(p);
+    }
+    return fm_clock_now() - t0;
+}
+
+static BENCH_NOINLINE uint64_t random_pool(fm_pool *pool, void **live, const uint32_t *idx,
+                                           uint32_t n) {
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = idx[i];
+        fm_pool_free(pool, live[j]);
+        unsigned char *p = fm_pool_alloc(pool);
+        if (!p) alloc_failed("fm_pool_alloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        live[j] = p;
+    }
+    return fm_clock_now() - t0;
+}
+
+static BENCH_NOINLINE uint64_t random_malloc(size_t size, void **live, const uint32_t *idx,
+                                             uint32_t n) {
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = idx[i];
+        free(live[j]);
+        unsigned char *p = malloc(size);
+        if (!p) alloc_failed("malloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        live[j] = p;
+    }
+    return fm_clock_now() - t0;
+}
+
+/* ------------------------------------------------------------ one run */
+
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* Typical distance between neighbouring live malloc'd items: item size plus
+ * glibc's per-chunk header and rounding. */
+static uint64_t malloc_step(void **live, size_t n) {
+    void **sorted = bench_xmalloc(n * sizeof *sorted);
+    memcpy(sorted, live, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, cmp_ptr);
+    uint64_t *steps = bench_xmalloc(n * sizeof *steps);
+    for (size_t i = 1; i < n; i++)
+        steps[i - 1] = (uint64_t)((uintptr_t)sorted[i] - (uintptr_t)sorted[i - 1]);
+    uint64_t step = bench_median_u64(steps, n - 1);
+    free(steps);
+    free(sorted);
+    return step;
+}
+
+/* Nanoseconds per pair (or per free+alloc step) of one run. */
+static double churn_once(const churn_variant *v, uint32_t n, const uint32_t *idx, void **live,
+                         churn_overhead *overhead) {
+    uint32_t warm = n / 100 < 1000 ? 1000 : n / 100;
+    if (warm > n) warm = n;
+    uint64_t ticks = 0;
+    fm_pool *pool = v->pool ? churn_pool_create(v->item_size) : NULL;
+
+    if (v->pattern == CHURN_PAIRS) {
+        if (v->pool) {
+            pairs_pool(pool, warm);
+            ticks = pairs_pool(pool, n);
+        } else {
+            pairs_malloc(v->item_size, warm);
+            ticks = pairs_malloc(v->item_size, n);
+        }
+    } else {
+        for (uint32_t j = 0; j < CHURN_LIVE; j++) {
+            unsigned char *p = v->pool ? fm_pool_alloc(pool) : malloc(v->item_size);
+            if (!p) alloc_failed(v->pool ? "fm_pool_alloc" : "malloc");
+            p[0] = (unsigned char)j;
+            live[j] = p;
+        }
+        if (overhead) {
+            if (v->pool)
+                fm_pool_get_stats(pool, &overhead->pool);
+            else
+                overhead->malloc_step = malloc_step(live, CHURN_LIVE);
+        }
+        if (v->pool) {
+            random_pool(pool, live, idx, warm);
+            ticks = random_pool(pool, live, idx, n);
+            for (uint32_t j = 0; j < CHURN_LIVE; j++) fm_pool_free(pool, live[j]);
+        } else {
+            random_malloc(v->item_size, live, idx, warm);
+            ticks = random_malloc(v->item_size, live, idx, n);
+            for (uint32_t j = 0; j < CHURN_LIVE; j++) free(live[j]);
+        }
+    }
+
+    if (pool) {
+        fm_pool_stats st;
+        fm_pool_get_stats(pool, &st);
+        if (st.live != 0 || st.misuse_count != 0)
+            bench_die("churn: pool stats wrong after the run: live %llu, misuse_count %llu",
+                      (unsigned long long)st.live, (unsigned long long)st.misuse_count);
+        fm_pool_destroy(pool);
+    }
+    return (double)fm_clock_to_ns(ticks) / (double)n;
+}
+
+/* ------------------------------------------------------------- report */
+
+static const char *pattern_name(churn_pattern p) {
+    return p == CHURN_PAIRS ? "alloc+free pairs" : "random free, 10,000 live";
+}
+
+static void print_overhead(const churn_overhead ov[2]) {
+    static const size_t sizes[2] = {16, 1024};
+    printf("\n### churn: memory per item (after pre-filling %d live items)\n\n", CHURN_LIVE);
+    printf("| allocator | item | capacity | bytes_reserved | bytes_overhead | overhead bytes/item |\n");
+    printf("|---|---:|---:|---:|---:|---:|\n");
+    for (int s = 0; s < 2; s++) {
+        const fm_pool_stats *st = &ov[s].pool;
+        if (ov[s].pool.capacity)
+            printf("| fm_pool | %zu B | %llu | %llu | %llu | %.2f |\n", sizes[s],
+                   (unsigned long long)st->capacity, (unsigned long long)st->bytes_reserved,
+                   (unsigned long long)st->bytes_overhead,
+                   (double)st->bytes_overhead / (double)st->capacity);
+        if (ov[s].malloc_step)
+            printf("| glibc malloc | %zu B | - | - | - | %lld (address step %llu B) |\n",
+                   sizes[s], (long long)ov[s].malloc_step - (long long)sizes[s],
+                   (unsigned long long)ov[s].malloc_step);
+    }
+    const fm_pool_stats *st = &ov[0].pool;
+    if (st->capacity)
+        printf("\nfm_pool 16 B: bytes_overhead / capacity = %llu / %llu = %.2f bytes/item "
+               "(stride %llu, chunk_bytes %llu, %llu items/chunk); target <= 8; "
+               "glibc malloc(16) measured: %lld bytes/item\n",
+               (unsigned long long)st->bytes_overhead, (unsigned long long)st->capacity,
+               (double)st->bytes_overhead / (double)st->capacity,
+               (unsigned long long)st->stride, (unsigned long long)st->chunk_bytes,
+               (unsigned long long)st->items_per_chunk,
+               (long long)ov[0].malloc_step - 16);
+}
+
+void churn_run(const bench_opts *opts) {
+    uint32_t n = opts->quick ? 100000 : 1000000;
+    int repeat = opts->repeat ? opts->repeat : 5;
+
+    uint32_t *idx = bench_xmalloc((size_t)n * sizeof *idx);
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < n; i++) idx[i] = (uint32_t)(bench_xorshift64(&rng) % CHURN_LIVE);
+    void **live = bench_xmalloc(CHURN_LIVE * sizeof *live);
+    double *ns = bench_xmalloc((size_t)CHURN_VARIANTS * (size_t)repeat * sizeof *ns);
+    churn_overhead overhead[2];
+    memset(overhead, 0, sizeof overhead);
+
+    for (int r = 0; r < repeat; r++) {
+        for (int v = 0; v < CHURN_VARIANTS; v++) {
+            const churn_variant *cv = &churn_variants[v];
+            churn_overhead *ov = r == 0 && cv->pattern == CHURN_RANDOM
+                                     ? &overhead[cv->item_size > 16]
+                                     : NULL;
+            ns[v * repeat + r] = churn_once(cv, n, idx, live, ov);
+        }
+    }
+
+    double med[CHURN_VARIANTS];
+    for (int v = 0; v < CHURN_VARIANTS; v++)
+        med[v] = bench_median(&ns[v * repeat], (size_t)repeat); /* sorts the runs */
+
+    printf("\n## churn\n\n");
+    printf("%u operations per run, median of %d runs, variants interleaved run by run. "
+           "fm_pool: FM_SYNC_NONE, geometric growth, default initial capacity. "
+           "Every item gets one byte written; an asm barrier keeps each alloc/free. "
+           "Ratio = variant time / malloc time (same item, same pattern, same run set; "
+           "below 1 is faster).\n\n",
+           n, repeat);
+    printf("| variant | item | pattern | ns/pair | min | max | ratio vs malloc |\n");
+    printf("|---|---:|---|---:|---:|---:|---:|\n");
+    for (int v = 0; v < CHURN_VARIANTS; v++) {
+        const churn_variant *cv = &churn_variants[v];
+        const double *runs = &ns[v * repeat];
+        /* Each fm_pool variant is followed by its malloc twin. */
+        double base = cv->pool ? med[v + 1] : med[v];
+        printf("| %s | %zu B | %s | %.2f | %.2f | %.2f | %.2f |\n", cv->name, cv->item_size,
+               pattern_name(cv->pattern), med[v], runs[0], runs[repeat - 1], med[v] / base);
+    }
+    print_overhead(overhead);
+
+    if (opts->csv_dir) {
+        FILE *f = bench_csv_open(opts->csv_dir, "churn.csv");
+        fprintf(f, "variant,item_size,pattern,runs,median_ns_per_pair\n");
+        for (int v = 0; v < CHURN_VARIANTS; v++)
+            fprintf(f, "%s,%zu,%s,%d,%.3f\n", churn_variants[v].name,
+                    churn_variants[v].item_size,
+                    churn_variants[v].pattern == CHURN_PAIRS ? "pairs" : "random", repeat,
+                    med[v]);
+        fclose(f);
+        printf("\nwrote %s/churn.csv\n", opts->csv_dir);
+    }
+    free(ns);
+    free(live);
+    free(idx);
+}
+
+/* ------------------------------------------------------- callgrind mode */
+
+/* The loops tools/fm-callgrind measures, each the body of pairs_pool /
+ * pairs_malloc minus the clock:
+ * - pool_pairs: fm_pool_alloc/fm_pool_free as a caller writes them (the
+ *   header's inline fast path in optimised builds);
+ * - pool_call_pairs: (fm_pool_alloc)(...), the library's out-of-line
+ *   functions, whose calls callgrind can attribute;
+ * - malloc_pairs: malloc/free;
+ * - empty_pairs: the loop's skeleton (counter, byte write) with no allocator,
+ *   so the script can subtract it from a loop whose allocator was inlined;
+ *   the null check of an allocator's result stays on the allocator's side. */
+static unsigned char cg_buffer[16];
+
+static BENCH_NOINLINE void fm_bench_cg_pool_pairs(fm_pool *pool, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = fm_pool_alloc(pool);
+        if (!p) alloc_failed("fm_pool_alloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        fm_pool_free(pool, p);
+    }
+}
+
+static BENCH_NOINLINE void fm_bench_cg_pool_call_pairs(fm_pool *pool, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = (fm_pool_alloc)(pool);
+        if (!p) alloc_failed("fm_pool_alloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        (fm_pool_free)(pool, p);
+    }
+}
+
+static BENCH_NOINLINE void fm_bench_cg_malloc_pairs(uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = malloc(16);
+        if (!p) alloc_failed("malloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        free(p);
+    }
+}
+
+static BENCH_NOINLINE void fm_bench_cg_empty_pairs(uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = cg_buffer;
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+    }
+}
+
+int churn_callgrind(uint32_t pairs) {
+    fm_pool *pool = churn_pool_create(16);
+    /* Warm both allocators (first chunk, malloc's arena and tcache, lazy PLT
+     * binding) outside the measured functions. */
+    pairs_pool(pool, 1);
+    void *p = (fm_pool_alloc)(pool);
+    (fm_pool_free)(pool, p);
+    p = malloc(16);
+    BENCH_ESCAPE(p);
+    free(p);
+
+    fm_bench_cg_empty_pairs(pairs);
+    fm_bench_cg_pool_pairs(pool, pairs);
+    fm_bench_cg_pool_call_pairs(pool, pairs);
+    fm_bench_cg_malloc_pairs(pairs);
+
+    fm_pool_stats st;
+    fm_pool_get_stats(pool, &st);
+    fm_pool_destroy(pool);
+    printf("callgrind-churn: %u pairs of 16-byte items through fm_pool as callers compile "
+           "it, fm_pool's out-of-line functions, malloc/free and an empty loop; pool "
+           "total_allocs %llu\n",
+           pairs, (unsigned long long)st.total_allocs);
+    return st.total_allocs == 2 * (uint64_t)pairs + 2 && st.live == 0 ? 0 : 1;
+}

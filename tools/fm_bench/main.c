@@ -1,0 +1,107 @@
+/*
+ * fm_bench/main.c: fm-bench, every framemem benchmark in one program.
+ *
+ *   fm-bench [--list] [--only NAME] [--quick] [--repeat N] [--csv DIR]
+ *
+ * Prints a header (machine, compiler, build, clock) and one markdown section
+ * per experiment. Hidden: --callgrind-churn N, the mode tools/fm-callgrind
+ * runs under valgrind.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "framemem/clock.h"
+
+static const bench_experiment experiments[] = {
+    {"churn", "alloc+free fast path and random churn with 10,000 live, fm_pool vs malloc",
+     churn_run},
+    {"regrowth", "per-allocation latency while pools grow, fm_pool vs eager pool vs malloc",
+     regrowth_run},
+};
+enum { EXPERIMENTS = sizeof experiments / sizeof experiments[0] };
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: fm-bench [options]\n"
+            "  --list        print the experiment names and exit\n"
+            "  --only NAME   run one experiment (see --list)\n"
+            "  --quick       CI smoke run: small counts, a few seconds\n"
+            "  --repeat N    runs per variant; figures are medians (default: churn 5,\n"
+            "                regrowth 1)\n"
+            "  --csv DIR     write CSV files (regrowth: one per variant, index,ns)\n"
+            "  --help        this text\n");
+}
+
+/* A positive integer option value, or exit with a message. */
+static unsigned long parse_count(const char *opt, const char *s, unsigned long max) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = s ? strtoul(s, &end, 10) : 0;
+    if (!s || errno || end == s || *end || v == 0 || v > max || s[0] == '-') {
+        fprintf(stderr, "fm-bench: %s needs a whole number from 1 to %lu\n", opt, max);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv) {
+    bench_opts opts = {0};
+    const char *only = NULL;
+    unsigned long callgrind_pairs = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--list")) {
+            for (int e = 0; e < EXPERIMENTS; e++)
+                printf("%-10s %s\n", experiments[e].name, experiments[e].what);
+            return 0;
+        } else if (!strcmp(a, "--only") && next) {
+            only = next;
+            i++;
+        } else if (!strcmp(a, "--quick")) {
+            opts.quick = true;
+        } else if (!strcmp(a, "--repeat")) {
+            opts.repeat = (int)parse_count(a, next, 1000);
+            i++;
+        } else if (!strcmp(a, "--csv") && next) {
+            opts.csv_dir = next;
+            i++;
+        } else if (!strcmp(a, "--callgrind-churn")) {
+            callgrind_pairs = parse_count(a, next, 1000000000ul);
+            i++;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "fm-bench: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    /* Calibrate (about 2 ms) before anything is timed. */
+    fm_clock_init();
+
+    if (callgrind_pairs) return churn_callgrind((uint32_t)callgrind_pairs);
+
+    if (only) {
+        int e = 0;
+        while (e < EXPERIMENTS && strcmp(experiments[e].name, only) != 0) e++;
+        if (e == EXPERIMENTS) {
+            fprintf(stderr, "fm-bench: no experiment named '%s' (--list shows them)\n", only);
+            return 2;
+        }
+    }
+
+    bench_print_header(&opts);
+    for (int e = 0; e < EXPERIMENTS; e++) {
+        if (only && strcmp(experiments[e].name, only) != 0) continue;
+        experiments[e].run(&opts);
+        fflush(stdout);
+    }
+    return 0;
+}

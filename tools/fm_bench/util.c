@@ -1,0 +1,177 @@
+/* fm_bench/util.c: statistics, the run header, CSV files. */
+#include "bench.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "framemem/clock.h"
+
+#ifndef FM_BENCH_BUILD_TYPE
+#define FM_BENCH_BUILD_TYPE ""
+#endif
+
+void *volatile bench_sink;
+
+/* ------------------------------------------------------------- statistics */
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest rank: the smallest sample with at least p of the samples <= it. */
+static uint64_t percentile_sorted(const uint64_t *sorted, size_t n, double p) {
+    size_t rank = (size_t)(p * (double)n + 0.999999);
+    if (rank < 1) rank = 1;
+    if (rank > n) rank = n;
+    return sorted[rank - 1];
+}
+
+bench_latency bench_latency_of(const uint64_t *ns, size_t n) {
+    bench_latency out = {0};
+    if (n == 0) return out;
+    uint64_t *s = bench_xmalloc(n * sizeof *s);
+    memcpy(s, ns, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_u64);
+    out.median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    out.p99 = percentile_sorted(s, n, 0.99);
+    out.p999 = percentile_sorted(s, n, 0.999);
+    out.max = s[n - 1];
+    uint64_t limit = 20 * out.median;
+    for (size_t i = n; i-- > 0 && s[i] > limit;) out.over_20x_median++;
+    free(s);
+    return out;
+}
+
+double bench_median(double *v, size_t n) {
+    if (n == 0) return 0.0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+uint64_t bench_median_u64(uint64_t *v, size_t n) {
+    if (n == 0) return 0;
+    qsort(v, n, sizeof *v, cmp_u64);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ------------------------------------------------------------------ misc */
+
+void *bench_xmalloc(size_t size) {
+    void *p = malloc(size ? size : 1);
+    if (!p) bench_die("out of memory (%zu bytes for the benchmark's own arrays)", size);
+    return p;
+}
+
+void bench_die(const char *fmt, ...) {
+    va_list ap;
+    fflush(stdout);
+    fputs("fm-bench: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+uint64_t bench_minor_faults(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (uint64_t)ru.ru_minflt;
+}
+
+FILE *bench_csv_open(const char *dir, const char *name) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        bench_die("--csv %s: cannot create the directory: %s", dir, strerror(errno));
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *path = bench_xmalloc(len);
+    snprintf(path, len, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) bench_die("cannot write %s: %s", path, strerror(errno));
+    free(path);
+    return f;
+}
+
+/* ----------------------------------------------------------------- header */
+
+/* "model name" on x86; arm64 kernels name the part in other fields. */
+static void cpu_model(char *out, size_t cap) {
+    static const char *const keys[] = {"model name", "Hardware", "Processor", "cpu model"};
+    snprintf(out, cap, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            size_t kl = strlen(keys[k]);
+            if (strncmp(line, keys[k], kl) != 0) continue;
+            char *colon = strchr(line, ':');
+            if (!colon) continue;
+            char *v = colon + 1;
+            while (*v == ' ' || *v == '\t') v++;
+            v[strcspn(v, "\n")] = '\0';
+            if (*v) {
+                snprintf(out, cap, "%s", v);
+                found = true;
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static const char *compiler_name(void) {
+#if defined(__clang__)
+    return "clang " __clang_version__;
+#elif defined(__GNUC__)
+    return "gcc " __VERSION__;
+#elif defined(__VERSION__)
+    return __VERSION__;
+#else
+    return "unknown compiler";
+#endif
+}
+
+void bench_print_header(const bench_opts *opts) {
+    struct utsname u;
+    char cpu[256], date[64] = "?";
+    cpu_model(cpu, sizeof cpu);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (localtime_r(&now, &tm)) strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %z", &tm);
+    const char *build = FM_BENCH_BUILD_TYPE[0] ? FM_BENCH_BUILD_TYPE : "(no CMAKE_BUILD_TYPE)";
+
+    printf("# fm-bench\n\n");
+    if (uname(&u) == 0)
+        printf("- machine: %s %s %s (%s), %ld CPUs online\n", u.sysname, u.release, u.machine,
+               u.nodename, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("- cpu: %s\n", cpu);
+    printf("- compiler: %s\n", compiler_name());
+    printf("- date: %s\n", date);
+#ifdef NDEBUG
+    printf("- build: %s, NDEBUG (asserts off)\n", build);
+#else
+    printf("- build: %s, asserts ON (not NDEBUG): figures are not representative\n", build);
+#endif
+#ifdef FM_TRACK_SITES
+    printf("- FM_TRACK_SITES on: every fm_pool_alloc records file:line (slower)\n");
+#endif
+    printf("- clock: %s, %.3f GHz\n", fm_clock_source(), fm_clock_ticks_per_sec() / 1e9);
+    printf("- mode: %s", opts->quick ? "--quick (CI smoke, small counts)" : "full");
+    if (opts->repeat) printf(", --repeat %d", opts->repeat);
+    if (opts->csv_dir) printf(", --csv %s", opts->csv_dir);
+    printf("\n");
+}
