@@ -41,14 +41,19 @@ enum {
     FM__CHUNK_UNUSED = 0, /* record slot free for reuse */
     FM__CHUNK_FRESH,      /* memory held, never handed out a slot */
     FM__CHUNK_CURRENT,    /* the chunk allocations come from; state in the pool */
-    FM__CHUNK_PARTIAL,    /* in the partial list: has free or never-used slots */
-    FM__CHUNK_FULL,       /* every usable slot is live or retired */
+    FM__CHUNK_PARTIAL,    /* in the partial list: live items and room for more */
+    FM__CHUNK_EMPTY,      /* in the empty list: no live items */
+    FM__CHUNK_FULL,       /* every usable slot is live or retired; in no list */
 };
 
 typedef struct fm__site {
     const char *file;
     int line;
 } fm__site;
+
+typedef struct fm__list {
+    uint32_t head, tail;
+} fm__list;
 
 typedef struct fm__chunk {
     uint8_t *base;
@@ -57,14 +62,14 @@ typedef struct fm__chunk {
     uint32_t limit;     /* usable slots: items_per_chunk, or fewer at max_capacity */
     uint32_t live;      /* stale while the chunk is current (see fm__park) */
     uint32_t retired;
-    uint32_t prev, next; /* links in the partial list, the fresh stack or the unused stack */
+    uint32_t prev, next; /* links in the pool's lists (partial, empty, fresh, unused) */
     uint32_t state;
-    fm__site *sites; /* FM_TRACK_SITES builds: where each live slot came from */
 } fm__chunk;
 
 struct fm_pool {
     fm__pool_hot hot; /* first: the inline fast paths in pool.h read it */
     uint32_t slots_off;
+    uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     uint64_t live_other; /* live items outside the current chunk */
     uintptr_t base_mask;
@@ -83,10 +88,10 @@ struct fm_pool {
     uint32_t chunk_cap;    /* records allocated */
     uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
     uint32_t chunk_count;  /* records holding memory */
-    uint32_t unused_head;  /* stack of UNUSED records below chunk_top */
-    uint32_t fresh_head;   /* stack of FRESH chunks */
-    uint32_t partial_head; /* partially used chunks first, empty ones last */
-    uint32_t partial_tail;
+    uint32_t unused_head; /* stack of UNUSED records below chunk_top (via next) */
+    fm__list partial;     /* FIFO: a chunk waits longest, gathers most frees */
+    fm__list empty;       /* used last, so they stay empty for fm_pool_trim */
+    fm__list fresh;       /* never handed out a slot */
     uint32_t *table; /* open addressing: chunk base -> record index */
     uint32_t table_cap;
 
@@ -144,37 +149,54 @@ static uint32_t fm__read_link(const fm_pool *p, const uint8_t *slot) {
 
 static fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) { return &p->chunks[idx]; }
 
-static void fm__partial_unlink(fm_pool *p, uint32_t idx) {
+static void fm__list_init(fm__list *l) { l->head = l->tail = FM__NONE; }
+
+static void fm__list_push(fm_pool *p, fm__list *l, uint32_t idx) {
+    fm__chunk *c = fm__chunk_at(p, idx);
+    c->next = FM__NONE;
+    c->prev = l->tail;
+    if (l->tail != FM__NONE) p->chunks[l->tail].next = idx;
+    else l->head = idx;
+    l->tail = idx;
+}
+
+static void fm__list_unlink(fm_pool *p, fm__list *l, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     if (c->prev != FM__NONE) p->chunks[c->prev].next = c->next;
-    else p->partial_head = c->next;
+    else l->head = c->next;
     if (c->next != FM__NONE) p->chunks[c->next].prev = c->prev;
-    else p->partial_tail = c->prev;
+    else l->tail = c->prev;
     c->prev = c->next = FM__NONE;
 }
 
-/* Partly used chunks go to the front so allocation fills them first; empty
- * ones to the back, where they stay empty for fm_pool_trim. */
-static void fm__partial_insert(fm_pool *p, uint32_t idx) {
-    fm__chunk *c = fm__chunk_at(p, idx);
-    c->state = FM__CHUNK_PARTIAL;
-    if (c->live > 0) {
-        c->prev = FM__NONE;
-        c->next = p->partial_head;
-        if (p->partial_head != FM__NONE) p->chunks[p->partial_head].prev = idx;
-        else p->partial_tail = idx;
-        p->partial_head = idx;
-    } else {
-        c->next = FM__NONE;
-        c->prev = p->partial_tail;
-        if (p->partial_tail != FM__NONE) p->chunks[p->partial_tail].next = idx;
-        else p->partial_head = idx;
-        p->partial_tail = idx;
-    }
+static uint32_t fm__list_pop(fm_pool *p, fm__list *l) {
+    uint32_t idx = l->head;
+    if (idx != FM__NONE) fm__list_unlink(p, l, idx);
+    return idx;
 }
+
+/* Slots a parked chunk can still hand out. */
+static uint32_t fm__chunk_room(const fm__chunk *c) { return c->limit - c->live - c->retired; }
 
 static bool fm__chunk_exhausted(const fm__chunk *c) {
     return c->free_head == FM__NONE && c->bump >= c->limit;
+}
+
+/* Puts a chunk that is not current where its state says it belongs. Partly
+ * used chunks queue FIFO: by the time one comes round again it has gathered
+ * the frees of a while, so switching chunks stays rare under random frees. */
+static void fm__file_chunk(fm_pool *p, uint32_t idx) {
+    fm__chunk *c = fm__chunk_at(p, idx);
+    if (fm__chunk_exhausted(c)) {
+        c->state = FM__CHUNK_FULL;
+        c->prev = c->next = FM__NONE;
+    } else if (c->live == 0) {
+        c->state = FM__CHUNK_EMPTY;
+        fm__list_push(p, &p->empty, idx);
+    } else {
+        c->state = FM__CHUNK_PARTIAL;
+        fm__list_push(p, &p->partial, idx);
+    }
 }
 
 /* Writes the cached current-chunk state back to its record. */
@@ -185,9 +207,9 @@ static void fm__park_current(fm_pool *p) {
     c->bump = (uint32_t)p->hot.cur_bump;
     c->live = (uint32_t)(fm__live(p) - p->live_other);
     p->live_other = fm__live(p);
-    if (fm__chunk_exhausted(c)) c->state = FM__CHUNK_FULL;
-    else fm__partial_insert(p, p->cur_idx);
+    uint32_t idx = p->cur_idx;
     p->cur_idx = FM__NONE;
+    fm__file_chunk(p, idx);
     p->hot.cur_base = 1;
     p->hot.cur_slots = NULL;
     p->hot.cur_free = FM__NONE;
@@ -264,15 +286,20 @@ static fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t base = a & p->base_mask;
     uint32_t idx = base == p->hot.cur_base ? p->cur_idx : fm__table_find(p, base);
     if (idx == FM__NONE) return FM_ERR_FOREIGN_POINTER;
-    uint32_t off = (uint32_t)(a - base);
-    uint64_t span = (uint64_t)p->per_chunk * p->hot.stride;
-    if (off < p->slots_off || off - p->slots_off >= span) return FM_ERR_FOREIGN_POINTER;
-    uint32_t rel = off - p->slots_off;
-    if (rel % p->hot.stride != 0) return FM_ERR_INTERIOR_POINTER;
-    uint32_t slot = rel / p->hot.stride;
-    if (slot >= fm__chunk_bump(p, idx)) return FM_ERR_FOREIGN_POINTER;
+    /* Valid items take the multiply-and-rotate path of pool.h; division
+     * only runs to tell an interior pointer from a foreign one. */
+    uint64_t x = (a - (base + p->slots_off)) * p->hot.inv;
+    uint32_t k = p->hot.inv_shift;
+    uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
+    if (FM__UNLIKELY(slot >= fm__chunk_bump(p, idx))) {
+        uint32_t off = (uint32_t)(a - base);
+        uint64_t span = (uint64_t)p->per_chunk * p->hot.stride;
+        if (off < p->slots_off || off - p->slots_off >= span) return FM_ERR_FOREIGN_POINTER;
+        if ((off - p->slots_off) % p->hot.stride != 0) return FM_ERR_INTERIOR_POINTER;
+        return FM_ERR_FOREIGN_POINTER; /* a slot never handed out */
+    }
     out->chunk = idx;
-    out->slot = slot;
+    out->slot = (uint32_t)slot;
     out->meta = fm__meta(base)[slot];
     return (out->meta & FM__LIVE) ? FM_OK : FM_ERR_DOUBLE_FREE;
 }
@@ -316,24 +343,21 @@ static void fm__drop_record(fm_pool *p, uint32_t idx) {
     p->unused_head = idx;
 }
 
-static size_t fm__sites_bytes(const fm_pool *p) {
 #ifdef FM_TRACK_SITES
-    return (size_t)p->per_chunk * sizeof(fm__site);
-#else
-    (void)p;
-    return 0;
-#endif
+/* Where each slot's current item was allocated: beside the meta words. */
+static fm__site *fm__sites(const fm_pool *p, const uint8_t *base) {
+    return (fm__site *)(void *)((uint8_t *)base + p->sites_off);
 }
+#endif
 
-/* Returns a chunk's memory and its sites array; the record is dropped. */
+/* Returns a chunk's memory; the record is dropped. */
 static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     FM__UNPOISON(c->base, p->chunk_bytes);
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
     if (p->use_os) fm__os_unmap(c->base, p->chunk_bytes);
     else fm__mem_free(&p->desc.allocator, c->base, p->chunk_bytes);
-    if (c->sites) fm__mem_free(&p->desc.allocator, c->sites, fm__sites_bytes(p));
-    p->bytes_reserved -= p->chunk_bytes + fm__sites_bytes(p);
+    p->bytes_reserved -= p->chunk_bytes;
     p->capacity -= c->limit - c->retired;
     p->retired -= c->retired;
     p->chunk_count--;
@@ -357,10 +381,9 @@ typedef struct fm__growth_plan {
 } fm__growth_plan;
 
 /* Before a user-allocator chunk is installed its first bytes (the meta words
- * of slots not handed out yet) hold the next chunk and its sites array. */
+ * of slots not handed out yet) hold the next chunk. */
 typedef struct fm__pending {
     uint8_t *next;
-    fm__site *sites;
 } fm__pending;
 
 static uint32_t fm__unused_records(const fm_pool *p) {
@@ -377,7 +400,6 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     while (g->chain) {
         fm__pending pend;
         memcpy(&pend, g->chain, sizeof pend);
-        if (pend.sites) fm__mem_free(a, pend.sites, fm__sites_bytes(p));
         fm__mem_free(a, g->chain, p->chunk_bytes);
         g->chain = pend.next;
     }
@@ -411,17 +433,10 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     for (uint32_t i = 0; i < g->k; i++) {
         uint8_t *base = fm__mem_alloc(a, p->chunk_bytes, p->chunk_bytes);
         if (!base) return false;
-        fm__pending pend = {g->chain, NULL};
+        fm__pending pend = {g->chain};
         if (!fm_is_aligned(base, p->chunk_bytes)) {
             fm__mem_free(a, base, p->chunk_bytes);
             return false;
-        }
-        if (fm__sites_bytes(p)) {
-            pend.sites = fm__mem_alloc(a, fm__sites_bytes(p), alignof(fm__site));
-            if (!pend.sites) {
-                fm__mem_free(a, base, p->chunk_bytes);
-                return false;
-            }
         }
         memcpy(base, &pend, sizeof pend);
         g->chain = base;
@@ -480,11 +495,9 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
             fm__pending pend;
             memcpy(&pend, g.chain, sizeof pend);
             c->base = g.chain;
-            c->sites = pend.sites;
             g.chain = pend.next;
             if (p->desc.prefault) fm__os_prefault(c->base, p->chunk_bytes);
         }
-        if (c->sites) memset(c->sites, 0, fm__sites_bytes(p));
         c->free_head = FM__NONE;
         c->limit = left < p->per_chunk ? (uint32_t)left : p->per_chunk;
         left -= c->limit;
@@ -492,11 +505,10 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         uint8_t *slots0 = c->base + p->slots_off;
         FM__POISON(slots0, (size_t)p->per_chunk * p->hot.stride);
         FM__VG_NOACCESS(slots0, (size_t)p->per_chunk * p->hot.stride);
-        c->next = p->fresh_head;
-        p->fresh_head = idx;
+        fm__list_push(p, &p->fresh, idx);
         p->capacity += c->limit;
         p->chunk_count++;
-        p->bytes_reserved += p->chunk_bytes + fm__sites_bytes(p);
+        p->bytes_reserved += p->chunk_bytes;
         if (!g.table) fm__table_insert(p->table, p->table_cap, p, idx);
     }
     if (g.table) {
@@ -526,7 +538,8 @@ static uint64_t fm__policy_slots(const fm_pool *p) {
 /* Parks the exhausted current chunk and makes another one current, growing
  * if the policy allows. false (reported) when no slot can be had. */
 static bool fm__next_chunk(fm_pool *p) {
-    if (p->partial_head == FM__NONE && p->fresh_head == FM__NONE) {
+    if (p->partial.head == FM__NONE && p->empty.head == FM__NONE &&
+        p->fresh.head == FM__NONE) {
         if (p->desc.growth == FM_GROWTH_FIXED) {
             fm__report(FM_ERR_POOL_FULL, "pool '%s': FIXED pool full at %llu items", p->name,
                        (unsigned long long)p->capacity);
@@ -535,14 +548,17 @@ static bool fm__next_chunk(fm_pool *p) {
         if (!fm__grow(p, fm__policy_slots(p), true)) return false;
     }
     fm__park_current(p);
-    uint32_t idx;
-    if (p->partial_head != FM__NONE) {
-        idx = p->partial_head;
-        fm__partial_unlink(p, idx);
-    } else {
-        idx = p->fresh_head;
-        p->fresh_head = p->chunks[idx].next;
-    }
+    /* A partly used chunk with only a few free slots would be exhausted
+     * again after a few allocations; while whole chunks are available, take
+     * one of those and let the partial chunk gather more frees first. */
+    uint32_t idx = p->partial.head;
+    if (idx != FM__NONE && fm__chunk_room(&p->chunks[idx]) < p->per_chunk / 8 &&
+        (p->empty.head != FM__NONE || p->fresh.head != FM__NONE))
+        idx = FM__NONE;
+    if (idx != FM__NONE) fm__list_unlink(p, &p->partial, idx);
+    if (idx == FM__NONE) idx = fm__list_pop(p, &p->empty);
+    if (idx == FM__NONE) idx = fm__list_pop(p, &p->fresh);
+    if (idx == FM__NONE) idx = fm__list_pop(p, &p->partial);
     fm__make_current(p, idx);
     return true;
 }
@@ -598,7 +614,7 @@ static void fm__record_site(fm_pool *p, void *item, const char *file, int line) 
     if (!item) return;
     fm__loc loc;
     if (fm__locate(p, item, &loc) != FM_OK) return;
-    fm__site *s = &p->chunks[loc.chunk].sites[loc.slot];
+    fm__site *s = &fm__sites(p, p->chunks[loc.chunk].base)[loc.slot];
     s->file = file;
     s->line = line;
 }
@@ -657,10 +673,10 @@ static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
     FM__VG_FREE(p, item);
     if (current) return;
     if (c->state == FM__CHUNK_FULL) {
-        if (!fm__chunk_exhausted(c)) fm__partial_insert(p, loc->chunk);
+        fm__file_chunk(p, loc->chunk);
     } else if (c->state == FM__CHUNK_PARTIAL && c->live == 0) {
-        fm__partial_unlink(p, loc->chunk); /* to the back: empty, trimmable */
-        fm__partial_insert(p, loc->chunk);
+        fm__list_unlink(p, &p->partial, loc->chunk);
+        fm__file_chunk(p, loc->chunk);
     }
 }
 
@@ -756,14 +772,23 @@ static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
 /* Picks chunk_bytes (a power of two, >= 64 KiB) so a chunk holds at least a
  * few dozen items, then fits as many slots as the meta words leave room for. */
 static void fm__geometry(fm_pool *p) {
-    uint32_t min_slots = p->hot.stride >= (1u << 20) ? 4 : p->hot.stride >= (1u << 16) ? 16 : 32;
-    size_t want = ((size_t)p->hot.stride + 4) * min_slots + p->item_align;
+#ifdef FM_TRACK_SITES
+    const size_t per_slot_meta = sizeof(uint32_t) + sizeof(fm__site);
+#else
+    const size_t per_slot_meta = sizeof(uint32_t);
+#endif
+    uint32_t stride = p->hot.stride;
+    uint32_t min_slots = stride >= (1u << 20) ? 4 : stride >= (1u << 16) ? 16 : 32;
+    size_t want = (stride + per_slot_meta) * min_slots + p->item_align;
     size_t cb = (size_t)64 << 10;
     while (cb < want) cb <<= 1;
-    uint32_t per = (uint32_t)(cb / (p->hot.stride + 4u));
+    uint32_t per = (uint32_t)(cb / (stride + per_slot_meta));
     for (;;) {
-        size_t off = fm_align_up((size_t)per * 4, p->item_align);
-        if (off + (size_t)per * p->hot.stride <= cb) {
+        size_t sites = fm_align_up((size_t)per * sizeof(uint32_t), sizeof(void *));
+        size_t meta_end = sites + (per_slot_meta - sizeof(uint32_t)) * per;
+        size_t off = fm_align_up(meta_end, p->item_align);
+        if (off + (size_t)per * stride <= cb) {
+            p->sites_off = (uint32_t)sites;
             p->slots_off = (uint32_t)off;
             break;
         }
@@ -784,7 +809,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
         fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_create(NULL)");
         return NULL;
     }
-    const char *name = fm__def(desc->name, "pool");
+    const char *name = fm__def(desc->name, fm__def(desc->type_name, "pool"));
     if (!fm__desc_valid(desc, name)) return NULL;
     fm_clock_init();
 
@@ -818,8 +843,10 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->hot.cur_base = 1;
     p->cur_idx = FM__NONE;
     p->hot.cur_free = FM__NONE;
-    p->unused_head = p->fresh_head = FM__NONE;
-    p->partial_head = p->partial_tail = FM__NONE;
+    p->unused_head = FM__NONE;
+    fm__list_init(&p->partial);
+    fm__list_init(&p->empty);
+    fm__list_init(&p->fresh);
     FM__VG_CREATE_POOL(p);
 
     if (!fm__grow(p, p->desc.initial_capacity, false)) {
@@ -856,7 +883,7 @@ static void fm__report_leaks(fm_pool *p) {
         uint32_t bump = fm__chunk_bump(p, ci);
         for (uint32_t s = 0; s < bump; s++) {
             if (!(fm__meta((uintptr_t)c->base)[s] & FM__LIVE)) continue;
-            const fm__site *site = &c->sites[s];
+            const fm__site *site = &fm__sites(p, c->base)[s];
             uint32_t j = 0;
             while (j < n_sites && !(sites[j].file == site->file && sites[j].line == site->line))
                 j++;
@@ -938,24 +965,21 @@ size_t fm_pool_trim(fm_pool *pool) {
     }
     fm_pool *p = pool;
     size_t before = p->bytes_reserved;
-    /* Never-used chunks first (cheapest to get back), then empty ones from
-     * the back of the partial list, then the current chunk if it is empty. */
-    while (p->fresh_head != FM__NONE && fm__trimmable(p, p->fresh_head)) {
-        uint32_t idx = p->fresh_head;
-        p->fresh_head = p->chunks[idx].next;
-        fm__release_chunk(p, idx);
-    }
-    while (p->partial_tail != FM__NONE && p->chunks[p->partial_tail].live == 0 &&
-           fm__trimmable(p, p->partial_tail)) {
-        uint32_t idx = p->partial_tail;
-        fm__partial_unlink(p, idx);
-        fm__release_chunk(p, idx);
+    /* Never-used chunks first (cheapest to get back), then empty ones, then
+     * the current chunk if it is empty. */
+    fm__list *lists[] = {&p->fresh, &p->empty};
+    for (int i = 0; i < 2; i++) {
+        while (lists[i]->tail != FM__NONE && fm__trimmable(p, lists[i]->tail)) {
+            uint32_t idx = lists[i]->tail;
+            fm__list_unlink(p, lists[i], idx);
+            fm__release_chunk(p, idx);
+        }
     }
     if (p->cur_idx != FM__NONE && fm__chunk_live(p, p->cur_idx) == 0 &&
         fm__trimmable(p, p->cur_idx)) {
         uint32_t idx = p->cur_idx;
         fm__park_current(p);
-        if (p->chunks[idx].state == FM__CHUNK_PARTIAL) fm__partial_unlink(p, idx);
+        if (p->chunks[idx].state == FM__CHUNK_EMPTY) fm__list_unlink(p, &p->empty, idx);
         fm__release_chunk(p, idx);
     }
     size_t released = before - p->bytes_reserved;
@@ -1052,7 +1076,8 @@ fm_error fm_pool_check(const fm_pool *pool) {
         return FM_ERR_INVALID_ARG;
     }
     const fm_pool *p = pool;
-    uint64_t live = 0, capacity = 0, retired = 0, held = 0, partial = 0;
+    uint64_t live = 0, capacity = 0, retired = 0, held = 0;
+    uint64_t in_state[FM__CHUNK_FULL + 1] = {0};
     for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
         const fm__chunk *c = &p->chunks[ci];
         if (c->state == FM__CHUNK_UNUSED) continue;
@@ -1091,19 +1116,37 @@ fm_error fm_pool_check(const fm_pool *pool) {
                   fm__chunk_live(p, ci), n_live);
         FM__CHECK(c->state != FM__CHUNK_FULL || (head == FM__NONE && bump == c->limit),
                   "pool '%s': chunk %u marked full but has room", p->name, ci);
-        if (c->state == FM__CHUNK_PARTIAL) partial++;
+        FM__CHECK(c->state != FM__CHUNK_PARTIAL || (n_live > 0 && !fm__chunk_exhausted(c)),
+                  "pool '%s': chunk %u in the partial list is empty or full", p->name, ci);
+        FM__CHECK(c->state != FM__CHUNK_EMPTY || (n_live == 0 && !fm__chunk_exhausted(c)),
+                  "pool '%s': chunk %u in the empty list has live items", p->name, ci);
+        in_state[c->state]++;
         live += n_live;
         retired += n_retired;
         capacity += c->limit - n_retired;
     }
-    uint64_t walked = 0;
-    for (uint32_t i = p->partial_head, prev = FM__NONE; i != FM__NONE; prev = i, i = p->chunks[i].next) {
-        FM__CHECK(p->chunks[i].state == FM__CHUNK_PARTIAL && p->chunks[i].prev == prev,
-                  "pool '%s': partial list broken at chunk %u", p->name, i);
-        FM__CHECK(++walked <= partial, "pool '%s': partial list too long", p->name);
+    const struct {
+        const fm__list *list;
+        uint32_t state;
+        const char *name;
+    } lists[] = {{&p->partial, FM__CHUNK_PARTIAL, "partial"},
+                 {&p->empty, FM__CHUNK_EMPTY, "empty"},
+                 {&p->fresh, FM__CHUNK_FRESH, "fresh"}};
+    for (int l = 0; l < 3; l++) {
+        uint64_t walked = 0;
+        uint32_t prev = FM__NONE;
+        for (uint32_t i = lists[l].list->head; i != FM__NONE; prev = i, i = p->chunks[i].next) {
+            FM__CHECK(i < p->chunk_top && p->chunks[i].state == lists[l].state &&
+                          p->chunks[i].prev == prev,
+                      "pool '%s': %s list broken at chunk %u", p->name, lists[l].name, i);
+            FM__CHECK(++walked <= in_state[lists[l].state], "pool '%s': %s list too long",
+                      p->name, lists[l].name);
+        }
+        FM__CHECK(walked == in_state[lists[l].state] && lists[l].list->tail == prev,
+                  "pool '%s': %llu %s chunks, %llu listed", p->name,
+                  (unsigned long long)in_state[lists[l].state], lists[l].name,
+                  (unsigned long long)walked);
     }
-    FM__CHECK(walked == partial, "pool '%s': %llu partial chunks, %llu listed", p->name,
-              (unsigned long long)partial, (unsigned long long)walked);
     FM__CHECK(held == p->chunk_count, "pool '%s': chunk count %u, held %llu", p->name,
               p->chunk_count, (unsigned long long)held);
     FM__CHECK(live == fm__live(p), "pool '%s': live %llu, counted %llu", p->name,

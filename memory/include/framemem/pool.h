@@ -33,6 +33,7 @@ typedef void (*fm_item_fn)(void *item, void *user);
 
 typedef struct fm_pool_desc {
     const char *name;          /* shown in errors, stats and the overlay; copied */
+    const char *type_name;     /* set by FM_POOL_DESC; the name when name is NULL */
     size_t item_size;          /* required, 1 .. FM_POOL_MAX_ITEM_SIZE */
     size_t item_align;         /* 0 = alignof(max_align_t); power of two <= 4096 */
     uint32_t initial_capacity; /* items usable after create; 0 = one chunk */
@@ -221,26 +222,12 @@ fm_error fm_pool_check(const fm_pool *pool);
 
 /* ------------------------------------------------------------ typed sugar */
 
-/* FM_POOL_DESC(particle, .initial_capacity = 4096): a desc value whose name,
- * size and align come from the type; later fields override earlier ones. */
-#if defined(__clang__)
-#define FM__PUSH_OVERRIDE_INIT                                                  \
-    _Pragma("clang diagnostic push")                                            \
-        _Pragma("clang diagnostic ignored \"-Winitializer-overrides\"")
-#define FM__POP_OVERRIDE_INIT _Pragma("clang diagnostic pop")
-#elif defined(__GNUC__)
-#define FM__PUSH_OVERRIDE_INIT                                                  \
-    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Woverride-init\"")
-#define FM__POP_OVERRIDE_INIT _Pragma("GCC diagnostic pop")
-#else
-#define FM__PUSH_OVERRIDE_INIT
-#define FM__POP_OVERRIDE_INIT
-#endif
-
+/* FM_POOL_DESC(particle, .initial_capacity = 4096): a desc value whose size
+ * and align come from the type, named after it unless .name is given. */
 #define FM_POOL_DESC(T, ...)                                                    \
-    FM__PUSH_OVERRIDE_INIT(fm_pool_desc){                                       \
-        .name = #T, .item_size = sizeof(T), .item_align = alignof(T), __VA_ARGS__} \
-    FM__POP_OVERRIDE_INIT
+    (fm_pool_desc) {                                                            \
+        .type_name = #T, .item_size = sizeof(T), .item_align = alignof(T), __VA_ARGS__ \
+    }
 
 /* FM_POOL_DECLARE_TYPED(particle, particle_pool) declares
  * particle *particle_pool_alloc(fm_pool *), particle_pool_free,
