@@ -79,6 +79,7 @@ void fm__os_prefault(void *ptr, size_t size);
 #define FM__VG_NOACCESS(p, n) VALGRIND_MAKE_MEM_NOACCESS((p), (n))
 #define FM__VG_DEFINED(p, n) VALGRIND_MAKE_MEM_DEFINED((p), (n))
 #define FM__VG_UNDEFINED(p, n) VALGRIND_MAKE_MEM_UNDEFINED((p), (n))
+#define FM__VG_TRIM(pool, p, n) VALGRIND_MEMPOOL_TRIM((pool), (p), (n))
 #else
 #define FM__VG_CREATE_POOL(pool) ((void)(pool))
 #define FM__VG_DESTROY_POOL(pool) ((void)(pool))
@@ -87,6 +88,7 @@ void fm__os_prefault(void *ptr, size_t size);
 #define FM__VG_NOACCESS(p, n) ((void)(p), (void)(n))
 #define FM__VG_DEFINED(p, n) ((void)(p), (void)(n))
 #define FM__VG_UNDEFINED(p, n) ((void)(p), (void)(n))
+#define FM__VG_TRIM(pool, p, n) ((void)(pool), (void)(p), (void)(n))
 #endif
 
 /* Debug fill bytes (STYLE.md): freed pool slots. */

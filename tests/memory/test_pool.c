@@ -1709,7 +1709,8 @@ static void test_pool_destroy_runs_dtor_on_live_items_and_reports_the_leak_count
 static void test_pool_destroy_lists_allocation_sites_when_tracking(void **state) {
     fm_test_env *env = *state;
     fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "sites", .item_size = 32});
-    int line = __LINE__; void *a = fm_pool_alloc(pool);
+    int line = __LINE__ + 1;
+    void *a = fm_pool_alloc(pool);
     void *b = fm_pool_alloc_at(pool, "custom_site.c", 4242);
     assert_non_null(a);
     assert_non_null(b);

@@ -1,4 +1,4 @@
-/* fm_bench/eager_pool.c: Boost object_pool's growth, for comparison. */
+/* fm_bench/eager_pool.c: Boost pool<>'s growth, for comparison. */
 #include "eager_pool.h"
 
 #include <stdlib.h>
@@ -7,20 +7,9 @@
 
 /* Block header first, then the slots; Boost keeps it at the block's end,
  * which changes nothing measured here. */
-typedef struct eager_block {
+struct eager_block {
     struct eager_block *next;
     size_t items;
-} eager_block;
-
-struct eager_pool {
-    void *free_list;
-    eager_block *blocks;
-    size_t stride;      /* item size rounded up to 16, like malloc's alignment */
-    size_t header;      /* bytes before the first slot, keeps slots 16-aligned */
-    uint64_t next_size; /* items in the next block: doubles at every growth */
-    uint64_t grow_ticks;
-    uint64_t grow_ticks_max;
-    uint64_t grow_events;
 };
 
 /* The segregate walk: link every slot of the new block, last to first, in
@@ -67,12 +56,12 @@ void eager_pool_destroy(eager_pool *pool) {
     free(pool);
 }
 
-/* Kept out of line so the fast path below stays small, as in Boost. */
-static
+/* Kept out of line so the inline fast path stays small, as in Boost
+ * (pool<>::malloc_need_resize). */
 #if defined(__GNUC__) || defined(__clang__)
-    __attribute__((noinline))
+__attribute__((noinline))
 #endif
-    int grow(eager_pool *pool) {
+int eager_pool_grow(eager_pool *pool) {
     uint64_t t0 = fm_clock_now();
     int ok = add_block(pool);
     uint64_t ticks = fm_clock_now() - t0;
@@ -82,18 +71,12 @@ static
     return ok;
 }
 
-void *eager_pool_alloc(eager_pool *pool) {
-    if (!pool->free_list && !grow(pool)) return NULL;
-    void **slot = pool->free_list;
-    pool->free_list = *slot;
-    return slot;
-}
-
-void eager_pool_free(eager_pool *pool, void *item) {
-    *(void **)item = pool->free_list;
-    pool->free_list = item;
-}
-
 uint64_t eager_pool_grow_ticks(const eager_pool *pool) { return pool->grow_ticks; }
 uint64_t eager_pool_grow_ticks_max(const eager_pool *pool) { return pool->grow_ticks_max; }
 uint64_t eager_pool_grow_events(const eager_pool *pool) { return pool->grow_events; }
+
+size_t eager_pool_free_count(const eager_pool *pool) {
+    size_t n = 0;
+    for (void *p = pool->free_list; p; p = *(void **)p) n++;
+    return n;
+}

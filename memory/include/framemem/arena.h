@@ -1,0 +1,191 @@
+/*
+ * framemem/arena.h: linear arenas, scoped marks and double-buffered frame
+ * arenas for per-frame temporaries.
+ *
+ * An arena hands out memory by bumping a pointer and frees it all at once.
+ * By default it reserves address space once (reserve_bytes) and commits it in
+ * commit_step pieces as the top grows: pointers never move and growth never
+ * copies. With an fm_allocator in the desc it chains blocks from that
+ * allocator instead (platforms without virtual memory, or a user heap).
+ *
+ * Lifetime: fm_arena_create / fm_arena_destroy. Marks rewind LIFO scopes;
+ * reset is O(1) (no per-allocation work unless debug poisoning is on).
+ * A frame arena holds `frames` arenas (default 2): memory allocated during
+ * frame f stays valid until frame f + frames begins.
+ *
+ * Threads: FM_SYNC_NONE arenas belong to one thread at a time; other sync
+ * policies are a later addition and create rejects them (FM_ERR_INVALID_ARG).
+ *
+ * Debug aids: under AddressSanitizer everything above the top and everything
+ * released by rewind, reset and frame advance is poisoned; Valgrind builds
+ * describe the arena as a mempool; with desc.poison, debug builds fill
+ * released bytes with 0xDD.
+ */
+#ifndef FRAMEMEM_ARENA_H
+#define FRAMEMEM_ARENA_H
+
+#include "framemem/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fm_arena fm_arena;
+
+typedef struct fm_arena_desc {
+    const char *name;     /* shown in errors and stats; copied */
+    size_t reserve_bytes; /* 0 = 64 MiB: most the arena ever holds */
+    size_t commit_step;   /* 0 = 64 KiB: commit granularity (block size when chained) */
+    fm_allocator allocator; /* set: chained blocks from it instead of virtual memory */
+    fm_sync sync;         /* FM_SYNC_NONE only, for now */
+    bool poison;          /* debug builds: fill released bytes with 0xDD */
+} fm_arena_desc;
+
+/* A position in one arena, for fm_arena_rewind. Opaque. */
+typedef struct fm_arena_mark {
+    const fm_arena *arena;
+    uint64_t pos;
+    uint64_t serial;
+} fm_arena_mark;
+
+#define FM_ARENA_STATS_FIELDS(X)                                                 \
+    X(used, "bytes between the base and the top")                                \
+    X(high_water, "highest `used` since create")                                 \
+    X(committed, "bytes committed (virtual memory) or held in blocks (chained)") \
+    X(reserved, "address space reserved, or the chained-block limit")            \
+    X(total_allocs, "successful allocations since create")                       \
+    X(failed_allocs, "allocations that returned NULL")                           \
+    X(commit_events, "times memory was committed or a block was added")          \
+    X(decommit_events, "times memory was given back")                            \
+    X(resets, "fm_arena_reset calls")                                            \
+    X(rewinds, "successful fm_arena_rewind calls")
+
+typedef struct fm_arena_stats {
+    const char *name;
+#define FM__ARENA_STAT_FIELD(field, desc) uint64_t field;
+    FM_ARENA_STATS_FIELDS(FM__ARENA_STAT_FIELD)
+#undef FM__ARENA_STAT_FIELD
+} fm_arena_stats;
+
+/// Creates an arena. NULL with FM_ERR_INVALID_ARG (bad desc) or
+/// FM_ERR_OUT_OF_MEMORY (no address space / allocator refused).
+fm_arena *fm_arena_create(const fm_arena_desc *desc);
+/// Releases every byte; NULL is a no-op.
+void fm_arena_destroy(fm_arena *arena);
+
+/// size bytes aligned to align (0 = alignof(max_align_t); a power of two up
+/// to 4096), not zeroed; size 0 gives a valid aligned pointer. NULL with
+/// FM_ERR_INVALID_ARG (bad align, size overflow) or FM_ERR_ARENA_FULL (past
+/// reserve_bytes, or the allocator refused a block). arena != NULL.
+void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align);
+/// fm_arena_alloc, then zero-filled.
+void *fm_arena_alloc_zero(fm_arena *arena, size_t size, size_t align);
+/// count * size bytes, zeroed; NULL with FM_ERR_INVALID_ARG when the product
+/// overflows.
+void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t align);
+
+/// Zeroed, typed, overflow-checked allocation.
+#define FM_ARENA_NEW(a, T) ((T *)fm_arena_alloc_zero((a), sizeof(T), alignof(T)))
+#define FM_ARENA_NEW_ARRAY(a, T, n) ((T *)fm_arena_alloc_array((a), (n), sizeof(T), alignof(T)))
+
+/// The current top, to rewind to later.
+fm_arena_mark fm_arena_get_mark(const fm_arena *arena);
+/// Releases everything allocated since mark. FM_ERR_BAD_MARK (nothing
+/// changes) for a mark of another arena, above the top, or one that an
+/// earlier rewind or reset already released.
+void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark);
+/// Releases everything; O(1) unless debug poisoning is on. Invalidates marks.
+void fm_arena_reset(fm_arena *arena);
+/// Gives committed memory (or blocks) above max(top, keep_bytes) back to the
+/// OS or allocator; returns the bytes released.
+size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes);
+
+void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out);
+/// The desc with every default resolved (name points into the arena).
+fm_arena_desc fm_arena_get_desc(const fm_arena *arena);
+const char *fm_arena_name(const fm_arena *arena);
+/// true when [ptr, ptr + size) lies below the top of this arena.
+bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size);
+
+/* ---------------------------------------------------------- frame arenas */
+
+typedef struct fm_frame_arena fm_frame_arena;
+
+#define FM_FRAME_ARENA_MAX_FRAMES 8
+#define FM_FRAME_ARENA_HISTORY 64
+
+typedef struct fm_frame_arena_desc {
+    const char *name;    /* 0 = "frame" */
+    uint32_t frames;     /* 0 = 2 (double-buffered); at most 8 */
+    fm_arena_desc arena; /* for each underlying arena (its name is ignored) */
+} fm_frame_arena_desc;
+
+typedef struct fm_frame_arena_stats {
+    const char *name;
+    uint64_t frame;          /* frames advanced since create */
+    uint64_t used;           /* bytes allocated in the current frame */
+    uint64_t high_water;     /* largest frame so far, in bytes */
+    uint64_t committed;      /* sum over the underlying arenas */
+    uint64_t total_allocs;
+    uint64_t failed_allocs;
+    uint32_t history_count;  /* valid entries in history */
+    uint64_t history[FM_FRAME_ARENA_HISTORY]; /* bytes of the last finished frames, newest first */
+} fm_frame_arena_stats;
+
+fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc);
+void fm_frame_arena_destroy(fm_frame_arena *fa);
+/// Memory that stays valid until `frames` advances from now.
+void *fm_frame_alloc(fm_frame_arena *fa, size_t size, size_t align);
+/// The frame boundary: the arena of frames - 1 frames ago is reset and becomes
+/// current.
+void fm_frame_arena_advance(fm_frame_arena *fa);
+/// The arena serving the current frame (for marks and typed macros).
+fm_arena *fm_frame_arena_current(fm_frame_arena *fa);
+void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *out);
+
+/* ---------------------------------------------------- inline fast path
+ *
+ * Private. Optimised builds (NDEBUG, no sanitizer, no FM_NO_INLINE) inline
+ * the common case of fm_arena_alloc: an aligned bump inside committed memory.
+ * Everything else calls into the library. */
+typedef struct fm__arena_hot {
+    uintptr_t top;   /* next free byte */
+    uintptr_t limit; /* end of committed memory or of the current block;
+                        a multiple of 4096, so aligning top never passes it */
+    uint64_t total_allocs;
+} fm__arena_hot;
+
+void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align);
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define FM__ARENA_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FM__ARENA_SANITIZED 1
+#endif
+
+#if defined(NDEBUG) && !defined(FM__ARENA_SANITIZED) && !defined(FM_NO_INLINE) && \
+    !defined(FM__BUILDING_ARENA) && (defined(__GNUC__) || defined(__clang__))
+static inline void *fm__arena_alloc_inline(fm_arena *arena, size_t size, size_t align) {
+    fm__arena_hot *h = (fm__arena_hot *)(void *)arena;
+    size_t al = align ? align : FM_DEFAULT_ALIGN;
+    if (__builtin_expect(FM_IS_POW2(al) && al <= FM_MAX_ALIGN, 1)) {
+        uintptr_t p = (h->top + (al - 1)) & ~(uintptr_t)(al - 1);
+        if (__builtin_expect(size <= h->limit - p, 1)) {
+            h->top = p + size;
+            h->total_allocs++;
+            return (void *)p;
+        }
+    }
+    return fm__arena_alloc_slow(arena, size, align);
+}
+#define fm_arena_alloc(arena, size, align) fm__arena_alloc_inline((arena), (size), (align))
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAMEMEM_ARENA_H */

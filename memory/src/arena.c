@@ -1,0 +1,492 @@
+/* arena.c: linear arenas over reserved virtual memory or chained blocks.
+ *
+ * Positions: every byte of an arena has a position, the number of bytes
+ * handed out (or skipped for alignment) before it. In virtual-memory mode the
+ * position is top - base. In chained mode each block records the position at
+ * which it took over, so a mark is one number in both modes.
+ *
+ * Mark validation: a mark is stale once a rewind or reset released memory
+ * below it. Each such cut gets a serial number; the arena keeps a short stack
+ * of cuts with increasing serials and increasing positions (a new cut removes
+ * the entries at or above its position: any mark they would reject, it
+ * rejects too). A mark (pos, serial) is valid when the first cut newer than
+ * it lies at or above pos.
+ */
+#define FM__BUILDING_ARENA 1
+#include "framemem/arena.h"
+
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#define FM__ARENA_VM 1
+#endif
+
+#define FM__ARENA_PAGE 4096u /* block and commit granularity: >= FM_MAX_ALIGN */
+#define FM__CUTS 32
+#define FM__FILL_RELEASED 0xDD
+
+typedef struct fm__block {
+    struct fm__block *prev; /* older block in the chain, or the next spare */
+    size_t size;            /* bytes of the whole block, header included */
+    uint64_t start_pos;     /* position of the block's first data byte */
+} fm__block;
+
+#define FM__BLOCK_HEADER fm_align_up(sizeof(fm__block), 64)
+
+typedef struct fm__cut {
+    uint64_t serial;
+    uint64_t pos;
+} fm__cut;
+
+struct fm_arena {
+    fm__arena_hot hot; /* first: the inline fast path in arena.h reads it */
+    fm_arena_desc desc;
+    bool vm;
+    /* virtual-memory mode */
+    uint8_t *base;
+    size_t committed;
+    /* chained mode */
+    fm__block *block; /* the block the top is in */
+    fm__block *spare; /* blocks released by rewind/reset, kept for reuse */
+    size_t held;      /* bytes of all blocks, chain and spare */
+    /* counters */
+    uint64_t high_water;
+    uint64_t failed_allocs;
+    uint64_t commit_events;
+    uint64_t decommit_events;
+    uint64_t resets;
+    uint64_t rewinds;
+    /* marks */
+    uint64_t cut_serial;
+    uint32_t n_cuts;
+    fm__cut cuts[FM__CUTS];
+    size_t self_bytes;
+    char name[];
+};
+
+/* ============================================================ positions */
+
+static uint8_t *fm__block_data(fm__block *b) { return (uint8_t *)b + FM__BLOCK_HEADER; }
+
+static uint64_t fm__arena_pos(const fm_arena *a) {
+    if (a->vm) return (uint64_t)(a->hot.top - (uintptr_t)a->base);
+    if (!a->block) return 0;
+    return a->block->start_pos + (a->hot.top - (uintptr_t)fm__block_data(a->block));
+}
+
+static void fm__note_high_water(fm_arena *a) {
+    uint64_t pos = fm__arena_pos(a);
+    if (pos > a->high_water) a->high_water = pos;
+}
+
+/* ====================================================== debug annotations */
+
+static void fm__release_bytes(fm_arena *a, uint8_t *p, size_t n) {
+    if (!n) return;
+#ifndef NDEBUG
+    if (a->desc.poison) {
+        /* Alignment gaps between allocations were never unpoisoned. */
+        FM__UNPOISON(p, n);
+        FM__VG_UNDEFINED(p, n);
+        memset(p, FM__FILL_RELEASED, n);
+    }
+#else
+    (void)a;
+#endif
+    FM__POISON(p, n);
+    FM__VG_NOACCESS(p, n);
+}
+
+/* ============================================================= create */
+
+static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
+    const char *why = NULL;
+    if ((unsigned)d->sync >= FM_SYNC_COUNT) why = "unknown sync policy";
+    else if (d->sync != FM_SYNC_NONE) why = "sync policies other than FM_SYNC_NONE are not available yet";
+    else if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL))
+        why = "allocator needs both alloc and free";
+    else if (d->commit_step && d->reserve_bytes && d->commit_step > d->reserve_bytes)
+        why = "commit_step above reserve_bytes";
+    if (why) fm__report(FM_ERR_INVALID_ARG, "arena '%s': %s", name, why);
+    return why == NULL;
+}
+
+static bool fm__arena_add_block(fm_arena *a, size_t need);
+
+fm_arena *fm_arena_create(const fm_arena_desc *desc) {
+    if (!desc) {
+        fm__report(FM_ERR_INVALID_ARG, "arena: fm_arena_create(NULL)");
+        return NULL;
+    }
+    const char *name = fm__def(desc->name, "arena");
+    if (!fm__arena_desc_valid(desc, name)) return NULL;
+    size_t name_len = strlen(name);
+    size_t self_bytes = sizeof(fm_arena) + name_len + 1;
+    fm_arena *a = fm__mem_alloc(&desc->allocator, self_bytes, alignof(fm_arena));
+    if (!a) {
+        fm__report(FM_ERR_OUT_OF_MEMORY, "arena '%s': no memory for the arena itself", name);
+        return NULL;
+    }
+    memset(a, 0, sizeof *a);
+    memcpy(a->name, name, name_len + 1);
+    a->self_bytes = self_bytes;
+    a->desc = *desc;
+    a->desc.name = a->name;
+    a->desc.reserve_bytes =
+        fm_align_up(fm__def(desc->reserve_bytes, (size_t)64 << 20), FM__ARENA_PAGE);
+    a->desc.commit_step = fm_align_up(fm__def(desc->commit_step, (size_t)64 << 10), FM__ARENA_PAGE);
+    FM__VG_CREATE_POOL(a);
+#ifdef FM__ARENA_VM
+    a->vm = fm__allocator_is_system(&desc->allocator);
+#endif
+    if (a->vm) {
+#ifdef FM__ARENA_VM
+        void *base = mmap(NULL, a->desc.reserve_bytes, PROT_NONE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base == MAP_FAILED) {
+            fm__report(FM_ERR_OUT_OF_MEMORY, "arena '%s': cannot reserve %zu bytes of address space",
+                       name, a->desc.reserve_bytes);
+            FM__VG_DESTROY_POOL(a);
+            fm__mem_free(&desc->allocator, a, self_bytes);
+            return NULL;
+        }
+        a->base = base;
+        a->hot.top = a->hot.limit = (uintptr_t)base;
+#endif
+    } else if (!fm__arena_add_block(a, 0)) {
+        FM__VG_DESTROY_POOL(a);
+        fm__mem_free(&desc->allocator, a, self_bytes);
+        return NULL;
+    }
+    return a;
+}
+
+void fm_arena_destroy(fm_arena *arena) {
+    if (!arena) return;
+    fm_arena *a = arena;
+    if (a->vm) {
+#ifdef FM__ARENA_VM
+        FM__UNPOISON(a->base, a->committed);
+        munmap(a->base, a->desc.reserve_bytes);
+#endif
+    } else {
+        fm__block *lists[2] = {a->block, a->spare};
+        for (int i = 0; i < 2; i++) {
+            for (fm__block *b = lists[i], *prev; b; b = prev) {
+                prev = b->prev;
+                size_t size = b->size;
+                FM__UNPOISON(b, size);
+                FM__VG_UNDEFINED(b, size);
+                fm__mem_free(&a->desc.allocator, b, size);
+            }
+        }
+    }
+    FM__VG_DESTROY_POOL(a);
+    fm_allocator al = a->desc.allocator;
+    fm__mem_free(&al, a, a->self_bytes);
+}
+
+/* ============================================================== growth */
+
+/* Virtual memory: commits enough for `end` (a position), in commit steps. */
+static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
+#ifdef FM__ARENA_VM
+    if (end > a->desc.reserve_bytes) return FM_ERR_ARENA_FULL;
+    size_t want = fm_align_up((size_t)end, a->desc.commit_step);
+    if (want > a->desc.reserve_bytes) want = a->desc.reserve_bytes;
+    if (mprotect(a->base + a->committed, want - a->committed, PROT_READ | PROT_WRITE) != 0)
+        return FM_ERR_OUT_OF_MEMORY;
+    FM__POISON(a->base + a->committed, want - a->committed);
+    FM__VG_NOACCESS(a->base + a->committed, want - a->committed);
+    a->committed = want;
+    a->hot.limit = (uintptr_t)a->base + want;
+    a->commit_events++;
+    return FM_OK;
+#else
+    (void)a, (void)end;
+    return FM_ERR_UNSUPPORTED;
+#endif
+}
+
+/* Chained: makes the top a block with room for `need` more bytes (aligned
+ * to up to 4096), reusing a spare block when one is big enough. */
+static bool fm__arena_add_block(fm_arena *a, size_t need) {
+    uint64_t pos = fm__arena_pos(a);
+    size_t want = FM__BLOCK_HEADER + need + FM_MAX_ALIGN;
+    if (want < need) {
+        fm__report(FM_ERR_INVALID_ARG, "arena '%s': allocation of %zu bytes is too large", a->name,
+                   need);
+        return false;
+    }
+    size_t size = fm_align_up(want > a->desc.commit_step ? want : a->desc.commit_step,
+                              FM__ARENA_PAGE);
+    fm__block **link = &a->spare;
+    while (*link && (*link)->size < want) link = &(*link)->prev;
+    fm__block *b = *link;
+    if (b) {
+        *link = b->prev;
+    } else {
+        if (a->held + size > a->desc.reserve_bytes || size < want) {
+            fm__report(FM_ERR_ARENA_FULL, "arena '%s': %zu more bytes would pass reserve_bytes %zu",
+                       a->name, size, a->desc.reserve_bytes);
+            return false;
+        }
+        b = fm__mem_alloc(&a->desc.allocator, size, FM__ARENA_PAGE);
+        if (!b) {
+            fm__report(FM_ERR_ARENA_FULL, "arena '%s': backing allocator refused a %zu-byte block",
+                       a->name, size);
+            return false;
+        }
+        FM__VG_NOACCESS(b, size);
+        FM__VG_UNDEFINED(b, FM__BLOCK_HEADER);
+        b->size = size;
+        a->held += size;
+        a->commit_events++;
+        FM__POISON(fm__block_data(b), size - FM__BLOCK_HEADER);
+    }
+    b->prev = a->block;
+    b->start_pos = pos;
+    a->block = b;
+    a->hot.top = (uintptr_t)fm__block_data(b);
+    a->hot.limit = (uintptr_t)b + b->size;
+    return true;
+}
+
+/* ============================================================ allocation */
+
+static bool fm__align_valid(fm_arena *a, size_t align, const char *op) {
+    if (FM_IS_POW2(align) && align <= FM_MAX_ALIGN) return true;
+    fm__report(FM_ERR_INVALID_ARG, "arena '%s': %s: alignment %zu is not a power of two up to 4096",
+               a->name, op, align);
+    return false;
+}
+
+void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
+    fm_arena *a = arena;
+    size_t al = align ? align : FM_DEFAULT_ALIGN;
+    if (!fm__align_valid(a, al, "alloc")) goto fail;
+    uintptr_t p = fm_align_up(a->hot.top, al);
+    if (size > a->hot.limit - p) {
+        if (a->vm) {
+            uint64_t start = p - (uintptr_t)a->base;
+            if (size > UINT64_MAX - start) {
+                fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows", a->name, size);
+                goto fail;
+            }
+            fm_error err = fm__arena_commit(a, start + size);
+            if (err != FM_OK) {
+                if (err == FM_ERR_ARENA_FULL)
+                    fm__report(err, "arena '%s': %zu bytes at %llu would pass reserve_bytes %zu",
+                               a->name, size, (unsigned long long)start, a->desc.reserve_bytes);
+                else
+                    fm__report(err, "arena '%s': the OS refused to commit memory", a->name);
+                goto fail;
+            }
+        } else {
+            if (size > SIZE_MAX - FM__BLOCK_HEADER - FM_MAX_ALIGN) {
+                fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows", a->name, size);
+                goto fail;
+            }
+            fm__note_high_water(a);
+            if (!fm__arena_add_block(a, size)) goto fail;
+            p = fm_align_up(a->hot.top, al);
+        }
+    }
+    a->hot.top = p + size;
+    a->hot.total_allocs++;
+    FM__UNPOISON((void *)p, size);
+    /* Valgrind: a mempool in virtual-memory mode, where one TRIM describes a
+     * rewind; chained blocks only mark bytes addressable. */
+    if (a->vm) FM__VG_ALLOC(a, (void *)p, size);
+    else FM__VG_UNDEFINED((void *)p, size);
+    return (void *)p;
+fail:
+    a->failed_allocs++;
+    return NULL;
+}
+
+void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align) {
+    return fm__arena_alloc_slow(arena, size, align);
+}
+
+void *fm_arena_alloc_zero(fm_arena *arena, size_t size, size_t align) {
+    void *p = fm__arena_alloc_slow(arena, size, align);
+    if (p) memset(p, 0, size);
+    return p;
+}
+
+void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t align) {
+    if (size && count > SIZE_MAX / size) {
+        arena->failed_allocs++;
+        fm__report(FM_ERR_INVALID_ARG, "arena '%s': array of %zu x %zu bytes overflows",
+                   arena->name, count, size);
+        return NULL;
+    }
+    return fm_arena_alloc_zero(arena, count * size, align);
+}
+
+/* ================================================== marks, rewind, reset */
+
+fm_arena_mark fm_arena_get_mark(const fm_arena *arena) {
+    return (fm_arena_mark){.arena = arena, .pos = fm__arena_pos(arena), .serial = arena->cut_serial};
+}
+
+static void fm__record_cut(fm_arena *a, uint64_t pos) {
+    while (a->n_cuts && a->cuts[a->n_cuts - 1].pos >= pos) a->n_cuts--;
+    if (a->n_cuts == FM__CUTS) {
+        /* Full: forget the oldest cut. Marks older than it are then checked
+         * against the next one only (a stale mark that deep may pass). */
+        memmove(a->cuts, a->cuts + 1, (FM__CUTS - 1) * sizeof a->cuts[0]);
+        a->n_cuts--;
+    }
+    a->cuts[a->n_cuts++] = (fm__cut){++a->cut_serial, pos};
+}
+
+static bool fm__mark_released(const fm_arena *a, fm_arena_mark m) {
+    for (uint32_t i = 0; i < a->n_cuts; i++) {
+        if (a->cuts[i].serial > m.serial) return a->cuts[i].pos < m.pos;
+    }
+    return false;
+}
+
+/* Moves the top down to `pos` (<= the current position), releasing bytes. */
+static void fm__arena_cut(fm_arena *a, uint64_t pos) {
+    fm__note_high_water(a);
+    if (a->vm) {
+        uint8_t *new_top = a->base + pos;
+        fm__release_bytes(a, new_top, (size_t)(a->hot.top - (uintptr_t)new_top));
+        a->hot.top = (uintptr_t)new_top;
+        FM__VG_TRIM(a, a->base, (size_t)pos);
+    } else {
+        while (a->block->start_pos > pos) {
+            fm__block *b = a->block;
+            uint8_t *data = fm__block_data(b);
+            fm__release_bytes(a, data, (size_t)(a->hot.top - (uintptr_t)data));
+            a->block = b->prev;
+            b->prev = a->spare;
+            a->spare = b;
+            a->hot.top = (uintptr_t)fm__block_data(a->block) +
+                         (size_t)(b->start_pos - a->block->start_pos);
+            a->hot.limit = (uintptr_t)a->block + a->block->size;
+        }
+        uint8_t *new_top = fm__block_data(a->block) + (size_t)(pos - a->block->start_pos);
+        fm__release_bytes(a, new_top, (size_t)(a->hot.top - (uintptr_t)new_top));
+        a->hot.top = (uintptr_t)new_top;
+    }
+    fm__record_cut(a, pos);
+}
+
+void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark) {
+    fm_arena *a = arena;
+    const char *why = NULL;
+    if (mark.arena != a) why = "the mark belongs to another arena";
+    else if (mark.pos > fm__arena_pos(a)) why = "the mark lies above the top";
+    else if (fm__mark_released(a, mark)) why = "an earlier rewind or reset already released the mark";
+    if (why) {
+        fm__report(FM_ERR_BAD_MARK, "arena '%s': rewind to position %llu: %s", a->name,
+                   (unsigned long long)mark.pos, why);
+        return;
+    }
+    fm__arena_cut(a, mark.pos);
+    a->rewinds++;
+}
+
+void fm_arena_reset(fm_arena *arena) {
+    fm__arena_cut(arena, 0);
+    arena->resets++;
+}
+
+size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes) {
+    fm_arena *a = arena;
+    size_t released = 0;
+    uint64_t pos = fm__arena_pos(a);
+    if (a->vm) {
+#ifdef FM__ARENA_VM
+        size_t keep = keep_bytes > pos ? keep_bytes : (size_t)pos;
+        keep = fm_align_up(keep, FM__ARENA_PAGE);
+        if (keep < a->committed) {
+            released = a->committed - keep;
+            FM__UNPOISON(a->base + keep, released);
+            madvise(a->base + keep, released, MADV_DONTNEED);
+            mprotect(a->base + keep, released, PROT_NONE);
+            a->committed = keep;
+            a->hot.limit = (uintptr_t)a->base + keep;
+        }
+#endif
+    } else {
+        /* Spare blocks are wholly above the top; give back the largest
+         * first while what stays holds keep_bytes. */
+        for (;;) {
+            fm__block **best = NULL;
+            for (fm__block **link = &a->spare; *link; link = &(*link)->prev) {
+                if (!best || (*link)->size > (*best)->size) best = link;
+            }
+            if (!best || a->held - (*best)->size < keep_bytes) break;
+            fm__block *b = *best;
+            *best = b->prev;
+            a->held -= b->size;
+            released += b->size;
+            FM__UNPOISON(b, b->size);
+            FM__VG_UNDEFINED(b, b->size);
+            fm__mem_free(&a->desc.allocator, b, b->size);
+        }
+    }
+    if (released) a->decommit_events++;
+    return released;
+}
+
+/* ================================================================ queries */
+
+void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!arena) {
+        fm__report(FM_ERR_INVALID_ARG, "arena: fm_arena_get_stats(NULL)");
+        return;
+    }
+    const fm_arena *a = arena;
+    uint64_t pos = fm__arena_pos(a);
+    out->name = a->name;
+    out->used = pos;
+    out->high_water = pos > a->high_water ? pos : a->high_water;
+    out->committed = a->vm ? a->committed : a->held;
+    out->reserved = a->desc.reserve_bytes;
+    out->total_allocs = a->hot.total_allocs;
+    out->failed_allocs = a->failed_allocs;
+    out->commit_events = a->commit_events;
+    out->decommit_events = a->decommit_events;
+    out->resets = a->resets;
+    out->rewinds = a->rewinds;
+}
+
+fm_arena_desc fm_arena_get_desc(const fm_arena *arena) {
+    if (!arena) {
+        fm__report(FM_ERR_INVALID_ARG, "arena: fm_arena_get_desc(NULL)");
+        return (fm_arena_desc){0};
+    }
+    return arena->desc;
+}
+
+const char *fm_arena_name(const fm_arena *arena) { return arena ? arena->name : "(null)"; }
+
+bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size) {
+    if (!arena || !ptr) return false;
+    uintptr_t p = (uintptr_t)ptr;
+    if (arena->vm) {
+        uintptr_t base = (uintptr_t)arena->base;
+        return p >= base && p <= arena->hot.top && size <= arena->hot.top - p;
+    }
+    /* A block's used part ends where the next block took over. */
+    uint64_t end_pos = fm__arena_pos(arena);
+    for (const fm__block *b = arena->block; b; b = b->prev) {
+        uintptr_t data = (uintptr_t)fm__block_data((fm__block *)b);
+        uintptr_t end = data + (size_t)(end_pos - b->start_pos);
+        if (p >= data && p <= end && size <= end - p) return true;
+        end_pos = b->start_pos;
+    }
+    return false;
+}

@@ -1,0 +1,110 @@
+/* frame_arena.c: N arenas used in turn, one per frame. */
+#include "framemem/arena.h"
+
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct fm_frame_arena {
+    fm_arena *arenas[FM_FRAME_ARENA_MAX_FRAMES];
+    uint32_t frames;
+    uint32_t current;
+    uint64_t frame;
+    uint64_t high_water;
+    uint64_t history[FM_FRAME_ARENA_HISTORY]; /* ring, newest at history_head - 1 */
+    uint32_t history_head;
+    uint32_t history_count;
+    fm_allocator allocator;
+    size_t self_bytes;
+    char name[];
+};
+
+fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc) {
+    if (!desc) {
+        fm__report(FM_ERR_INVALID_ARG, "frame arena: fm_frame_arena_create(NULL)");
+        return NULL;
+    }
+    const char *name = fm__def(desc->name, "frame");
+    uint32_t frames = fm__def(desc->frames, 2u);
+    if (frames < 2 || frames > FM_FRAME_ARENA_MAX_FRAMES) {
+        fm__report(FM_ERR_INVALID_ARG, "frame arena '%s': frames must be 2..%d, not %u", name,
+                   FM_FRAME_ARENA_MAX_FRAMES, frames);
+        return NULL;
+    }
+    size_t name_len = strlen(name);
+    size_t self_bytes = sizeof(fm_frame_arena) + name_len + 1;
+    fm_frame_arena *fa = fm__mem_alloc(&desc->arena.allocator, self_bytes, alignof(fm_frame_arena));
+    if (!fa) {
+        fm__report(FM_ERR_OUT_OF_MEMORY, "frame arena '%s': no memory for the arena itself", name);
+        return NULL;
+    }
+    memset(fa, 0, sizeof *fa);
+    memcpy(fa->name, name, name_len + 1);
+    fa->frames = frames;
+    fa->allocator = desc->arena.allocator;
+    fa->self_bytes = self_bytes;
+    for (uint32_t i = 0; i < frames; i++) {
+        char arena_name[96];
+        snprintf(arena_name, sizeof arena_name, "%s[%u]", name, i);
+        fm_arena_desc ad = desc->arena;
+        ad.name = arena_name;
+        fa->arenas[i] = fm_arena_create(&ad);
+        if (!fa->arenas[i]) {
+            fm_frame_arena_destroy(fa);
+            return NULL;
+        }
+    }
+    return fa;
+}
+
+void fm_frame_arena_destroy(fm_frame_arena *fa) {
+    if (!fa) return;
+    for (uint32_t i = 0; i < fa->frames; i++) fm_arena_destroy(fa->arenas[i]);
+    fm_allocator a = fa->allocator;
+    fm__mem_free(&a, fa, fa->self_bytes);
+}
+
+void *fm_frame_alloc(fm_frame_arena *fa, size_t size, size_t align) {
+    return fm_arena_alloc(fa->arenas[fa->current], size, align);
+}
+
+fm_arena *fm_frame_arena_current(fm_frame_arena *fa) { return fa->arenas[fa->current]; }
+
+void fm_frame_arena_advance(fm_frame_arena *fa) {
+    fm_arena_stats st;
+    fm_arena_get_stats(fa->arenas[fa->current], &st);
+    fa->history[fa->history_head] = st.used;
+    fa->history_head = (fa->history_head + 1) % FM_FRAME_ARENA_HISTORY;
+    if (fa->history_count < FM_FRAME_ARENA_HISTORY) fa->history_count++;
+    if (st.used > fa->high_water) fa->high_water = st.used;
+    fa->frame++;
+    fa->current = (fa->current + 1) % fa->frames;
+    /* The arena coming round last served frame - frames: its memory is due. */
+    fm_arena_reset(fa->arenas[fa->current]);
+}
+
+void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!fa) {
+        fm__report(FM_ERR_INVALID_ARG, "frame arena: fm_frame_arena_get_stats(NULL)");
+        return;
+    }
+    out->name = fa->name;
+    out->frame = fa->frame;
+    for (uint32_t i = 0; i < fa->frames; i++) {
+        fm_arena_stats st;
+        fm_arena_get_stats(fa->arenas[i], &st);
+        if (i == fa->current) out->used = st.used;
+        out->committed += st.committed;
+        out->total_allocs += st.total_allocs;
+        out->failed_allocs += st.failed_allocs;
+    }
+    out->high_water = out->used > fa->high_water ? out->used : fa->high_water;
+    out->history_count = fa->history_count;
+    for (uint32_t i = 0; i < fa->history_count; i++) {
+        uint32_t slot = (fa->history_head + FM_FRAME_ARENA_HISTORY - 1 - i) % FM_FRAME_ARENA_HISTORY;
+        out->history[i] = fa->history[slot];
+    }
+}
