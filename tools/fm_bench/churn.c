@@ -1,42 +1,61 @@
 /*
- * fm_bench/churn.c: the alloc/free fast path, fm_pool against glibc malloc.
+ * fm_bench/churn.c: the alloc/free fast path, fm_pool against glibc malloc
+ * and against two pools that check nothing.
  *
  * Two patterns, each with a 16-byte and a 1 KiB item:
  * - pairs: alloc, write a byte, free, N times (the pure fast path);
  * - random: 10,000 items live; N times free a randomly chosen live item and
  *   allocate its replacement (fixed-seed xorshift, indices drawn before the
- *   clock starts so both allocators pay nothing for the RNG).
- * Runs alternate the variants (A B A B ...) so machine drift hits all alike;
- * each figure is the median of the runs.
+ *   clock starts so every allocator pays nothing for the RNG).
+ * Four allocators run each pattern:
+ * - fm_pool (inline fast path, with its checks and counters);
+ * - the bare free list: an intrusive singly linked list over one
+ *   preallocated array, alloc = pop head, free = push head, inlined, no
+ *   checks, no counters, no NULL test; what an engine programmer writes in
+ *   ten lines, and the physical lower bound of any pool;
+ * - the unchecked pool (eager_pool.h, Boost pool<>'s algorithm): the same
+ *   list, grown by malloc'd blocks linked in when added, inline fast path,
+ *   no checks;
+ * - glibc malloc/free.
+ * Runs alternate the variants (A B C D A B C D ...) so machine drift hits
+ * all alike; each figure is the median of the runs.
  */
 #include "bench.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "eager_pool.h"
 #include "framemem/clock.h"
 #include "framemem/pool.h"
 
 enum { CHURN_LIVE = 10000 };
 
 typedef enum churn_pattern { CHURN_PAIRS, CHURN_RANDOM } churn_pattern;
+typedef enum churn_kind { CHURN_FM_POOL, CHURN_BARE, CHURN_UNCHECKED, CHURN_MALLOC } churn_kind;
 
 typedef struct churn_variant {
     const char *name;
     size_t item_size;
     churn_pattern pattern;
-    bool pool; /* fm_pool, else malloc/free */
+    churn_kind kind;
 } churn_variant;
 
+#define CHURN_NAME_FM_POOL "fm_pool"
+#define CHURN_NAME_BARE "bare free list"
+#define CHURN_NAME_UNCHECKED "unchecked pool (Boost pool<> style)"
+#define CHURN_NAME_MALLOC "malloc/free"
+#define CHURN_GROUP(size, pattern)                                  \
+    {CHURN_NAME_FM_POOL, size, pattern, CHURN_FM_POOL},             \
+        {CHURN_NAME_UNCHECKED, size, pattern, CHURN_UNCHECKED},     \
+        {CHURN_NAME_BARE, size, pattern, CHURN_BARE},               \
+        {CHURN_NAME_MALLOC, size, pattern, CHURN_MALLOC}
+
 static const churn_variant churn_variants[] = {
-    {"fm_pool", 16, CHURN_PAIRS, true},
-    {"malloc/free", 16, CHURN_PAIRS, false},
-    {"fm_pool", 1024, CHURN_PAIRS, true},
-    {"malloc/free", 1024, CHURN_PAIRS, false},
-    {"fm_pool", 16, CHURN_RANDOM, true},
-    {"malloc/free", 16, CHURN_RANDOM, false},
-    {"fm_pool", 1024, CHURN_RANDOM, true},
-    {"malloc/free", 1024, CHURN_RANDOM, false},
+    CHURN_GROUP(16, CHURN_PAIRS),
+    CHURN_GROUP(1024, CHURN_PAIRS),
+    CHURN_GROUP(16, CHURN_RANDOM),
+    CHURN_GROUP(1024, CHURN_RANDOM),
 };
 enum { CHURN_VARIANTS = sizeof churn_variants / sizeof churn_variants[0] };
 
@@ -121,6 +140,94 @@ static BENCH_NOINLINE uint64_t random_malloc(size_t size, void **live, const uin
     return fm_clock_now() - t0;
 }
 
+/* The bare free list: the head of an intrusive singly linked list threaded
+ * through a preallocated array. No checks, no counters; popping an empty
+ * list would crash, so callers size the array for their peak. */
+typedef struct bare_list {
+    void *head;
+    void *slots; /* the array, for free() */
+} bare_list;
+
+static inline void *bare_alloc(bare_list *l) {
+    void **slot = (void **)l->head;
+    l->head = *slot;
+    return slot;
+}
+
+static inline void bare_free(bare_list *l, void *item) {
+    *(void **)item = l->head;
+    l->head = item;
+}
+
+/* cap slots of item_size bytes (rounded up to 16, malloc's alignment),
+ * linked first to last: touches every slot before any clock starts. */
+static void bare_init(bare_list *l, size_t item_size, size_t cap) {
+    size_t stride = item_size < sizeof(void *) ? sizeof(void *) : item_size;
+    stride = (stride + 15) & ~(size_t)15;
+    unsigned char *a = bench_xmalloc(cap * stride);
+    l->slots = a;
+    l->head = NULL;
+    for (size_t i = cap; i-- > 0;) bare_free(l, a + i * stride);
+}
+
+static size_t bare_count(const bare_list *l) {
+    size_t n = 0;
+    for (void *p = l->head; p; p = *(void **)p) n++;
+    return n;
+}
+
+static BENCH_NOINLINE uint64_t pairs_bare(bare_list *l, uint32_t n) {
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = bare_alloc(l);
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        bare_free(l, p);
+    }
+    return fm_clock_now() - t0;
+}
+
+static BENCH_NOINLINE uint64_t random_bare(bare_list *l, void **live, const uint32_t *idx,
+                                           uint32_t n) {
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = idx[i];
+        bare_free(l, live[j]);
+        unsigned char *p = bare_alloc(l);
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        live[j] = p;
+    }
+    return fm_clock_now() - t0;
+}
+
+static BENCH_NOINLINE uint64_t pairs_unchecked(eager_pool *pool, uint32_t n) {
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = eager_pool_alloc(pool);
+        if (!p) alloc_failed("eager_pool_alloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        eager_pool_free(pool, p);
+    }
+    return fm_clock_now() - t0;
+}
+
+static BENCH_NOINLINE uint64_t random_unchecked(eager_pool *pool, void **live,
+                                                const uint32_t *idx, uint32_t n) {
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = idx[i];
+        eager_pool_free(pool, live[j]);
+        unsigned char *p = eager_pool_alloc(pool);
+        if (!p) alloc_failed("eager_pool_alloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        live[j] = p;
+    }
+    return fm_clock_now() - t0;
+}
+
 /* ------------------------------------------------------------ one run */
 
 static int cmp_ptr(const void *a, const void *b) {
@@ -143,54 +250,145 @@ static uint64_t malloc_step(void **live, size_t n) {
     return step;
 }
 
+/* One allocator of one run: whichever the variant names. */
+typedef struct churn_alloc {
+    churn_kind kind;
+    size_t item_size;
+    fm_pool *pool;
+    eager_pool *unchecked;
+    bare_list bare;
+} churn_alloc;
+
+static const char *kind_call(churn_kind k) {
+    switch (k) {
+    case CHURN_FM_POOL: return "fm_pool_alloc";
+    case CHURN_UNCHECKED: return "eager_pool_alloc";
+    case CHURN_BARE: return "bare_alloc";
+    case CHURN_MALLOC: break;
+    }
+    return "malloc";
+}
+
+static void churn_alloc_open(churn_alloc *a, const churn_variant *v) {
+    memset(a, 0, sizeof *a);
+    a->kind = v->kind;
+    a->item_size = v->item_size;
+    switch (v->kind) {
+    case CHURN_FM_POOL: a->pool = churn_pool_create(v->item_size); break;
+    case CHURN_UNCHECKED:
+        a->unchecked = eager_pool_create(v->item_size, 0);
+        if (!a->unchecked) alloc_failed("eager_pool_create");
+        break;
+    case CHURN_BARE: bare_init(&a->bare, v->item_size, CHURN_LIVE); break;
+    case CHURN_MALLOC: break;
+    }
+}
+
+/* Untimed alloc and free for the pre-fill and the teardown. */
+static void *churn_alloc_one(churn_alloc *a) {
+    void *p = NULL;
+    switch (a->kind) {
+    case CHURN_FM_POOL: p = fm_pool_alloc(a->pool); break;
+    case CHURN_UNCHECKED: p = eager_pool_alloc(a->unchecked); break;
+    case CHURN_BARE: p = a->bare.head ? bare_alloc(&a->bare) : NULL; break;
+    case CHURN_MALLOC: p = malloc(a->item_size); break;
+    }
+    if (!p) alloc_failed(kind_call(a->kind));
+    return p;
+}
+
+static void churn_free_one(churn_alloc *a, void *p) {
+    switch (a->kind) {
+    case CHURN_FM_POOL: fm_pool_free(a->pool, p); break;
+    case CHURN_UNCHECKED: eager_pool_free(a->unchecked, p); break;
+    case CHURN_BARE: bare_free(&a->bare, p); break;
+    case CHURN_MALLOC: free(p); break;
+    }
+}
+
+static uint64_t churn_timed(churn_alloc *a, churn_pattern pattern, void **live,
+                            const uint32_t *idx, uint32_t n) {
+    if (pattern == CHURN_PAIRS) {
+        switch (a->kind) {
+        case CHURN_FM_POOL: return pairs_pool(a->pool, n);
+        case CHURN_UNCHECKED: return pairs_unchecked(a->unchecked, n);
+        case CHURN_BARE: return pairs_bare(&a->bare, n);
+        case CHURN_MALLOC: break;
+        }
+        return pairs_malloc(a->item_size, n);
+    }
+    switch (a->kind) {
+    case CHURN_FM_POOL: return random_pool(a->pool, live, idx, n);
+    case CHURN_UNCHECKED: return random_unchecked(a->unchecked, live, idx, n);
+    case CHURN_BARE: return random_bare(&a->bare, live, idx, n);
+    case CHURN_MALLOC: break;
+    }
+    return random_malloc(a->item_size, live, idx, n);
+}
+
+/* Checks that every item came back, then releases the allocator. */
+static void churn_alloc_close(churn_alloc *a, const churn_variant *v) {
+    switch (a->kind) {
+    case CHURN_FM_POOL: {
+        fm_pool_stats st;
+        fm_pool_get_stats(a->pool, &st);
+        if (st.live != 0 || st.misuse_count != 0)
+            bench_die("churn: pool stats wrong after the run: live %llu, misuse_count %llu",
+                      (unsigned long long)st.live, (unsigned long long)st.misuse_count);
+        fm_pool_destroy(a->pool);
+        break;
+    }
+    case CHURN_UNCHECKED: {
+        /* Pairs never grow past the first block of 32; random grows to
+         * 32 + 64 + ... >= 10,000. Every slot must be back on the list. */
+        size_t cap = 0;
+        for (uint64_t s = 32; cap < (v->pattern == CHURN_PAIRS ? 1 : CHURN_LIVE); s <<= 1)
+            cap += (size_t)s;
+        size_t got = eager_pool_free_count(a->unchecked);
+        if (got != cap)
+            bench_die("churn: unchecked pool holds %zu free slots after the run, expected %zu",
+                      got, cap);
+        eager_pool_destroy(a->unchecked);
+        break;
+    }
+    case CHURN_BARE: {
+        size_t got = bare_count(&a->bare);
+        if (got != CHURN_LIVE)
+            bench_die("churn: bare free list holds %zu slots after the run, expected %d", got,
+                      CHURN_LIVE);
+        free(a->bare.slots);
+        break;
+    }
+    case CHURN_MALLOC: break;
+    }
+}
+
 /* Nanoseconds per pair (or per free+alloc step) of one run. */
 static double churn_once(const churn_variant *v, uint32_t n, const uint32_t *idx, void **live,
                          churn_overhead *overhead) {
     uint32_t warm = n / 100 < 1000 ? 1000 : n / 100;
     if (warm > n) warm = n;
-    uint64_t ticks = 0;
-    fm_pool *pool = v->pool ? churn_pool_create(v->item_size) : NULL;
+    churn_alloc a;
+    churn_alloc_open(&a, v);
 
-    if (v->pattern == CHURN_PAIRS) {
-        if (v->pool) {
-            pairs_pool(pool, warm);
-            ticks = pairs_pool(pool, n);
-        } else {
-            pairs_malloc(v->item_size, warm);
-            ticks = pairs_malloc(v->item_size, n);
-        }
-    } else {
+    if (v->pattern == CHURN_RANDOM) {
         for (uint32_t j = 0; j < CHURN_LIVE; j++) {
-            unsigned char *p = v->pool ? fm_pool_alloc(pool) : malloc(v->item_size);
-            if (!p) alloc_failed(v->pool ? "fm_pool_alloc" : "malloc");
+            unsigned char *p = churn_alloc_one(&a);
             p[0] = (unsigned char)j;
             live[j] = p;
         }
         if (overhead) {
-            if (v->pool)
-                fm_pool_get_stats(pool, &overhead->pool);
-            else
+            if (v->kind == CHURN_FM_POOL)
+                fm_pool_get_stats(a.pool, &overhead->pool);
+            else if (v->kind == CHURN_MALLOC)
                 overhead->malloc_step = malloc_step(live, CHURN_LIVE);
         }
-        if (v->pool) {
-            random_pool(pool, live, idx, warm);
-            ticks = random_pool(pool, live, idx, n);
-            for (uint32_t j = 0; j < CHURN_LIVE; j++) fm_pool_free(pool, live[j]);
-        } else {
-            random_malloc(v->item_size, live, idx, warm);
-            ticks = random_malloc(v->item_size, live, idx, n);
-            for (uint32_t j = 0; j < CHURN_LIVE; j++) free(live[j]);
-        }
     }
-
-    if (pool) {
-        fm_pool_stats st;
-        fm_pool_get_stats(pool, &st);
-        if (st.live != 0 || st.misuse_count != 0)
-            bench_die("churn: pool stats wrong after the run: live %llu, misuse_count %llu",
-                      (unsigned long long)st.live, (unsigned long long)st.misuse_count);
-        fm_pool_destroy(pool);
-    }
+    churn_timed(&a, v->pattern, live, idx, warm);
+    uint64_t ticks = churn_timed(&a, v->pattern, live, idx, n);
+    if (v->pattern == CHURN_RANDOM)
+        for (uint32_t j = 0; j < CHURN_LIVE; j++) churn_free_one(&a, live[j]);
+    churn_alloc_close(&a, v);
     return (double)fm_clock_to_ns(ticks) / (double)n;
 }
 

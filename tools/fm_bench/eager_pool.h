@@ -28,6 +28,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+#define EAGER_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define EAGER_UNLIKELY(x) (x)
+#endif
+
 typedef struct eager_block eager_block;
 
 /* Public so the fast paths below can be inlined; use the functions. */
@@ -60,7 +66,7 @@ size_t eager_pool_free_count(const eager_pool *pool);
 
 /// An item; grows by a block twice the previous one when empty. NULL on OOM.
 static inline void *eager_pool_alloc(eager_pool *pool) {
-    if (__builtin_expect(pool->free_list == NULL, 0) && !eager_pool_grow(pool)) return NULL;
+    if (EAGER_UNLIKELY(pool->free_list == NULL) && !eager_pool_grow(pool)) return NULL;
     void **slot = (void **)pool->free_list;
     pool->free_list = *slot;
     return slot;

@@ -39,8 +39,9 @@ typedef struct fm_pool_desc {
     uint32_t initial_capacity; /* items usable after create; 0 = one chunk */
     uint32_t max_capacity;     /* 0 = unbounded; live items never exceed it */
     fm_growth growth;          /* GEOMETRIC (default), LINEAR or FIXED */
-    uint32_t grow_step;        /* LINEAR: items added per growth; 0 = one chunk */
-    float grow_factor;         /* GEOMETRIC: 0 = 2.0; must be > 1 */
+    uint32_t grow_step;        /* LINEAR: items added per growth, rounded up to
+                                  whole chunks; 0 = one chunk */
+    float grow_factor;         /* GEOMETRIC: 0 = 2.0; otherwise in (1, 64] */
     bool prefault;             /* touch new pages at growth, not at first use */
     bool silent_destroy;       /* destroy with live items is not reported */
     fm_sync sync;              /* FM_SYNC_NONE only, for now */
@@ -82,8 +83,11 @@ typedef struct fm_pool_stats {
 #undef FM__POOL_STAT_FIELD
 } fm_pool_stats;
 
-/// Creates a pool. NULL on failure: FM_ERR_INVALID_ARG (bad desc) or
-/// FM_ERR_OUT_OF_MEMORY (backing allocator refused); nothing is leaked.
+/// Creates a pool. NULL on failure: FM_ERR_INVALID_ARG (item_size 0 or too
+/// big, bad item_align, grow_factor outside (1, 64], unknown growth or sync,
+/// initial_capacity above max_capacity, an allocator with only one of
+/// alloc/free) or FM_ERR_OUT_OF_MEMORY (backing allocator refused); nothing
+/// is leaked.
 fm_pool *fm_pool_create(const fm_pool_desc *desc);
 /// Runs the dtor on every live item, reports leaks (see above), returns every
 /// byte to the backing allocator. NULL is a no-op.
@@ -232,17 +236,22 @@ fm_error fm_pool_check(const fm_pool *pool);
 /* FM_POOL_DECLARE_TYPED(particle, particle_pool) declares
  * particle *particle_pool_alloc(fm_pool *), particle_pool_free,
  * particle_pool_new and particle_pool_delete. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FM__MAYBE_UNUSED __attribute__((unused))
+#else
+#define FM__MAYBE_UNUSED
+#endif
 #define FM_POOL_DECLARE_TYPED(T, prefix)                                        \
-    static inline T *prefix##_alloc(fm_pool *pool) {                            \
+    FM__MAYBE_UNUSED static inline T *prefix##_alloc(fm_pool *pool) {           \
         return (T *)fm_pool_alloc(pool);                                        \
     }                                                                           \
-    static inline void prefix##_free(fm_pool *pool, T *item) {                  \
+    FM__MAYBE_UNUSED static inline void prefix##_free(fm_pool *pool, T *item) { \
         fm_pool_free(pool, item);                                               \
     }                                                                           \
-    static inline T *prefix##_new(fm_pool *pool) {                              \
+    FM__MAYBE_UNUSED static inline T *prefix##_new(fm_pool *pool) {             \
         return (T *)fm_pool_new(pool);                                          \
     }                                                                           \
-    static inline void prefix##_delete(fm_pool *pool, T *item) {                \
+    FM__MAYBE_UNUSED static inline void prefix##_delete(fm_pool *pool, T *item) { \
         fm_pool_delete(pool, item);                                             \
     }
 
