@@ -60,7 +60,7 @@ typedef struct fm__chunk {
     uint32_t free_head; /* first free slot, FM__NONE when the list is empty */
     uint32_t bump;      /* slots [0, bump) have been handed out at least once */
     uint32_t limit;     /* usable slots: items_per_chunk, or fewer at max_capacity */
-    uint32_t live;      /* stale while the chunk is current (see fm__park) */
+    uint32_t live;      /* stale while the chunk is current (see fm__park_current) */
     uint32_t retired;
     uint32_t prev, next; /* links in the pool's lists (partial, empty, fresh, unused) */
     uint32_t state;

@@ -2056,12 +2056,63 @@ static void test_pool_reserve_under_fault_returns_false_and_keeps_capacity(void 
     }
 }
 
+/* ============================================================ generations */
+
+/* A slot whose generation would wrap is retired for good: never handed out
+ * again, capacity one lower, the pool consistent. The chunk layout puts slot
+ * 0's meta word (live bit 31 | generation) at the very start of the chunk. */
+static void test_pool_slot_whose_generation_would_wrap_is_retired(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "wrap", .item_size = 32,
+                                                       .growth = FM_GROWTH_FIXED});
+    fm_pool_stats s = stats_of(pool);
+    uint8_t *first = fm_pool_alloc(pool);
+    assert_non_null(first);
+    uint32_t *meta0 = (uint32_t *)((uintptr_t)first & ~(uintptr_t)(s.chunk_bytes - 1));
+    assert_int_equal(*meta0, 0x80000000u); /* live, generation 0 */
+
+    /* One free short of the wrap: the slot is reused, its generation maxed. */
+    *meta0 = 0xFFFFFFFEu;
+    fm_pool_free(pool, first);
+    assert_int_equal(*meta0, 0x7FFFFFFFu);
+    assert_ptr_equal(fm_pool_alloc(pool), first);
+    assert_int_equal(*meta0, 0xFFFFFFFFu);
+
+    /* This free would wrap the generation: the slot retires. */
+    fm_pool_free(pool, first);
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(*meta0, 0u);
+    fm_pool_stats after = stats_of(pool);
+    assert_int_equal(after.capacity, s.capacity - 1);
+    assert_int_equal(after.live, 0);
+    assert_int_equal(after.total_frees, 2);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+
+    /* A second free of the retired slot is a double free; it is never reused. */
+    expect_bad_free(env, pool, first, FM_ERR_DOUBLE_FREE);
+    assert_false(fm_pool_owns(pool, first));
+    live_set live;
+    live_init(&live, 32);
+    for (uint64_t i = 0; i < after.capacity; i++) {
+        void *item = live_alloc(&live, pool);
+        assert_ptr_not_equal(item, first);
+    }
+    assert_null(fm_pool_alloc(pool));
+    assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+    live_verify_all(&live);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
 /* ==================================================================== main */
 
 int main(void) {
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
         T(test_pool_create_with_defaults_gives_one_usable_chunk),
+        T(test_pool_slot_whose_generation_would_wrap_is_retired),
         T(test_pool_create_with_null_desc_fails_with_invalid_arg),
         T(test_pool_create_rejects_invalid_descs_with_invalid_arg),
         T(test_pool_create_accepts_boundary_descs),

@@ -24,6 +24,8 @@ typedef struct bench_opts {
     bool quick;          /* CI smoke: small counts, runs in seconds */
     int repeat;          /* 0 = each experiment's default */
     const char *csv_dir; /* NULL = no CSV */
+    bool no_pin;         /* --no-pin: leave the CPU affinity alone */
+    int pinned_cpu;      /* the CPU fm-bench runs on, -1 when not pinned */
 } bench_opts;
 
 typedef struct bench_experiment {
@@ -80,6 +82,7 @@ static inline uint64_t bench_xorshift64(uint64_t *state) {
 typedef struct bench_latency {
     uint64_t median, p99, p999, max;
     uint64_t over_20x_median; /* samples > 20 * median */
+    uint64_t over_1us;        /* samples > 1000 ns, whatever the median */
 } bench_latency;
 
 /// Latency summary of n samples in ns; sorts a private copy.
@@ -105,5 +108,12 @@ void bench_print_header(const bench_opts *opts);
 FILE *bench_csv_open(const char *dir, const char *name);
 /// Minor page faults of this process so far (getrusage).
 uint64_t bench_minor_faults(void);
+/// Pins the process to the CPU it is running on (Linux sched_setaffinity,
+/// best effort) so the scheduler cannot migrate it between timed samples;
+/// returns that CPU, or -1 when it could not.
+int bench_pin_cpu(void);
+/// The clock's step as seen by a timed sample: the median distance, in ns,
+/// between two back-to-back fm_clock_now() reads that differ.
+double bench_clock_step_ns(void);
 
 #endif /* FM_BENCH_BENCH_H */

@@ -427,6 +427,15 @@ static void print_overhead(const churn_overhead ov[2]) {
                (long long)ov[0].malloc_step - 16);
 }
 
+/* The variant of kind k in v's group (same item size, same pattern). */
+static int churn_twin(int v, churn_kind k) {
+    for (int w = 0; w < CHURN_VARIANTS; w++)
+        if (churn_variants[w].kind == k && churn_variants[w].item_size == churn_variants[v].item_size &&
+            churn_variants[w].pattern == churn_variants[v].pattern)
+            return w;
+    bench_die("churn: variant table has no %s twin for variant %d", kind_call(k), v);
+}
+
 void churn_run(const bench_opts *opts) {
     uint32_t n = opts->quick ? 100000 : 1000000;
     int repeat = opts->repeat ? opts->repeat : 5;
@@ -442,7 +451,8 @@ void churn_run(const bench_opts *opts) {
     for (int r = 0; r < repeat; r++) {
         for (int v = 0; v < CHURN_VARIANTS; v++) {
             const churn_variant *cv = &churn_variants[v];
-            churn_overhead *ov = r == 0 && cv->pattern == CHURN_RANDOM
+            churn_overhead *ov = r == 0 && cv->pattern == CHURN_RANDOM &&
+                                         (cv->kind == CHURN_FM_POOL || cv->kind == CHURN_MALLOC)
                                      ? &overhead[cv->item_size > 16]
                                      : NULL;
             ns[v * repeat + r] = churn_once(cv, n, idx, live, ov);
@@ -455,21 +465,36 @@ void churn_run(const bench_opts *opts) {
 
     printf("\n## churn\n\n");
     printf("%u operations per run, median of %d runs, variants interleaved run by run. "
-           "fm_pool: FM_SYNC_NONE, geometric growth, default initial capacity. "
+           "fm_pool: FM_SYNC_NONE, geometric growth, default initial capacity, inline fast "
+           "path with its checks and counters. Unchecked pool: eager_pool.h, Boost pool<>'s "
+           "algorithm (malloc'd blocks from 32 items, doubling, every slot linked in when "
+           "the block is added), inline pop/push, no checks. Bare free list: an intrusive "
+           "singly linked list over one preallocated array of %d slots, inline pop/push, "
+           "no checks, no counters, no NULL test: the lower bound of any pool. "
            "Every item gets one byte written; an asm barrier keeps each alloc/free. "
            "Ratio = variant time / malloc time (same item, same pattern, same run set; "
            "below 1 is faster).\n\n",
-           n, repeat);
+           n, repeat, CHURN_LIVE);
     printf("| variant | item | pattern | ns/pair | min | max | ratio vs malloc |\n");
     printf("|---|---:|---|---:|---:|---:|---:|\n");
     for (int v = 0; v < CHURN_VARIANTS; v++) {
         const churn_variant *cv = &churn_variants[v];
         const double *runs = &ns[v * repeat];
-        /* Each fm_pool variant is followed by its malloc twin. */
-        double base = cv->pool ? med[v + 1] : med[v];
+        double base = med[churn_twin(v, CHURN_MALLOC)];
         printf("| %s | %zu B | %s | %.2f | %.2f | %.2f | %.2f |\n", cv->name, cv->item_size,
                pattern_name(cv->pattern), med[v], runs[0], runs[repeat - 1], med[v] / base);
     }
+
+    /* The 16-byte pairs group: how far each pool is from the lower bound. */
+    int m16 = churn_twin(0, CHURN_MALLOC), b16 = churn_twin(0, CHURN_BARE);
+    int u16 = churn_twin(0, CHURN_UNCHECKED), f16 = churn_twin(0, CHURN_FM_POOL);
+    printf("\n16 B alloc+free pairs, x faster than malloc (malloc ns/pair / variant ns/pair): "
+           "%s %.2fx, %s %.2fx, %s %.2fx (lower bound)\n",
+           CHURN_NAME_FM_POOL, med[m16] / med[f16], CHURN_NAME_UNCHECKED, med[m16] / med[u16],
+           CHURN_NAME_BARE, med[m16] / med[b16]);
+    printf("fm_pool vs the bare free list, 16 B pairs: %.2f / %.2f ns = %.2fx, +%.2f ns per "
+           "pair for its checks and counters\n",
+           med[f16], med[b16], med[f16] / med[b16], med[f16] - med[b16]);
     print_overhead(overhead);
 
     if (opts->csv_dir) {
@@ -497,6 +522,8 @@ void churn_run(const bench_opts *opts) {
  * - pool_call_pairs: (fm_pool_alloc)(...), the library's out-of-line
  *   functions, whose calls callgrind can attribute;
  * - malloc_pairs: malloc/free;
+ * - bare_pairs: the bare free list, inlined (the lower bound);
+ * - unchecked_pairs: the unchecked pool (Boost pool<> style), inlined;
  * - empty_pairs: the loop's skeleton (counter, byte write) with no allocator,
  *   so the script can subtract it from a loop whose allocator was inlined;
  *   the null check of an allocator's result stays on the allocator's side. */
@@ -532,6 +559,25 @@ static BENCH_NOINLINE void fm_bench_cg_malloc_pairs(uint32_t n) {
     }
 }
 
+static BENCH_NOINLINE void fm_bench_cg_bare_pairs(bare_list *l, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = bare_alloc(l);
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        bare_free(l, p);
+    }
+}
+
+static BENCH_NOINLINE void fm_bench_cg_unchecked_pairs(eager_pool *pool, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *p = eager_pool_alloc(pool);
+        if (!p) alloc_failed("eager_pool_alloc");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+        eager_pool_free(pool, p);
+    }
+}
+
 static BENCH_NOINLINE void fm_bench_cg_empty_pairs(uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
         unsigned char *p = cg_buffer;
@@ -542,7 +588,11 @@ static BENCH_NOINLINE void fm_bench_cg_empty_pairs(uint32_t n) {
 
 int churn_callgrind(uint32_t pairs) {
     fm_pool *pool = churn_pool_create(16);
-    /* Warm both allocators (first chunk, malloc's arena and tcache, lazy PLT
+    bare_list bare;
+    bare_init(&bare, 16, 64);
+    eager_pool *unchecked = eager_pool_create(16, 0);
+    if (!unchecked) alloc_failed("eager_pool_create");
+    /* Warm every allocator (first chunk, malloc's arena and tcache, lazy PLT
      * binding) outside the measured functions. */
     pairs_pool(pool, 1);
     void *p = (fm_pool_alloc)(pool);
@@ -550,18 +600,29 @@ int churn_callgrind(uint32_t pairs) {
     p = malloc(16);
     BENCH_ESCAPE(p);
     free(p);
+    pairs_bare(&bare, 1);
+    pairs_unchecked(unchecked, 1);
 
     fm_bench_cg_empty_pairs(pairs);
     fm_bench_cg_pool_pairs(pool, pairs);
     fm_bench_cg_pool_call_pairs(pool, pairs);
     fm_bench_cg_malloc_pairs(pairs);
+    fm_bench_cg_bare_pairs(&bare, pairs);
+    fm_bench_cg_unchecked_pairs(unchecked, pairs);
 
     fm_pool_stats st;
     fm_pool_get_stats(pool, &st);
     fm_pool_destroy(pool);
+    size_t bare_slots = bare_count(&bare), unchecked_slots = eager_pool_free_count(unchecked);
+    free(bare.slots);
+    eager_pool_destroy(unchecked);
     printf("callgrind-churn: %u pairs of 16-byte items through fm_pool as callers compile "
-           "it, fm_pool's out-of-line functions, malloc/free and an empty loop; pool "
-           "total_allocs %llu\n",
-           pairs, (unsigned long long)st.total_allocs);
-    return st.total_allocs == 2 * (uint64_t)pairs + 2 && st.live == 0 ? 0 : 1;
+           "it, fm_pool's out-of-line functions, malloc/free, the bare free list, the "
+           "unchecked pool and an empty loop; pool total_allocs %llu, bare list %zu of 64 "
+           "slots back, unchecked pool %zu of 32\n",
+           pairs, (unsigned long long)st.total_allocs, bare_slots, unchecked_slots);
+    return st.total_allocs == 2 * (uint64_t)pairs + 2 && st.live == 0 && bare_slots == 64 &&
+                   unchecked_slots == 32
+               ? 0
+               : 1;
 }

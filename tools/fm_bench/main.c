@@ -1,7 +1,7 @@
 /*
  * fm_bench/main.c: fm-bench, every framemem benchmark in one program.
  *
- *   fm-bench [--list] [--only NAME] [--quick] [--repeat N] [--csv DIR]
+ *   fm-bench [--list] [--only NAME] [--quick] [--repeat N] [--csv DIR] [--no-pin]
  *
  * Prints a header (machine, compiler, build, clock) and one markdown section
  * per experiment. Hidden: --callgrind-churn N, the mode tools/fm-callgrind
@@ -30,8 +30,10 @@ static void usage(FILE *f) {
             "  --only NAME   run one experiment (see --list)\n"
             "  --quick       CI smoke run: small counts, a few seconds\n"
             "  --repeat N    runs per variant; figures are medians (default: churn 5,\n"
-            "                regrowth 1)\n"
-            "  --csv DIR     write CSV files (regrowth: one per variant, index,ns)\n"
+            "                regrowth 3, or 1 with --quick)\n"
+            "  --csv DIR     write CSV files (regrowth: one per variant, every run,\n"
+            "                run,index,ns,position)\n"
+            "  --no-pin      do not pin fm-bench to the CPU it starts on\n"
             "  --help        this text\n");
 }
 
@@ -48,7 +50,7 @@ static unsigned long parse_count(const char *opt, const char *s, unsigned long m
 }
 
 int main(int argc, char **argv) {
-    bench_opts opts = {0};
+    bench_opts opts = {.pinned_cpu = -1};
     const char *only = NULL;
     unsigned long callgrind_pairs = 0;
 
@@ -67,6 +69,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--repeat")) {
             opts.repeat = (int)parse_count(a, next, 1000);
             i++;
+        } else if (!strcmp(a, "--no-pin")) {
+            opts.no_pin = true;
         } else if (!strcmp(a, "--csv") && next) {
             opts.csv_dir = next;
             i++;
@@ -97,6 +101,9 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* Best effort: a migration between CPUs inside a timed sample would cost
+     * that sample the move and a cold cache. */
+    if (!opts.no_pin) opts.pinned_cpu = bench_pin_cpu();
     bench_print_header(&opts);
     for (int e = 0; e < EXPERIMENTS; e++) {
         if (only && strcmp(experiments[e].name, only) != 0) continue;

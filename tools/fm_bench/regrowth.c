@@ -8,6 +8,15 @@
  * policies, the classic eager pool (eager_pool.h) and malloc itself. Pools
  * are created before the clock starts (creation is its own column) and
  * destroyed between variants.
+ *
+ * Outliers: every sample is kept and counted (> 20x the run's median, and
+ * > 1 µs whatever the median); none is dropped. For fm_pool the samples are
+ * also split by where they fall: the allocation that opens a chunk (runs the
+ * chunk switch, and any growth), the one right after it, and all others, so
+ * a reader sees at once whether chunk switches are where the outliers are.
+ * With --repeat N (default 3, 1 with --quick) every figure is the median of
+ * that figure over the N runs, variants interleaved run by run; the worst
+ * run's max is printed beside the median max.
  */
 #include "bench.h"
 
@@ -58,7 +67,22 @@ static const regrow_variant regrow_variants[] = {
     {"malloc(1024)", "malloc", REGROW_MALLOC, 0, FM_GROWTH_GEOMETRIC, 0, false},
 };
 enum { REGROW_VARIANTS = sizeof regrow_variants / sizeof regrow_variants[0] };
-enum { V_FM_POOL_1 = 0, V_FM_POOL_32 = 1, V_FM_POOL_BIG = 2, V_EAGER_1 = 5, V_EAGER_32 = 6 };
+enum {
+    V_FM_POOL_1 = 0,
+    V_FM_POOL_32 = 1,
+    V_FM_POOL_BIG = 2,
+    V_FM_POOL_PREFAULT = 4,
+    V_EAGER_1 = 5,
+    V_EAGER_32 = 6
+};
+
+/* Samples of one kind of allocation within a run; all times in ns. */
+typedef struct regrow_group {
+    uint64_t count, median, p99, max;
+    uint64_t over_20x_run_median; /* above 20x the median of the whole run */
+} regrow_group;
+
+enum { GROUP_REST, GROUP_OPEN, GROUP_NEXT, GROUPS };
 
 /* Everything one run of one variant reports; all times in ns. */
 typedef struct regrow_result {
@@ -69,11 +93,17 @@ typedef struct regrow_result {
     uint64_t grow_ns_max; /* the slowest of those growths; UINT64_MAX: unknown */
     uint64_t grow_events; /* growths during the timed allocations */
     uint64_t minor_faults;
+    regrow_group group[GROUPS]; /* fm_pool only: rest, opens a chunk, next after */
 } regrow_result;
 
-#define REGROW_FIELDS(X)                                                       \
-    X(create_ns) X(reserve_ns) X(lat.median) X(lat.p99) X(lat.p999) X(lat.max) \
-        X(lat.over_20x_median) X(grow_ns) X(grow_ns_max) X(grow_events) X(minor_faults)
+#define REGROW_GROUP_FIELDS(X, g)                                                        \
+    X(group[g].count) X(group[g].median) X(group[g].p99) X(group[g].max)                 \
+        X(group[g].over_20x_run_median)
+#define REGROW_FIELDS(X)                                                                \
+    X(create_ns) X(reserve_ns) X(lat.median) X(lat.p99) X(lat.p999) X(lat.max)          \
+        X(lat.over_20x_median) X(lat.over_1us) X(grow_ns) X(grow_ns_max) X(grow_events) \
+            X(minor_faults) REGROW_GROUP_FIELDS(X, GROUP_REST)                          \
+                REGROW_GROUP_FIELDS(X, GROUP_OPEN) REGROW_GROUP_FIELDS(X, GROUP_NEXT)
 
 /* ------------------------------------------------------------ one run */
 
@@ -129,7 +159,7 @@ static BENCH_NOINLINE void timed_malloc(uint32_t n, uint64_t *ticks, void **item
 }
 
 static void run_fm_pool(const regrow_variant *v, uint32_t n, uint64_t *ticks, void **items,
-                        regrow_result *out, fm_pool_stats *shape) {
+                        uint8_t *group, regrow_result *out, fm_pool_stats *shape) {
     fm_pool_desc desc = {
         .name = v->slug,
         .item_size = REGROW_ITEM,
@@ -172,6 +202,17 @@ static void run_fm_pool(const regrow_variant *v, uint32_t n, uint64_t *ticks, vo
                   (unsigned long long)(after.total_allocs - before.total_allocs), n);
     if (shape) *shape = after;
 
+    /* Nothing is freed during the run, so a new chunk base means the chunk
+     * switch ran in that allocation; the first allocation opens its chunk. */
+    uintptr_t mask = ~(uintptr_t)(after.chunk_bytes - 1), prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uintptr_t base = (uintptr_t)items[i] & mask;
+        group[i] = i == 0 || base != prev       ? GROUP_OPEN
+                   : group[i - 1] == GROUP_OPEN ? GROUP_NEXT
+                                                : GROUP_REST;
+        prev = base;
+    }
+
     for (uint32_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
     fm_pool_destroy(pool);
 }
@@ -200,13 +241,38 @@ static void run_malloc(const regrow_variant *v, uint32_t n, uint64_t *ticks, voi
     for (uint32_t i = 0; i < n; i++) free(items[i]);
 }
 
-static void write_csv(const char *dir, const regrow_variant *v, const uint64_t *ns, uint32_t n) {
+/* Latency of the samples in group g; over_20x against the whole run's
+ * median, the main table's threshold. scratch holds n values. */
+static regrow_group group_stats(const uint64_t *ns, const uint8_t *group, uint32_t n, int g,
+                                uint64_t run_median, uint64_t *scratch) {
+    regrow_group out = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        if (group[i] != g) continue;
+        scratch[out.count++] = ns[i];
+        if (ns[i] > 20 * run_median) out.over_20x_run_median++;
+    }
+    bench_latency lat = bench_latency_of(scratch, (size_t)out.count);
+    out.median = lat.median;
+    out.p99 = lat.p99;
+    out.max = lat.max;
+    return out;
+}
+
+/* One file per variant, every run: run,index,ns and, for fm_pool, where the
+ * sample falls (open: opens a chunk, next: right after, rest; "-" else). */
+static FILE *open_csv(const char *dir, const regrow_variant *v) {
     char name[128];
     snprintf(name, sizeof name, "regrowth_%s.csv", v->slug);
     FILE *f = bench_csv_open(dir, name);
-    fprintf(f, "index,ns\n");
-    for (uint32_t i = 0; i < n; i++) fprintf(f, "%u,%llu\n", i, (unsigned long long)ns[i]);
-    fclose(f);
+    fprintf(f, "run,index,ns,position\n");
+    return f;
+}
+
+static void write_csv(FILE *f, int run, const uint64_t *ns, const uint8_t *group, uint32_t n) {
+    static const char *const names[GROUPS] = {"rest", "open", "next"};
+    for (uint32_t i = 0; i < n; i++)
+        fprintf(f, "%d,%u,%llu,%s\n", run, i, (unsigned long long)ns[i],
+                group ? names[group[i]] : "-");
 }
 
 /* Hands the heap's free pages back to the system so every variant starts
@@ -225,7 +291,8 @@ static void print_us(uint64_t ns) {
     printf(" %.1f |", (double)ns / 1000.0);
 }
 
-static void print_table(const regrow_result *res, uint32_t n, int repeat) {
+static void print_table(const regrow_result *res, const uint64_t *worst_max, uint32_t n,
+                        int repeat) {
     printf("\n## regrowth\n\n");
     printf("%u allocations of a %d-byte item, each zeroed (memset) right after allocation; "
            "alloc+memset timed one by one with fm_clock. %s"
@@ -235,13 +302,20 @@ static void print_table(const regrow_result *res, uint32_t n, int repeat) {
            "allocations; growth = time spent growing during them (fm_pool: stats.grow_ns_total; "
            "eager: fm_clock around each growth); faults = minor page faults during them. "
            "malloc_trim(0) runs before each variant so none inherits pages another faulted "
-           "in.\n\n",
+           "in. No sample is dropped: >20x median counts the samples above 20 times the "
+           "run's median (a threshold that moves in steps of the clock's, see the header), "
+           ">1 µs those above 1000 ns.\n\n",
            n, REGROW_ITEM,
-           repeat > 1 ? "Each figure is the median of that figure over the runs. " : "",
+           repeat > 1 ? "Each figure is the median of that figure over the runs (variants "
+                        "interleaved run by run); worst max is the largest sample of all "
+                        "runs. "
+                      : "",
            REGROW_LINEAR_STEP);
-    printf("| variant | create µs | reserve µs | median ns | p99 ns | p99.9 ns | max ns | "
-           ">20x median | growth µs | grow events | slowest growth µs | faults |\n");
-    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| variant | create µs | reserve µs | median ns | p99 ns | p99.9 ns | max ns |%s "
+           ">20x median | >1 µs | growth µs | grow events | slowest growth µs | faults |\n",
+           repeat > 1 ? " worst max ns |" : "");
+    printf("|---|---:|---:|---:|---:|---:|---:|%s---:|---:|---:|---:|---:|---:|\n",
+           repeat > 1 ? "---:|" : "");
     for (int v = 0; v < REGROW_VARIANTS; v++) {
         const regrow_variant *rv = &regrow_variants[v];
         const regrow_result *r = &res[v];
@@ -254,9 +328,12 @@ static void print_table(const regrow_result *res, uint32_t n, int repeat) {
             print_us(r->reserve_ns);
         else
             printf(" - |");
-        printf(" %llu | %llu | %llu | %llu | %llu |", (unsigned long long)r->lat.median,
+        printf(" %llu | %llu | %llu | %llu |", (unsigned long long)r->lat.median,
                (unsigned long long)r->lat.p99, (unsigned long long)r->lat.p999,
-               (unsigned long long)r->lat.max, (unsigned long long)r->lat.over_20x_median);
+               (unsigned long long)r->lat.max);
+        if (repeat > 1) printf(" %llu |", (unsigned long long)worst_max[v]);
+        printf(" %llu | %llu |", (unsigned long long)r->lat.over_20x_median,
+               (unsigned long long)r->lat.over_1us);
         if (rv->kind == REGROW_MALLOC) {
             printf(" - | - | - |");
         } else {
@@ -288,10 +365,67 @@ static void print_table(const regrow_result *res, uint32_t n, int repeat) {
            REGROW_BIG, (double)c / 1000.0, c < 1000000 ? "met" : "NOT met");
 }
 
+static void print_group(const regrow_group *g) {
+    printf(" %llu / %llu / %llu | %llu |", (unsigned long long)g->median,
+           (unsigned long long)g->p99, (unsigned long long)g->max,
+           (unsigned long long)g->over_20x_run_median);
+}
+
+/* Where fm_pool's slow samples fall: at chunk switches or anywhere. */
+static void print_chunk_table(const regrow_result *res, const regrow_result *runs,
+                              const fm_pool_stats *shape, int repeat) {
+    printf("\n### regrowth: fm_pool samples by position, chunk switches vs the rest\n\n");
+    printf("Same runs as above%s. An allocation opens a chunk when its item lies in another "
+           "chunk than the previous allocation's (nothing is freed during a run; the first "
+           "allocation counts): it runs the library's chunk switch, and any growth. The "
+           "clock does not wait for earlier stores to finish, so part of one allocation's "
+           "memory traffic can show in the next sample: the allocation after each opening is "
+           "its own group. >20x counts samples above 20 times the whole run's median (the "
+           "main table's threshold). If chunk switches made the outliers, they would gather "
+           "in the first two groups; spread in proportion to the counts, they do not come "
+           "from the switch.\n\n",
+           repeat > 1 ? ", medians over the runs" : "");
+    printf("| variant | chunk opens | opening: median / p99 / max ns | >20x | next: median / "
+           "p99 / max ns | >20x | all others | others: median / p99 / max ns | >20x |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int v = 0; v < REGROW_VARIANTS; v++) {
+        if (regrow_variants[v].kind != REGROW_FM_POOL) continue;
+        const regrow_result *r = &res[v];
+        printf("| %s | %llu |", regrow_variants[v].name,
+               (unsigned long long)r->group[GROUP_OPEN].count);
+        print_group(&r->group[GROUP_OPEN]);
+        print_group(&r->group[GROUP_NEXT]);
+        printf(" %llu |", (unsigned long long)r->group[GROUP_REST].count);
+        print_group(&r->group[GROUP_REST]);
+        printf("\n");
+    }
+    /* Totals over every run, not medians: the raw counts. */
+    uint64_t all = 0, at = 0, samples = 0, near = 0;
+    for (int r = 0; r < repeat; r++) {
+        const regrow_result *p = &runs[V_FM_POOL_PREFAULT * repeat + r];
+        const regrow_group *g = p->group;
+        all += p->lat.over_20x_median;
+        at += g[GROUP_OPEN].over_20x_run_median + g[GROUP_NEXT].over_20x_run_median;
+        near += g[GROUP_OPEN].count + g[GROUP_NEXT].count;
+        samples += g[GROUP_OPEN].count + g[GROUP_NEXT].count + g[GROUP_REST].count;
+    }
+    printf("\n%s (no growth, no faults), all %d run%s together: %llu of the %llu samples >20x "
+           "their run's median open a chunk or follow an opening (%.1f%%), where %.1f%% of "
+           "the allocations are (%llu items per chunk)\n",
+           regrow_variants[V_FM_POOL_PREFAULT].name, repeat, repeat > 1 ? "s" : "",
+           (unsigned long long)at, (unsigned long long)all,
+           all ? 100.0 * (double)at / (double)all : 0.0,
+           samples ? 100.0 * (double)near / (double)samples : 0.0,
+           (unsigned long long)shape->items_per_chunk);
+}
+
 void regrowth_run(const bench_opts *opts) {
     uint32_t n = opts->quick ? 20000 : 100000;
-    int repeat = opts->repeat ? opts->repeat : 1;
+    int repeat = opts->repeat ? opts->repeat : opts->quick ? 1 : 3;
     uint64_t *ticks = bench_xmalloc((size_t)n * sizeof *ticks);
+    uint8_t *group = bench_xmalloc((size_t)n);
+    uint64_t *scratch = bench_xmalloc((size_t)n * sizeof *scratch);
+    FILE *csv[REGROW_VARIANTS] = {0};
     uint64_t *ns = bench_xmalloc((size_t)n * sizeof *ns);
     void **items = bench_xmalloc((size_t)n * sizeof *items);
     regrow_result *runs = bench_xmalloc((size_t)REGROW_VARIANTS * (size_t)repeat * sizeof *runs);
@@ -301,6 +435,10 @@ void regrowth_run(const bench_opts *opts) {
     memset(ticks, 0, (size_t)n * sizeof *ticks);
     memset(ns, 0, (size_t)n * sizeof *ns);
     memset(items, 0, (size_t)n * sizeof *items);
+    memset(group, 0, (size_t)n);
+    memset(scratch, 0, (size_t)n * sizeof *scratch);
+    if (opts->csv_dir)
+        for (int v = 0; v < REGROW_VARIANTS; v++) csv[v] = open_csv(opts->csv_dir, &regrow_variants[v]);
 
     for (int r = 0; r < repeat; r++) {
         for (int v = 0; v < REGROW_VARIANTS; v++) {
@@ -310,19 +448,32 @@ void regrowth_run(const bench_opts *opts) {
             release_heap();
             switch (rv->kind) {
             case REGROW_FM_POOL:
-                run_fm_pool(rv, n, ticks, items, out, v == V_FM_POOL_1 ? &shape : NULL);
+                run_fm_pool(rv, n, ticks, items, group, out, v == V_FM_POOL_1 ? &shape : NULL);
                 break;
             case REGROW_EAGER: run_eager(rv, n, ticks, items, out); break;
             case REGROW_MALLOC: run_malloc(rv, n, ticks, items, out); break;
             }
             for (uint32_t i = 0; i < n; i++) ns[i] = fm_clock_to_ns(ticks[i]);
             out->lat = bench_latency_of(ns, n);
-            if (opts->csv_dir && r == 0) write_csv(opts->csv_dir, rv, ns, n);
+            bool grouped = rv->kind == REGROW_FM_POOL;
+            if (grouped)
+                for (int g = 0; g < GROUPS; g++)
+                    out->group[g] = group_stats(ns, group, n, g, out->lat.median, scratch);
+            if (csv[v]) write_csv(csv[v], r + 1, ns, grouped ? group : NULL, n);
         }
     }
+    for (int v = 0; v < REGROW_VARIANTS; v++)
+        if (csv[v]) fclose(csv[v]);
 
     /* The median of each figure over the runs, figure by figure. */
     regrow_result med[REGROW_VARIANTS];
+    uint64_t worst_max[REGROW_VARIANTS];
+    memset(med, 0, sizeof med);
+    for (int v = 0; v < REGROW_VARIANTS; v++) {
+        worst_max[v] = 0;
+        for (int r = 0; r < repeat; r++)
+            if (runs[v * repeat + r].lat.max > worst_max[v]) worst_max[v] = runs[v * repeat + r].lat.max;
+    }
     uint64_t *col = bench_xmalloc((size_t)repeat * sizeof *col);
     for (int v = 0; v < REGROW_VARIANTS; v++) {
 #define REGROW_MEDIAN(f)                                                    \
@@ -333,16 +484,20 @@ void regrowth_run(const bench_opts *opts) {
     }
     free(col);
 
-    print_table(med, n, repeat);
+    print_table(med, worst_max, n, repeat);
     printf("fm_pool %d-byte items: stride %llu, chunk_bytes %llu, %llu items per chunk "
            "(initial 1, after the run: %llu chunks, capacity %llu)\n",
            REGROW_ITEM, (unsigned long long)shape.stride, (unsigned long long)shape.chunk_bytes,
            (unsigned long long)shape.items_per_chunk, (unsigned long long)shape.chunk_count,
            (unsigned long long)shape.capacity);
+    print_chunk_table(med, runs, &shape, repeat);
     if (opts->csv_dir)
-        printf("wrote %d CSV files regrowth_*.csv (index,ns: one row per allocation%s) to %s\n",
-               REGROW_VARIANTS, repeat > 1 ? ", first run" : "", opts->csv_dir);
+        printf("\nwrote %d CSV files regrowth_*.csv (run,index,ns,position: one row per "
+               "allocation of every run) to %s\n",
+               REGROW_VARIANTS, opts->csv_dir);
 
+    free(scratch);
+    free(group);
     free(runs);
     free(items);
     free(ns);

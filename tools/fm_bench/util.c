@@ -1,4 +1,7 @@
-/* fm_bench/util.c: statistics, the run header, CSV files. */
+/* fm_bench/util.c: statistics, the run header, CSV files, CPU pinning. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getcpu, sched_setaffinity, cpu_set_t */
+#endif
 #include "bench.h"
 
 #include <errno.h>
@@ -10,6 +13,9 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "framemem/clock.h"
 
@@ -51,6 +57,7 @@ bench_latency bench_latency_of(const uint64_t *ns, size_t n) {
     out.max = s[n - 1];
     uint64_t limit = 20 * out.median;
     for (size_t i = n; i-- > 0 && s[i] > limit;) out.over_20x_median++;
+    for (size_t i = n; i-- > 0 && s[i] > 1000;) out.over_1us++;
     free(s);
     return out;
 }
@@ -90,6 +97,30 @@ uint64_t bench_minor_faults(void) {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (uint64_t)ru.ru_minflt;
+}
+
+int bench_pin_cpu(void) {
+#if defined(__linux__)
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return -1;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set) == 0 ? cpu : -1;
+#else
+    return -1;
+#endif
+}
+
+double bench_clock_step_ns(void) {
+    enum { READS = 1001 };
+    double step[READS];
+    size_t n = 0;
+    for (int i = 0; i < READS; i++) {
+        uint64_t a = fm_clock_now(), b = fm_clock_now();
+        if (b != a) step[n++] = (double)(b - a) * 1e9 / fm_clock_ticks_per_sec();
+    }
+    return bench_median(step, n);
 }
 
 FILE *bench_csv_open(const char *dir, const char *name) {
@@ -169,9 +200,17 @@ void bench_print_header(const bench_opts *opts) {
 #ifdef FM_TRACK_SITES
     printf("- FM_TRACK_SITES on: every fm_pool_alloc records file:line (slower)\n");
 #endif
-    printf("- clock: %s, %.3f GHz\n", fm_clock_source(), fm_clock_ticks_per_sec() / 1e9);
+    printf("- clock: %s, %.3f GHz; back-to-back reads %.1f ns apart (median): single-allocation "
+           "times come in steps of about that\n",
+           fm_clock_source(), fm_clock_ticks_per_sec() / 1e9, bench_clock_step_ns());
+    if (opts->pinned_cpu >= 0)
+        printf("- affinity: pinned to CPU %d (sched_setaffinity; --no-pin to leave it)\n",
+               opts->pinned_cpu);
+    else
+        printf("- affinity: not pinned (%s)\n", opts->no_pin ? "--no-pin" : "not supported here");
     printf("- mode: %s", opts->quick ? "--quick (CI smoke, small counts)" : "full");
     if (opts->repeat) printf(", --repeat %d", opts->repeat);
+    if (opts->no_pin) printf(", --no-pin");
     if (opts->csv_dir) printf(", --csv %s", opts->csv_dir);
     printf("\n");
 }
