@@ -3,12 +3,14 @@
  *
  * fm-bench is a program, never a test: each experiment prints its figures as
  * markdown tables, every figure beside a baseline (glibc malloc, a classic
- * eager pool) measured in the same run, so a reader compares ratios, not
- * absolute numbers from different machines or days.
+ * eager pool, a bare free list) measured in the same run, so a reader
+ * compares ratios, not absolute numbers from different machines or days.
  *
  * Timing uses fm_clock (rdtsc / cntvct, calibrated to ns). Everything the
  * timed loops need (random indices, pointer arrays) is prepared before the
- * clock starts, so baselines and pools pay the same for it.
+ * clock starts, so baselines and pools pay the same for it. main pins the
+ * process to the CPU it starts on (best effort, --no-pin to skip) so no
+ * timed sample includes a migration.
  */
 #ifndef FM_BENCH_BENCH_H
 #define FM_BENCH_BENCH_H
@@ -60,9 +62,9 @@ extern void *volatile bench_sink;
 
 /* The hidden --callgrind-churn N mode (see tools/fm-callgrind): N 16-byte
  * alloc+free pairs through fm_pool (inline fast path, then the out-of-line
- * functions), through malloc/free, and an empty loop, each loop in its own
- * function so callgrind can attribute the calls. 0 when the pool's counters
- * agree. */
+ * functions), through malloc/free, the bare free list, the unchecked pool,
+ * and an empty loop, each loop in its own function so callgrind can
+ * attribute the calls. 0 when every allocator got all its items back. */
 int churn_callgrind(uint32_t pairs);
 
 /* ----------------------------------------------------------------- random */

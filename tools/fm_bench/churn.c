@@ -429,10 +429,12 @@ static void print_overhead(const churn_overhead ov[2]) {
 
 /* The variant of kind k in v's group (same item size, same pattern). */
 static int churn_twin(int v, churn_kind k) {
-    for (int w = 0; w < CHURN_VARIANTS; w++)
-        if (churn_variants[w].kind == k && churn_variants[w].item_size == churn_variants[v].item_size &&
-            churn_variants[w].pattern == churn_variants[v].pattern)
+    const churn_variant *cv = &churn_variants[v];
+    for (int w = 0; w < CHURN_VARIANTS; w++) {
+        const churn_variant *cw = &churn_variants[w];
+        if (cw->kind == k && cw->item_size == cv->item_size && cw->pattern == cv->pattern)
             return w;
+    }
     bench_die("churn: variant table has no %s twin for variant %d", kind_call(k), v);
 }
 

@@ -16,7 +16,9 @@
 #include "framemem/clock.h"
 
 static const bench_experiment experiments[] = {
-    {"churn", "alloc+free fast path and random churn with 10,000 live, fm_pool vs malloc",
+    {"churn",
+     "alloc+free fast path and random churn with 10,000 live, fm_pool vs malloc, an "
+     "unchecked pool and the bare free list",
      churn_run},
     {"regrowth", "per-allocation latency while pools grow, fm_pool vs eager pool vs malloc",
      regrowth_run},

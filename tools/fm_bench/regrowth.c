@@ -377,7 +377,8 @@ static void print_chunk_table(const regrow_result *res, const regrow_result *run
     printf("\n### regrowth: fm_pool samples by position, chunk switches vs the rest\n\n");
     printf("Same runs as above%s. An allocation opens a chunk when its item lies in another "
            "chunk than the previous allocation's (nothing is freed during a run; the first "
-           "allocation counts): it runs the library's chunk switch, and any growth. The "
+           "allocation counts): it runs the library's chunk switch, and any growth, and "
+           "without prefault it takes the page fault of the chunk's first page. The "
            "clock does not wait for earlier stores to finish, so part of one allocation's "
            "memory traffic can show in the next sample: the allocation after each opening is "
            "its own group. >20x counts samples above 20 times the whole run's median (the "
@@ -409,10 +410,11 @@ static void print_chunk_table(const regrow_result *res, const regrow_result *run
         near += g[GROUP_OPEN].count + g[GROUP_NEXT].count;
         samples += g[GROUP_OPEN].count + g[GROUP_NEXT].count + g[GROUP_REST].count;
     }
-    printf("\n%s (no growth, no faults), all %d run%s together: %llu of the %llu samples >20x "
+    printf("\n%s (no growth, no faults), %s: %llu of the %llu samples >20x "
            "their run's median open a chunk or follow an opening (%.1f%%), where %.1f%% of "
            "the allocations are (%llu items per chunk)\n",
-           regrow_variants[V_FM_POOL_PREFAULT].name, repeat, repeat > 1 ? "s" : "",
+           regrow_variants[V_FM_POOL_PREFAULT].name,
+           repeat > 1 ? "every run counted (raw totals, not medians)" : "its run",
            (unsigned long long)at, (unsigned long long)all,
            all ? 100.0 * (double)at / (double)all : 0.0,
            samples ? 100.0 * (double)near / (double)samples : 0.0,
@@ -438,7 +440,8 @@ void regrowth_run(const bench_opts *opts) {
     memset(group, 0, (size_t)n);
     memset(scratch, 0, (size_t)n * sizeof *scratch);
     if (opts->csv_dir)
-        for (int v = 0; v < REGROW_VARIANTS; v++) csv[v] = open_csv(opts->csv_dir, &regrow_variants[v]);
+        for (int v = 0; v < REGROW_VARIANTS; v++)
+            csv[v] = open_csv(opts->csv_dir, &regrow_variants[v]);
 
     for (int r = 0; r < repeat; r++) {
         for (int v = 0; v < REGROW_VARIANTS; v++) {
@@ -471,8 +474,10 @@ void regrowth_run(const bench_opts *opts) {
     memset(med, 0, sizeof med);
     for (int v = 0; v < REGROW_VARIANTS; v++) {
         worst_max[v] = 0;
-        for (int r = 0; r < repeat; r++)
-            if (runs[v * repeat + r].lat.max > worst_max[v]) worst_max[v] = runs[v * repeat + r].lat.max;
+        for (int r = 0; r < repeat; r++) {
+            uint64_t m = runs[v * repeat + r].lat.max;
+            if (m > worst_max[v]) worst_max[v] = m;
+        }
     }
     uint64_t *col = bench_xmalloc((size_t)repeat * sizeof *col);
     for (int v = 0; v < REGROW_VARIANTS; v++) {
