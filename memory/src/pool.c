@@ -130,19 +130,31 @@ static inline uint8_t *fm__slot(const fm_pool *p, const uint8_t *base, uint32_t 
 
 static inline uint32_t *fm__meta(uintptr_t base) { return (uint32_t *)base; }
 
+/* Bytes of a live item that ASan leaves addressable: the item, and at least
+ * the free-list link the slot held. */
 static size_t fm__link_bytes(const fm_pool *p) {
-    return p->item_size > sizeof(uint32_t) ? p->item_size : sizeof(uint32_t);
+    return p->item_size > sizeof(fm__pool_link) ? p->item_size : sizeof(fm__pool_link);
+}
+
+/* The link to slot idx of the chunk at base (NONE: the end of a list). */
+static fm__pool_link fm__link_to(const fm_pool *p, const uint8_t *base, uint32_t idx) {
+    fm__pool_link l = {NULL, FM__NONE, 0};
+    if (idx != FM__NONE) {
+        l.ptr = fm__slot(p, base, idx);
+        l.idx = idx;
+    }
+    return l;
 }
 
 /* The free-list link sits inside a free, poisoned slot. */
 static uint32_t fm__read_link(const fm_pool *p, const uint8_t *slot) {
-    uint32_t next;
+    fm__pool_link next;
     FM__UNPOISON((void *)slot, sizeof next);
     FM__VG_DEFINED(slot, sizeof next);
     memcpy(&next, slot, sizeof next);
     FM__POISON((void *)slot, p->hot.stride);
     FM__VG_NOACCESS(slot, sizeof next);
-    return next;
+    return next.idx;
 }
 
 /* ======================================================= the record lists */
@@ -203,7 +215,7 @@ static void fm__file_chunk(fm_pool *p, uint32_t idx) {
 static void fm__park_current(fm_pool *p) {
     if (p->cur_idx == FM__NONE) return;
     fm__chunk *c = fm__chunk_at(p, p->cur_idx);
-    c->free_head = p->hot.cur_free;
+    c->free_head = p->hot.cur_free.idx;
     c->bump = (uint32_t)p->hot.cur_bump;
     c->live = (uint32_t)(fm__live(p) - p->live_other);
     p->live_other = fm__live(p);
@@ -212,7 +224,7 @@ static void fm__park_current(fm_pool *p) {
     fm__file_chunk(p, idx);
     p->hot.cur_base = 1;
     p->hot.cur_slots = NULL;
-    p->hot.cur_free = FM__NONE;
+    p->hot.cur_free = fm__link_to(p, NULL, FM__NONE);
     p->hot.cur_bump = 0;
     p->hot.cur_limit = 0;
 }
@@ -224,7 +236,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
     p->cur_idx = idx;
     p->hot.cur_base = (uintptr_t)c->base;
     p->hot.cur_slots = c->base + p->slots_off;
-    p->hot.cur_free = c->free_head;
+    p->hot.cur_free = fm__link_to(p, c->base, c->free_head);
     p->hot.cur_bump = c->bump;
     p->hot.cur_limit = c->limit;
     p->live_other -= c->live;
@@ -569,14 +581,14 @@ static bool fm__next_chunk(fm_pool *p) {
  * slots. NULL when the chunk is exhausted (or there is none). */
 static inline void *fm__alloc_fast(fm_pool *p) {
     fm__pool_hot *h = &p->hot;
-    uint32_t idx = h->cur_free;
-    uint8_t *slot;
+    uint8_t *slot = h->cur_free.ptr;
+    uint32_t idx;
     uint32_t *meta = fm__meta(h->cur_base);
-    if (FM__LIKELY(idx != FM__NONE)) {
-        slot = h->cur_slots + (size_t)idx * h->stride;
-        FM__UNPOISON(slot, sizeof(uint32_t));
-        FM__VG_DEFINED(slot, sizeof(uint32_t));
-        memcpy(&h->cur_free, slot, sizeof(uint32_t));
+    if (FM__LIKELY(slot != NULL)) {
+        idx = h->cur_free.idx;
+        FM__UNPOISON(slot, sizeof(fm__pool_link));
+        FM__VG_DEFINED(slot, sizeof(fm__pool_link));
+        memcpy(&h->cur_free, slot, sizeof(fm__pool_link));
         meta[idx] |= FM__LIVE;
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
         idx = (uint32_t)h->cur_bump++;
@@ -665,9 +677,14 @@ static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
         p->capacity--;
     } else {
         meta[loc->slot] = (loc->meta & FM__GEN_MAX) + 1;
-        uint32_t *head = current ? &p->hot.cur_free : &c->free_head;
-        memcpy(item, head, sizeof *head);
-        *head = loc->slot;
+        if (current) {
+            memcpy(item, &p->hot.cur_free, sizeof(fm__pool_link));
+            p->hot.cur_free = fm__link_to(p, c->base, loc->slot);
+        } else {
+            fm__pool_link next = fm__link_to(p, c->base, c->free_head);
+            memcpy(item, &next, sizeof next);
+            c->free_head = loc->slot;
+        }
     }
     FM__POISON(item, p->hot.stride);
     FM__VG_FREE(p, item);
@@ -704,8 +721,9 @@ void fm_pool_free(fm_pool *pool, void *item) {
         if (FM__LIKELY(next > 0)) {
             *meta = (uint32_t)next;
             fm__scrub(pool, item);
-            memcpy(item, &h->cur_free, sizeof(uint32_t));
-            h->cur_free = (uint32_t)idx;
+            memcpy(item, &h->cur_free, sizeof(fm__pool_link));
+            h->cur_free.ptr = (uint8_t *)item;
+            h->cur_free.idx = (uint32_t)idx;
             FM__POISON(item, h->stride);
             FM__VG_FREE(pool, item);
             h->headroom++;
@@ -830,8 +848,11 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->bytes_reserved = self_bytes;
     p->item_size = (uint32_t)desc->item_size;
     p->item_align = (uint32_t)p->desc.item_align;
-    size_t link_align = p->item_align > 4 ? p->item_align : 4;
-    p->hot.stride = (uint32_t)fm_align_up(p->item_size > 4 ? p->item_size : 4, link_align);
+    /* Every slot can hold the free-list link (16 bytes, pointer-aligned). */
+    size_t link_align = p->item_align > sizeof(void *) ? p->item_align : sizeof(void *);
+    size_t min_slot = sizeof(fm__pool_link);
+    p->hot.stride = (uint32_t)fm_align_up(p->item_size > min_slot ? p->item_size : min_slot,
+                                          link_align);
     fm__geometry(p);
     p->desc.grow_step = fm__def(desc->grow_step, p->per_chunk);
     p->desc.initial_capacity = fm__def(desc->initial_capacity, p->per_chunk);
@@ -842,7 +863,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
 #endif
     p->hot.cur_base = 1;
     p->cur_idx = FM__NONE;
-    p->hot.cur_free = FM__NONE;
+    p->hot.cur_free = fm__link_to(p, NULL, FM__NONE);
     p->unused_head = FM__NONE;
     fm__list_init(&p->partial);
     fm__list_init(&p->empty);
@@ -1087,7 +1108,7 @@ fm_error fm_pool_check(const fm_pool *pool) {
         FM__CHECK(fm_is_aligned(c->base, p->chunk_bytes), "pool '%s': chunk %u misaligned",
                   p->name, ci);
         uint32_t bump = fm__chunk_bump(p, ci);
-        uint32_t head = ci == p->cur_idx ? p->hot.cur_free : c->free_head;
+        uint32_t head = ci == p->cur_idx ? p->hot.cur_free.idx : c->free_head;
         FM__CHECK(bump <= c->limit && c->limit <= p->per_chunk,
                   "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
                   c->limit);

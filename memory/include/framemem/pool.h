@@ -118,14 +118,23 @@ void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
  * double-free and foreign-pointer checks and the counters, all exactly as the
  * out-of-line functions do them. Everything else calls into the library.
  * The functions themselves stay callable as (fm_pool_alloc)(pool). */
+/* A free slot starts with the link to the next free slot of its chunk: its
+ * address and index together, so one 16-byte copy pops or pushes both. */
+typedef struct fm__pool_link {
+    uint8_t *ptr; /* NULL at the end of the list */
+    uint32_t idx; /* UINT32_MAX at the end of the list */
+    uint32_t unused;
+} fm__pool_link;
+
 typedef struct fm__pool_hot {
     uintptr_t cur_base; /* current chunk, or 1 when there is none */
     uint8_t *cur_slots; /* its first slot */
     uint64_t cur_bump;  /* slots [0, cur_bump) have been handed out */
-    uint32_t cur_free;  /* head of its free list, UINT32_MAX when empty */
+    fm__pool_link cur_free; /* head of its free list */
     uint32_t cur_limit;
     uint32_t stride;
     uint32_t inv_shift; /* stride's trailing zero bits */
+    uint32_t unused;
     uint64_t inv;       /* inverse of stride's odd factor mod 2^64 */
     int64_t headroom;   /* peak_live - live; never negative outside alloc */
     uint64_t peak_live;
@@ -165,10 +174,10 @@ void fm__pool_free_slow(fm_pool *pool, void *item);
 
 static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
-    uint32_t idx = h->cur_free;
-    if (__builtin_expect(idx != UINT32_MAX, 1)) {
-        uint8_t *slot = h->cur_slots + (size_t)idx * h->stride;
-        __builtin_memcpy(&h->cur_free, slot, sizeof(uint32_t));
+    uint8_t *slot = h->cur_free.ptr;
+    if (__builtin_expect(slot != NULL, 1)) {
+        uint32_t idx = h->cur_free.idx;
+        __builtin_memcpy(&h->cur_free, slot, sizeof(fm__pool_link));
         ((uint32_t *)h->cur_base)[idx] |= FM__META_LIVE;
         h->total_allocs++;
         if (__builtin_expect(--h->headroom < 0, 0)) {
@@ -189,8 +198,13 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
          * value, below -1; the free clears live and bumps the generation. */
         if (__builtin_expect(meta[idx] < -1, 1)) {
             meta[idx] += INT32_MIN + 1;
-            __builtin_memcpy(item, &h->cur_free, sizeof(uint32_t));
-            h->cur_free = (uint32_t)idx;
+            /* Hide the object behind item from the compiler: it is a slot of
+             * stride >= 16 bytes here, whatever the caller's static type
+             * says, and gcc would warn about a small one (-Warray-bounds). */
+            __asm__("" : "+r"(item));
+            __builtin_memcpy(item, &h->cur_free, sizeof(fm__pool_link));
+            h->cur_free.ptr = (uint8_t *)item;
+            h->cur_free.idx = (uint32_t)idx;
             h->headroom++;
             return;
         }
