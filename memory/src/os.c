@@ -42,6 +42,12 @@ void fm__os_unmap(void *ptr, size_t size) {
 }
 
 void fm__os_prefault(void *ptr, size_t size) {
+#ifdef MADV_HUGEPAGE
+    /* Memory asked to be resident anyway may as well come in 2 MiB pages
+     * where the kernel allows (THP "madvise" mode): fewer faults now and
+     * fewer TLB misses when the slots are first used. Best effort. */
+    if (size >= ((size_t)2 << 20)) madvise(ptr, size, MADV_HUGEPAGE);
+#endif
 #ifdef MADV_POPULATE_WRITE
     if (madvise(ptr, size, MADV_POPULATE_WRITE) == 0) return;
 #else
