@@ -28,6 +28,8 @@
 #define FM__ARENA_PAGE 4096u /* block and commit granularity: >= FM_MAX_ALIGN */
 #define FM__CUTS 32
 #define FM__FILL_RELEASED 0xDD
+#define FM__DEFAULT_RESERVE ((size_t)64 << 20)
+#define FM__DEFAULT_COMMIT_STEP ((size_t)64 << 10)
 
 typedef struct fm__block {
     struct fm__block *prev; /* older block in the chain, or the next spare */
@@ -109,13 +111,13 @@ static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
     else if (d->sync != FM_SYNC_NONE) why = "sync policies other than FM_SYNC_NONE are not available yet";
     else if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL))
         why = "allocator needs both alloc and free";
-    else if (d->commit_step && d->reserve_bytes && d->commit_step > d->reserve_bytes)
+    else if (d->commit_step > fm__def(d->reserve_bytes, FM__DEFAULT_RESERVE))
         why = "commit_step above reserve_bytes";
     if (why) fm__report(FM_ERR_INVALID_ARG, "arena '%s': %s", name, why);
     return why == NULL;
 }
 
-static bool fm__arena_add_block(fm_arena *a, size_t need);
+static bool fm__arena_add_block(fm_arena *a, size_t need, fm_error refused);
 
 fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     if (!desc) {
@@ -136,9 +138,13 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     a->self_bytes = self_bytes;
     a->desc = *desc;
     a->desc.name = a->name;
-    a->desc.reserve_bytes =
-        fm_align_up(fm__def(desc->reserve_bytes, (size_t)64 << 20), FM__ARENA_PAGE);
-    a->desc.commit_step = fm_align_up(fm__def(desc->commit_step, (size_t)64 << 10), FM__ARENA_PAGE);
+    /* Page multiples (sizes near SIZE_MAX stay where they are: the OS refuses
+     * them at create rather than the rounding wrapping them small). */
+    size_t reserve = fm__def(desc->reserve_bytes, FM__DEFAULT_RESERVE);
+    size_t step = fm__def(desc->commit_step, FM__DEFAULT_COMMIT_STEP);
+    a->desc.reserve_bytes = reserve > SIZE_MAX - FM__ARENA_PAGE ? reserve
+                                                                : fm_align_up(reserve, FM__ARENA_PAGE);
+    a->desc.commit_step = step > SIZE_MAX - FM__ARENA_PAGE ? step : fm_align_up(step, FM__ARENA_PAGE);
     FM__VG_CREATE_POOL(a);
 #ifdef FM__ARENA_VM
     a->vm = fm__allocator_is_system(&desc->allocator);
@@ -157,7 +163,7 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
         a->base = base;
         a->hot.top = a->hot.limit = (uintptr_t)base;
 #endif
-    } else if (!fm__arena_add_block(a, 0)) {
+    } else if (!fm__arena_add_block(a, 0, FM_ERR_OUT_OF_MEMORY)) {
         FM__VG_DESTROY_POOL(a);
         fm__mem_free(&desc->allocator, a, self_bytes);
         return NULL;
@@ -213,8 +219,10 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
 }
 
 /* Chained: makes the top a block with room for `need` more bytes (aligned
- * to up to 4096), reusing a spare block when one is big enough. */
-static bool fm__arena_add_block(fm_arena *a, size_t need) {
+ * to up to 4096), reusing a spare block when one is big enough. A refusal is
+ * reported as `refused`: FM_ERR_ARENA_FULL for an allocation, out of memory
+ * at create. */
+static bool fm__arena_add_block(fm_arena *a, size_t need, fm_error refused) {
     uint64_t pos = fm__arena_pos(a);
     size_t want = FM__BLOCK_HEADER + need + FM_MAX_ALIGN;
     if (want < need) {
@@ -231,13 +239,13 @@ static bool fm__arena_add_block(fm_arena *a, size_t need) {
         *link = b->prev;
     } else {
         if (a->held + size > a->desc.reserve_bytes || size < want) {
-            fm__report(FM_ERR_ARENA_FULL, "arena '%s': %zu more bytes would pass reserve_bytes %zu",
+            fm__report(refused, "arena '%s': %zu more bytes would pass reserve_bytes %zu",
                        a->name, size, a->desc.reserve_bytes);
             return false;
         }
         b = fm__mem_alloc(&a->desc.allocator, size, FM__ARENA_PAGE);
         if (!b) {
-            fm__report(FM_ERR_ARENA_FULL, "arena '%s': backing allocator refused a %zu-byte block",
+            fm__report(refused, "arena '%s': backing allocator refused a %zu-byte block",
                        a->name, size);
             return false;
         }
@@ -270,6 +278,11 @@ void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
     size_t al = align ? align : FM_DEFAULT_ALIGN;
     if (!fm__align_valid(a, al, "alloc")) goto fail;
     uintptr_t p = fm_align_up(a->hot.top, al);
+    if (size > UINTPTR_MAX - p) {
+        fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows the address space", a->name,
+                   size);
+        goto fail;
+    }
     if (size > a->hot.limit - p) {
         if (a->vm) {
             uint64_t start = p - (uintptr_t)a->base;
@@ -292,7 +305,7 @@ void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
                 goto fail;
             }
             fm__note_high_water(a);
-            if (!fm__arena_add_block(a, size)) goto fail;
+            if (!fm__arena_add_block(a, size, FM_ERR_ARENA_FULL)) goto fail;
             p = fm_align_up(a->hot.top, al);
         }
     }
@@ -407,7 +420,7 @@ size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes) {
     if (a->vm) {
 #ifdef FM__ARENA_VM
         size_t keep = keep_bytes > pos ? keep_bytes : (size_t)pos;
-        keep = fm_align_up(keep, FM__ARENA_PAGE);
+        keep = keep >= a->committed ? a->committed : fm_align_up(keep, FM__ARENA_PAGE);
         if (keep < a->committed) {
             released = a->committed - keep;
             FM__UNPOISON(a->base + keep, released);

@@ -80,8 +80,9 @@ void fm_frame_arena_advance(fm_frame_arena *fa) {
     if (st.used > fa->high_water) fa->high_water = st.used;
     fa->frame++;
     fa->current = (fa->current + 1) % fa->frames;
-    /* The arena coming round last served frame - frames: its memory is due. */
-    fm_arena_reset(fa->arenas[fa->current]);
+    /* The arena coming round served frame - frames (if there was one): its
+     * memory is due. */
+    if (fa->frame >= fa->frames) fm_arena_reset(fa->arenas[fa->current]);
 }
 
 void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *out) {
