@@ -6,8 +6,8 @@
  * which it took over, so a mark is one number in both modes.
  *
  * Mark validation: a mark is stale once a rewind or reset released memory
- * below it. Each such cut gets a serial number; the arena keeps a short stack
- * of cuts with increasing serials and increasing positions (a new cut removes
+ * below it. Each such cut gets a serial number; the arena keeps a stack of
+ * cuts with increasing serials and increasing positions (a new cut removes
  * the entries at or above its position: any mark they would reject, it
  * rejects too). A mark (pos, serial) is valid when the first cut newer than
  * it lies at or above pos.
@@ -26,7 +26,7 @@
 #endif
 
 #define FM__ARENA_PAGE 4096u /* block and commit granularity: >= FM_MAX_ALIGN */
-#define FM__CUTS 32
+#define FM__CUTS_INLINE 16
 #define FM__FILL_RELEASED 0xDD
 #define FM__DEFAULT_RESERVE ((size_t)64 << 20)
 #define FM__DEFAULT_COMMIT_STEP ((size_t)64 << 10)
@@ -65,7 +65,9 @@ struct fm_arena {
     /* marks */
     uint64_t cut_serial;
     uint32_t n_cuts;
-    fm__cut cuts[FM__CUTS];
+    uint32_t cut_cap;
+    fm__cut *cuts; /* cuts_inline, or a bigger array from the allocator */
+    fm__cut cuts_inline[FM__CUTS_INLINE];
     size_t self_bytes;
     char name[];
 };
@@ -136,6 +138,8 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     memset(a, 0, sizeof *a);
     memcpy(a->name, name, name_len + 1);
     a->self_bytes = self_bytes;
+    a->cuts = a->cuts_inline;
+    a->cut_cap = FM__CUTS_INLINE;
     a->desc = *desc;
     a->desc.name = a->name;
     /* Page multiples (sizes near SIZE_MAX stay where they are: the OS refuses
@@ -191,6 +195,8 @@ void fm_arena_destroy(fm_arena *arena) {
             }
         }
     }
+    if (a->cuts != a->cuts_inline)
+        fm__mem_free(&a->desc.allocator, a->cuts, a->cut_cap * sizeof *a->cuts);
     FM__VG_DESTROY_POOL(a);
     fm_allocator al = a->desc.allocator;
     fm__mem_free(&al, a, a->self_bytes);
@@ -350,11 +356,24 @@ fm_arena_mark fm_arena_get_mark(const fm_arena *arena) {
 
 static void fm__record_cut(fm_arena *a, uint64_t pos) {
     while (a->n_cuts && a->cuts[a->n_cuts - 1].pos >= pos) a->n_cuts--;
-    if (a->n_cuts == FM__CUTS) {
-        /* Full: forget the oldest cut. Marks older than it are then checked
-         * against the next one only (a stale mark that deep may pass). */
-        memmove(a->cuts, a->cuts + 1, (FM__CUTS - 1) * sizeof a->cuts[0]);
-        a->n_cuts--;
+    if (a->n_cuts == a->cut_cap) {
+        /* The stack only grows while cuts land at rising positions (a scope
+         * rewound, then more kept above it); reset empties it, so it stops
+         * growing once a frame's pattern has been seen. */
+        uint32_t cap = a->cut_cap * 2;
+        fm__cut *cuts = fm__mem_alloc(&a->desc.allocator, cap * sizeof *cuts, alignof(fm__cut));
+        if (cuts) {
+            memcpy(cuts, a->cuts, a->n_cuts * sizeof *cuts);
+            if (a->cuts != a->cuts_inline)
+                fm__mem_free(&a->desc.allocator, a->cuts, a->cut_cap * sizeof *cuts);
+            a->cuts = cuts;
+            a->cut_cap = cap;
+        } else {
+            /* No memory for bookkeeping: forget the oldest cut, so a stale
+             * mark older than it may pass. The rewind itself stands. */
+            memmove(a->cuts, a->cuts + 1, (a->n_cuts - 1) * sizeof *a->cuts);
+            a->n_cuts--;
+        }
     }
     a->cuts[a->n_cuts++] = (fm__cut){++a->cut_serial, pos};
 }

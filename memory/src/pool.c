@@ -64,13 +64,16 @@ typedef struct fm__chunk {
     uint32_t retired;
     uint32_t prev, next; /* links in the pool's lists (partial, empty, fresh, unused) */
     uint32_t state;
+    uint32_t gen_floor; /* first generation of this record's slots: above every
+                           generation an earlier chunk of the record handed out */
+    uint64_t *refs;     /* lazily: per slot, generation << 32 | (count - 1) */
 } fm__chunk;
 
 struct fm_pool {
     fm__pool_hot hot; /* first: the inline fast paths in pool.h read it */
-    uint32_t slots_off;
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
+    uint32_t cur_gen_floor;
     uint64_t live_other; /* live items outside the current chunk */
     uintptr_t base_mask;
 
@@ -78,7 +81,6 @@ struct fm_pool {
     fm_pool_desc desc; /* resolved; desc.name points at name[] below */
     uint32_t item_size;
     uint32_t item_align;
-    uint32_t per_chunk;
     uint32_t chunk_shift;
     size_t chunk_bytes;
     bool use_os; /* chunks come from fm__os_map_aligned */
@@ -125,7 +127,7 @@ static uint32_t fm__ctz32(uint32_t v) {
 }
 
 static inline uint8_t *fm__slot(const fm_pool *p, const uint8_t *base, uint32_t idx) {
-    return (uint8_t *)base + p->slots_off + (size_t)idx * p->hot.stride;
+    return (uint8_t *)base + p->hot.slots_off + (size_t)idx * p->hot.stride;
 }
 
 static inline uint32_t *fm__meta(uintptr_t base) { return (uint32_t *)base; }
@@ -160,6 +162,13 @@ static uint32_t fm__read_link(const fm_pool *p, const uint8_t *slot) {
 /* ======================================================= the record lists */
 
 static fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) { return &p->chunks[idx]; }
+
+/* The record array and, behind it, the chunk base of each record that
+ * handles resolve through (NULL until the chunk first becomes current). */
+static size_t fm__records_bytes(uint32_t cap) {
+    return (size_t)cap * (sizeof(fm__chunk) + sizeof(uint8_t *));
+}
+static uint8_t **fm__bases_of(fm__chunk *recs, uint32_t cap) { return (uint8_t **)(void *)(recs + cap); }
 
 static void fm__list_init(fm__list *l) { l->head = l->tail = FM__NONE; }
 
@@ -231,14 +240,22 @@ static void fm__park_current(fm_pool *p) {
 
 static void fm__make_current(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
+    if (c->state == FM__CHUNK_FRESH) {
+        /* Handles read meta words without the bump index: make the never-used
+         * slots read as dead. Fresh pages from the OS are zero already; memory
+         * from an allocator gets 4 bytes per slot written, once per chunk. */
+        if (!p->use_os) memset(c->base, 0, (size_t)p->hot.per_chunk * sizeof(uint32_t));
+        p->hot.bases[idx] = c->base;
+    }
     c->state = FM__CHUNK_CURRENT;
     c->prev = c->next = FM__NONE;
     p->cur_idx = idx;
     p->hot.cur_base = (uintptr_t)c->base;
-    p->hot.cur_slots = c->base + p->slots_off;
+    p->hot.cur_slots = c->base + p->hot.slots_off;
     p->hot.cur_free = fm__link_to(p, c->base, c->free_head);
     p->hot.cur_bump = c->bump;
     p->hot.cur_limit = c->limit;
+    p->cur_gen_floor = c->gen_floor;
     p->live_other -= c->live;
 }
 
@@ -300,14 +317,14 @@ static fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
     if (idx == FM__NONE) return FM_ERR_FOREIGN_POINTER;
     /* Valid items take the multiply-and-rotate path of pool.h; division
      * only runs to tell an interior pointer from a foreign one. */
-    uint64_t x = (a - (base + p->slots_off)) * p->hot.inv;
+    uint64_t x = (a - (base + p->hot.slots_off)) * p->hot.inv;
     uint32_t k = p->hot.inv_shift;
     uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
     if (FM__UNLIKELY(slot >= fm__chunk_bump(p, idx))) {
         uint32_t off = (uint32_t)(a - base);
-        uint64_t span = (uint64_t)p->per_chunk * p->hot.stride;
-        if (off < p->slots_off || off - p->slots_off >= span) return FM_ERR_FOREIGN_POINTER;
-        if ((off - p->slots_off) % p->hot.stride != 0) return FM_ERR_INTERIOR_POINTER;
+        uint64_t span = (uint64_t)p->hot.per_chunk * p->hot.stride;
+        if (off < p->hot.slots_off || off - p->hot.slots_off >= span) return FM_ERR_FOREIGN_POINTER;
+        if ((off - p->hot.slots_off) % p->hot.stride != 0) return FM_ERR_INTERIOR_POINTER;
         return FM_ERR_FOREIGN_POINTER; /* a slot never handed out */
     }
     out->chunk = idx;
@@ -337,20 +354,28 @@ FM__COLD static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const
 }
 
 static uint32_t fm__take_record(fm_pool *p) {
-    uint32_t idx = p->unused_head;
+    uint32_t idx = p->unused_head, floor = 0; /* a record never used before: 0 */
     if (idx != FM__NONE) {
         p->unused_head = p->chunks[idx].next;
+        floor = p->chunks[idx].gen_floor;
     } else {
         idx = p->chunk_top++;
     }
     memset(&p->chunks[idx], 0, sizeof p->chunks[idx]);
+    p->chunks[idx].gen_floor = floor;
     p->chunks[idx].prev = p->chunks[idx].next = FM__NONE;
+    p->hot.bases[idx] = NULL;
+    p->hot.n_bases = p->chunk_top;
     return idx;
 }
 
 static void fm__drop_record(fm_pool *p, uint32_t idx) {
     p->chunks[idx].state = FM__CHUNK_UNUSED;
     p->chunks[idx].base = NULL;
+    p->hot.bases[idx] = NULL;
+    /* A record whose generations are nearly used up is never reused, so no
+     * handle to its old slots can ever resolve again. */
+    if (p->chunks[idx].gen_floor >= FM__GEN_MAX - 1) return;
     p->chunks[idx].next = p->unused_head;
     p->unused_head = idx;
 }
@@ -365,6 +390,16 @@ static fm__site *fm__sites(const fm_pool *p, const uint8_t *base) {
 /* Returns a chunk's memory; the record is dropped. */
 static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
+    /* The next chunk of this record starts above every generation this one
+     * handed out: handles to its items stay stale (trim is not a hot path). */
+    uint32_t bump = fm__chunk_bump(p, idx);
+    const uint32_t *meta = fm__meta((uintptr_t)c->base);
+    for (uint32_t s = 0; s < bump; s++) {
+        uint32_t gen = meta[s] & FM__GEN_MAX;
+        if (meta[s] == FM__RETIRED) gen = FM__GEN_MAX;
+        if (gen >= c->gen_floor) c->gen_floor = gen == FM__GEN_MAX ? FM__GEN_MAX : gen + 1;
+    }
+    if (c->refs) fm__mem_free(&p->desc.allocator, c->refs, (size_t)p->hot.per_chunk * sizeof *c->refs);
     FM__UNPOISON(c->base, p->chunk_bytes);
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
     if (p->use_os) fm__os_unmap(c->base, p->chunk_bytes);
@@ -406,7 +441,7 @@ static uint32_t fm__unused_records(const fm_pool *p) {
 
 static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     const fm_allocator *a = &p->desc.allocator;
-    fm__mem_free(a, g->recs, (size_t)g->recs_cap * sizeof *g->recs);
+    fm__mem_free(a, g->recs, fm__records_bytes(g->recs_cap));
     fm__mem_free(a, g->table, (size_t)g->table_cap * sizeof *g->table);
     if (g->block) fm__os_unmap(g->block, (size_t)g->k * p->chunk_bytes);
     while (g->chain) {
@@ -425,7 +460,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     if (need > p->chunk_cap) {
         uint64_t cap = p->chunk_cap ? p->chunk_cap : 8;
         while (cap < need) cap *= 2;
-        g->recs = fm__mem_alloc(a, (size_t)cap * sizeof *g->recs, alignof(fm__chunk));
+        g->recs = fm__mem_alloc(a, fm__records_bytes((uint32_t)cap), alignof(fm__chunk));
         if (!g->recs) return false;
         g->recs_cap = (uint32_t)cap;
     }
@@ -469,9 +504,9 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
                    p->desc.max_capacity);
         return false;
     }
-    uint64_t k64 = (slots + p->per_chunk - 1) / p->per_chunk;
+    uint64_t k64 = (slots + p->hot.per_chunk - 1) / p->hot.per_chunk;
     /* Whole chunks, except where max_capacity cuts the last one short. */
-    slots = k64 * p->per_chunk;
+    slots = k64 * p->hot.per_chunk;
     if (max && held + slots > max) slots = max - held;
     if (k64 > (UINT32_MAX >> 3) - p->chunk_top) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': growth by %llu items is too large",
@@ -490,10 +525,15 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
     /* Install: nothing below can fail. */
     const fm_allocator *a = &p->desc.allocator;
     if (g.recs) {
-        if (p->chunks) memcpy(g.recs, p->chunks, (size_t)p->chunk_top * sizeof *g.recs);
-        fm__mem_free(a, p->chunks, (size_t)p->chunk_cap * sizeof *p->chunks);
-        p->bytes_reserved += ((size_t)g.recs_cap - p->chunk_cap) * sizeof *g.recs;
+        uint8_t **bases = fm__bases_of(g.recs, g.recs_cap);
+        if (p->chunks) {
+            memcpy(g.recs, p->chunks, (size_t)p->chunk_top * sizeof *g.recs);
+            memcpy(bases, p->hot.bases, (size_t)p->chunk_top * sizeof *bases);
+        }
+        fm__mem_free(a, p->chunks, fm__records_bytes(p->chunk_cap));
+        p->bytes_reserved += fm__records_bytes(g.recs_cap) - fm__records_bytes(p->chunk_cap);
         p->chunks = g.recs;
+        p->hot.bases = bases;
         p->chunk_cap = g.recs_cap;
     }
     if (g.block && p->desc.prefault) fm__os_prefault(g.block, (size_t)g.k * p->chunk_bytes);
@@ -511,12 +551,12 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
             if (p->desc.prefault) fm__os_prefault(c->base, p->chunk_bytes);
         }
         c->free_head = FM__NONE;
-        c->limit = left < p->per_chunk ? (uint32_t)left : p->per_chunk;
+        c->limit = left < p->hot.per_chunk ? (uint32_t)left : p->hot.per_chunk;
         left -= c->limit;
         c->state = FM__CHUNK_FRESH;
-        uint8_t *slots0 = c->base + p->slots_off;
-        FM__POISON(slots0, (size_t)p->per_chunk * p->hot.stride);
-        FM__VG_NOACCESS(slots0, (size_t)p->per_chunk * p->hot.stride);
+        uint8_t *slots0 = c->base + p->hot.slots_off;
+        FM__POISON(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
+        FM__VG_NOACCESS(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
         fm__list_push(p, &p->fresh, idx);
         p->capacity += c->limit;
         p->chunk_count++;
@@ -544,7 +584,7 @@ static uint64_t fm__policy_slots(const fm_pool *p) {
     uint64_t held = p->capacity + p->retired;
     if (p->desc.growth == FM_GROWTH_LINEAR) return p->desc.grow_step;
     uint64_t add = (uint64_t)((double)held * ((double)p->desc.grow_factor - 1.0) + 0.999);
-    return add > p->per_chunk ? add : p->per_chunk;
+    return add > p->hot.per_chunk ? add : p->hot.per_chunk;
 }
 
 /* Parks the exhausted current chunk and makes another one current, growing
@@ -564,7 +604,7 @@ static bool fm__next_chunk(fm_pool *p) {
      * again after a few allocations; while whole chunks are available, take
      * one of those and let the partial chunk gather more frees first. */
     uint32_t idx = p->partial.head;
-    if (idx != FM__NONE && fm__chunk_room(&p->chunks[idx]) < p->per_chunk / 8 &&
+    if (idx != FM__NONE && fm__chunk_room(&p->chunks[idx]) < p->hot.per_chunk / 8 &&
         (p->empty.head != FM__NONE || p->fresh.head != FM__NONE))
         idx = FM__NONE;
     if (idx != FM__NONE) fm__list_unlink(p, &p->partial, idx);
@@ -593,7 +633,7 @@ static inline void *fm__alloc_fast(fm_pool *p) {
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
         idx = (uint32_t)h->cur_bump++;
         slot = h->cur_slots + (size_t)idx * h->stride;
-        meta[idx] = FM__LIVE; /* generation 0: first use of this slot */
+        meta[idx] = FM__LIVE | p->cur_gen_floor; /* first use of this slot */
     } else {
         return NULL;
     }
@@ -807,15 +847,17 @@ static void fm__geometry(fm_pool *p) {
         size_t off = fm_align_up(meta_end, p->item_align);
         if (off + (size_t)per * stride <= cb) {
             p->sites_off = (uint32_t)sites;
-            p->slots_off = (uint32_t)off;
+            p->hot.slots_off = (uint32_t)off;
             break;
         }
         per--;
     }
-    p->per_chunk = per;
+    p->hot.per_chunk = per;
     p->chunk_bytes = cb;
     p->chunk_shift = fm__ctz32((uint32_t)(cb >> 1)) + 1;
     p->base_mask = ~(uintptr_t)(cb - 1);
+    p->hot.slot_bits = 1;
+    while ((1u << p->hot.slot_bits) < per) p->hot.slot_bits++;
     p->hot.inv_shift = fm__ctz32(p->hot.stride);
     uint64_t odd = p->hot.stride >> p->hot.inv_shift, inv = odd;
     for (int i = 0; i < 6; i++) inv *= 2u - odd * inv; /* Newton: odd * inv == 1 mod 2^64 */
@@ -854,8 +896,8 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->hot.stride = (uint32_t)fm_align_up(p->item_size > min_slot ? p->item_size : min_slot,
                                           link_align);
     fm__geometry(p);
-    p->desc.grow_step = fm__def(desc->grow_step, p->per_chunk);
-    p->desc.initial_capacity = fm__def(desc->initial_capacity, p->per_chunk);
+    p->desc.grow_step = fm__def(desc->grow_step, p->hot.per_chunk);
+    p->desc.initial_capacity = fm__def(desc->initial_capacity, p->hot.per_chunk);
     if (p->desc.max_capacity && p->desc.initial_capacity > p->desc.max_capacity)
         p->desc.initial_capacity = p->desc.max_capacity;
 #ifdef FM__HAVE_VM
@@ -868,6 +910,10 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     fm__list_init(&p->partial);
     fm__list_init(&p->empty);
     fm__list_init(&p->fresh);
+    /* Handles of this pool carry its salt in their generation bits, so those
+     * of another pool, or of an earlier pool at this address, do not match. */
+    uint64_t seed = ((uint64_t)(uintptr_t)p ^ fm_clock_now()) * 0x9E3779B97F4A7C15ull;
+    p->hot.salt = (uint32_t)(seed >> 33);
     FM__VG_CREATE_POOL(p);
 
     if (!fm__grow(p, p->desc.initial_capacity, false)) {
@@ -946,7 +992,7 @@ void fm_pool_destroy(fm_pool *pool) {
         if (p->chunks[ci].state != FM__CHUNK_UNUSED) fm__release_chunk(p, ci);
     }
     fm_allocator a = p->desc.allocator;
-    fm__mem_free(&a, p->chunks, (size_t)p->chunk_cap * sizeof *p->chunks);
+    fm__mem_free(&a, p->chunks, fm__records_bytes(p->chunk_cap));
     fm__mem_free(&a, p->table, (size_t)p->table_cap * sizeof *p->table);
     FM__VG_DESTROY_POOL(p);
     fm__mem_free(&a, p, p->self_bytes);
@@ -1053,7 +1099,7 @@ void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
     out->item_align = p->item_align;
     out->stride = p->hot.stride;
     out->chunk_bytes = p->chunk_bytes;
-    out->items_per_chunk = p->per_chunk;
+    out->items_per_chunk = p->hot.per_chunk;
     out->chunk_count = p->chunk_count;
     out->capacity = p->capacity;
     out->live = fm__live(p);
@@ -1080,6 +1126,112 @@ fm_pool_desc fm_pool_get_desc(const fm_pool *pool) {
 }
 
 const char *fm_pool_name(const fm_pool *pool) { return pool ? pool->name : "(null)"; }
+
+/* ============================================================ handles */
+
+fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
+    if (!pool) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_handle(NULL, ...)");
+        return FM_HANDLE_NULL;
+    }
+    fm__loc loc;
+    fm_error err = item ? fm__locate(pool, item, &loc) : FM_ERR_FOREIGN_POINTER;
+    if (err != FM_OK) {
+        fm__misuse((fm_pool *)pool, err == FM_ERR_DOUBLE_FREE ? FM_ERR_REFCOUNT : err, item,
+                   "handle");
+        return FM_HANDLE_NULL;
+    }
+    uint64_t gen = (loc.meta & FM__GEN_MAX) ^ pool->hot.salt;
+    uint64_t where = ((uint64_t)loc.chunk + 1) << pool->hot.slot_bits | loc.slot;
+    return (fm_handle){gen << 32 | where};
+}
+
+void *(fm_pool_resolve)(const fm_pool *pool, fm_handle h) {
+    return fm__pool_resolve_inline(pool, h);
+}
+
+/* ======================================================= reference counts */
+
+/* The count word of a live located item, allocating the chunk's count array
+ * on first use. NULL (reported) when it cannot be had. */
+static uint64_t *fm__ref_word(fm_pool *p, const fm__loc *loc) {
+    fm__chunk *c = fm__chunk_at(p, loc->chunk);
+    if (!c->refs) {
+        size_t bytes = (size_t)p->hot.per_chunk * sizeof *c->refs;
+        c->refs = fm__mem_alloc(&p->desc.allocator, bytes, alignof(uint64_t));
+        if (!c->refs) {
+            fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for reference counts",
+                       p->name);
+            return NULL;
+        }
+        memset(c->refs, 0, bytes);
+    }
+    return &c->refs[loc->slot];
+}
+
+/* A count word belongs to the item whose generation it carries; any other
+ * word is left over from an earlier item of the slot: that item has count 1. */
+static uint32_t fm__ref_count(const fm_pool *p, const fm__loc *loc) {
+    const uint64_t *refs = p->chunks[loc->chunk].refs;
+    if (!refs) return 1;
+    uint64_t w = refs[loc->slot];
+    return (uint32_t)(w >> 32) == (loc->meta & FM__GEN_MAX) ? (uint32_t)w + 1 : 1;
+}
+
+static fm_error fm__ref_locate(const fm_pool *p, const void *item, fm__loc *loc) {
+    fm_error err = item ? fm__locate(p, item, loc) : FM_ERR_FOREIGN_POINTER;
+    return err == FM_ERR_DOUBLE_FREE ? FM_ERR_REFCOUNT : err;
+}
+
+void fm_pool_retain(fm_pool *pool, void *item) {
+    fm__loc loc;
+    fm_error err = fm__ref_locate(pool, item, &loc);
+    if (err != FM_OK) {
+        fm__misuse(pool, err, item, "retain");
+        return;
+    }
+    uint32_t count = fm__ref_count(pool, &loc);
+    if (count == UINT32_MAX) {
+        fm__misuse(pool, FM_ERR_REFCOUNT, item, "retain (count at its maximum)");
+        return;
+    }
+    uint64_t *w = fm__ref_word(pool, &loc);
+    if (w) *w = (uint64_t)(loc.meta & FM__GEN_MAX) << 32 | count;
+}
+
+bool fm_pool_release(fm_pool *pool, void *item) {
+    fm__loc loc;
+    fm_error err = fm__ref_locate(pool, item, &loc);
+    if (err != FM_OK) {
+        fm__misuse(pool, err, item, "release");
+        return false;
+    }
+    uint32_t count = fm__ref_count(pool, &loc);
+    if (count > 1) {
+        pool->chunks[loc.chunk].refs[loc.slot] =
+            (uint64_t)(loc.meta & FM__GEN_MAX) << 32 | (count - 2);
+        return false;
+    }
+    if (pool->desc.dtor) {
+        pool->desc.dtor(item, pool->desc.user);
+        if (fm__locate(pool, item, &loc) != FM_OK) {
+            fm__misuse(pool, FM_ERR_DOUBLE_FREE, item, "release (freed by its own dtor)");
+            return true;
+        }
+    }
+    fm__free_located(pool, item, &loc);
+    return true;
+}
+
+uint32_t fm_pool_refcount(const fm_pool *pool, const void *item) {
+    fm__loc loc;
+    fm_error err = fm__ref_locate(pool, item, &loc);
+    if (err != FM_OK) {
+        fm__misuse((fm_pool *)pool, err, item, "refcount");
+        return 0;
+    }
+    return fm__ref_count(pool, &loc);
+}
 
 /* ================================================================= check */
 
@@ -1109,7 +1261,7 @@ fm_error fm_pool_check(const fm_pool *pool) {
                   p->name, ci);
         uint32_t bump = fm__chunk_bump(p, ci);
         uint32_t head = ci == p->cur_idx ? p->hot.cur_free.idx : c->free_head;
-        FM__CHECK(bump <= c->limit && c->limit <= p->per_chunk,
+        FM__CHECK(bump <= c->limit && c->limit <= p->hot.per_chunk,
                   "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
                   c->limit);
         FM__CHECK(c->state != FM__CHUNK_FRESH || (bump == 0 && head == FM__NONE),

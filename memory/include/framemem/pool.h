@@ -31,6 +31,24 @@ extern "C" {
 typedef struct fm_pool fm_pool;
 typedef void (*fm_item_fn)(void *item, void *user);
 
+/* A weak reference to a pool item: slot, chunk and generation. Zero is the
+ * null handle. Resolving gives the item while it lives and NULL forever after
+ * it is freed, its slot reused, its chunk trimmed or its pool destroyed; a
+ * handle of another pool resolves to NULL except with probability 2^-31. */
+typedef struct fm_handle {
+    uint64_t bits;
+} fm_handle;
+
+#define FM_HANDLE_NULL ((fm_handle){0})
+static inline bool fm_handle_is_null(fm_handle h) { return h.bits == 0; }
+static inline bool fm_handle_equal(fm_handle a, fm_handle b) { return a.bits == b.bits; }
+/* FM_HANDLE_TYPE(entity_handle); gives each kind of handle its own struct,
+ * so the compiler rejects passing one kind for another. */
+#define FM_HANDLE_TYPE(name)                                                    \
+    typedef struct name {                                                       \
+        fm_handle h;                                                            \
+    } name
+
 typedef struct fm_pool_desc {
     const char *name;          /* shown in errors, stats and the overlay; copied */
     const char *type_name;     /* set by FM_POOL_DESC; the name when name is NULL */
@@ -126,6 +144,8 @@ typedef struct fm__pool_link {
     uint32_t unused;
 } fm__pool_link;
 
+#define FM__META_LIVE 0x80000000u /* meta word: live bit | 31-bit generation */
+
 typedef struct fm__pool_hot {
     uintptr_t cur_base; /* current chunk, or 1 when there is none */
     uint8_t *cur_slots; /* its first slot */
@@ -139,7 +159,30 @@ typedef struct fm__pool_hot {
     int64_t headroom;   /* peak_live - live; never negative outside alloc */
     uint64_t peak_live;
     uint64_t total_allocs;
+    /* handle resolution */
+    uint8_t **bases;    /* chunk base per record, NULL while not usable */
+    uint32_t n_bases;   /* records in use: [0, n_bases) */
+    uint32_t slot_bits; /* handle bits 0..slot_bits-1: slot; above: record + 1 */
+    uint32_t per_chunk;
+    uint32_t slots_off;
+    uint32_t salt;      /* xored into the generation bits of this pool's handles */
+    uint32_t unused2;
 } fm__pool_hot;
+
+/* Handle bits: 0..31 location ((record + 1) << slot_bits | slot), 32..62 the
+ * slot's generation xor the pool's salt. */
+static inline void *fm__pool_resolve_inline(const fm_pool *pool, fm_handle h) {
+    const fm__pool_hot *hot = (const fm__pool_hot *)(const void *)pool;
+    uint32_t loc = (uint32_t)h.bits;
+    uint32_t rec = (loc >> hot->slot_bits) - 1u; /* null: wraps, fails below */
+    uint32_t slot = loc & ((1u << hot->slot_bits) - 1u);
+    if (rec >= hot->n_bases || slot >= hot->per_chunk) return NULL;
+    uint8_t *base = hot->bases[rec];
+    if (!base) return NULL;
+    uint32_t want = FM__META_LIVE | ((uint32_t)(h.bits >> 32) ^ hot->salt);
+    if (((const uint32_t *)(const void *)base)[slot] != want) return NULL;
+    return base + hot->slots_off + (size_t)slot * hot->stride;
+}
 
 /* The slot index of ptr in the current chunk, by exact division by stride
  * with a multiply and a rotate (Granlund & Montgomery): a slot start at index
@@ -150,7 +193,6 @@ static inline uint64_t fm__pool_hot_index(const fm__pool_hot *h, const void *ptr
     return (x >> h->inv_shift) | (x << ((64u - h->inv_shift) & 63u));
 }
 
-#define FM__META_LIVE 0x80000000u /* meta word: live bit | 31-bit generation */
 
 void *fm__pool_alloc_slow(fm_pool *pool);
 void fm__pool_free_slow(fm_pool *pool, void *item);
@@ -214,6 +256,7 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
 
 #define fm_pool_alloc(pool) fm__pool_alloc_inline(pool)
 #define fm_pool_free(pool, item) fm__pool_free_inline((pool), (item))
+#define fm_pool_resolve(pool, h) fm__pool_resolve_inline((pool), (h))
 #endif
 
 /// Grows now until capacity >= the argument (prefaulting if the desc says so).
@@ -234,6 +277,29 @@ void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
 /// The desc with every default resolved (name points into the pool).
 fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
 const char *fm_pool_name(const fm_pool *pool);
+/* ------------------------------------------------------- handles and refs */
+
+/// The handle of a live item; FM_HANDLE_NULL and FM_ERR_FOREIGN_POINTER (or
+/// INTERIOR / DOUBLE_FREE for a freed item) otherwise. O(1).
+fm_handle fm_pool_handle(const fm_pool *pool, const void *item);
+/// The item h refers to, or NULL when it is gone (freed, reused, trimmed) or
+/// h is null or of another pool. NULL is the expected answer of a weak
+/// reference, so nothing is reported. O(1), no search.
+void *(fm_pool_resolve)(const fm_pool *pool, fm_handle h);
+
+/* Items start with a count of 1; the count lives beside the slot (allocated
+ * for a chunk on its first retain), never in the item. */
+/// Adds a reference. FM_ERR_REFCOUNT for a freed item, FM_ERR_FOREIGN_POINTER
+/// for one not of this pool, FM_ERR_OUT_OF_MEMORY when the count storage
+/// cannot be had; nothing changes then.
+void fm_pool_retain(fm_pool *pool, void *item);
+/// Drops a reference; at zero runs the dtor and frees the item, returning
+/// true. Errors as fm_pool_retain (returns false, nothing freed).
+bool fm_pool_release(fm_pool *pool, void *item);
+/// The item's count; 0 with FM_ERR_REFCOUNT / FM_ERR_FOREIGN_POINTER for an
+/// item that is not live.
+uint32_t fm_pool_refcount(const fm_pool *pool, const void *item);
+
 /// Walks every chunk and checks the pool's invariants (counts, free lists,
 /// live bits); FM_OK or the first problem found, reported. O(capacity).
 fm_error fm_pool_check(const fm_pool *pool);
