@@ -4,5 +4,6 @@
 #include "framemem/arena.h"
 #include "framemem/base.h"
 #include "framemem/clock.h"
+#include "framemem/closure.h"
 #include "framemem/pool.h"
 #endif

@@ -1,0 +1,136 @@
+/*
+ * framemem/closure.h: callbacks without allocation — pooled closures,
+ * multicast events and deferred calls (a C DelegatePool).
+ *
+ * A closure is a function pointer plus captured bytes copied into pooled
+ * memory. Closure pools keep one fm_pool per size class (16, 32, 64, ... up
+ * to max_capture); a capture above max_capture is refused, never malloc'd.
+ * Pooled closures are reference counted (they start at 1); frame closures
+ * live in a frame arena until it releases them, and retain/release are
+ * no-ops on them.
+ *
+ * Events call their subscribers in subscription order. During an emit,
+ * subscribing, unsubscribing (self or others) and releasing closures are
+ * safe: a removal takes effect at once, an addition from the next emit.
+ * Defer queues run closures a number of frames later, in the order deferred.
+ *
+ * After warm-up none of these calls the backing allocator: pools and arrays
+ * keep their memory. Threads: FM_SYNC_NONE only, for now.
+ */
+#ifndef FRAMEMEM_CLOSURE_H
+#define FRAMEMEM_CLOSURE_H
+
+#include "framemem/arena.h"
+#include "framemem/base.h"
+#include "framemem/pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*fm_closure_fn)(void *capture, void *arg);
+typedef struct fm_closure fm_closure;
+typedef struct fm_closure_pool fm_closure_pool;
+
+typedef struct fm_closure_pool_desc {
+    const char *name;          /* 0 = "closures" */
+    size_t max_capture;        /* 0 = 256; at most 65536 */
+    uint32_t initial_capacity; /* per size class; 0 = one chunk each */
+    fm_sync sync;              /* FM_SYNC_NONE only, for now */
+    fm_allocator allocator;
+} fm_closure_pool_desc;
+
+#define FM_CLOSURE_MAX_CLASSES 13
+
+typedef struct fm_closure_pool_stats {
+    const char *name;
+    uint32_t classes;
+    uint64_t live;        /* closures made and not yet released */
+    uint64_t total_made;
+    uint64_t refused;     /* makes that returned NULL */
+    size_t class_capture[FM_CLOSURE_MAX_CLASSES]; /* capture bytes of each class */
+    uint64_t class_live[FM_CLOSURE_MAX_CLASSES];
+} fm_closure_pool_stats;
+
+/// NULL with FM_ERR_INVALID_ARG / FM_ERR_OUT_OF_MEMORY.
+fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc);
+/// Destroys the pools; live closures are reported (FM_ERR_LEAK) and dropped.
+void fm_closure_pool_destroy(fm_closure_pool *cp);
+void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out);
+
+/// A closure calling fn with a copy of capture_size bytes at capture (capture
+/// may be NULL when capture_size is 0). Count 1. NULL with
+/// FM_ERR_INVALID_ARG (fn NULL, capture above max_capture) or the size
+/// class pool's error (full, out of memory).
+fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
+                            size_t capture_size);
+/// The same in a frame arena: valid until the arena releases the frame.
+fm_closure *fm_closure_make_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
+                                  size_t capture_size);
+/// Calls the closure: fn(capture, arg).
+void fm_closure_call(const fm_closure *c, void *arg);
+/// The closure's copy of the captured bytes (16-byte aligned).
+void *fm_closure_capture(fm_closure *c);
+size_t fm_closure_capture_size(const fm_closure *c);
+/// Reference counting of pooled closures; no-ops on frame closures.
+/// A release of a dead closure is reported (FM_ERR_REFCOUNT) and ignored.
+void fm_closure_retain(fm_closure *c);
+/// true when this release freed the closure.
+bool fm_closure_release(fm_closure *c);
+
+/// FM_CLOSURE(pool, fn, struct hit, .target = e, .damage = 3): captures a
+/// struct literal by value.
+#define FM_CLOSURE(cp, fn, T, ...) fm_closure_make((cp), (fn), &(T){__VA_ARGS__}, sizeof(T))
+
+/* ---------------------------------------------------------------- events */
+
+typedef struct fm_event fm_event;
+
+typedef struct fm_event_desc {
+    const char *name;          /* 0 = "event" */
+    uint32_t initial_capacity; /* subscribers; 0 = 8 */
+    fm_sync sync;              /* FM_SYNC_NONE only, for now */
+    fm_allocator allocator;
+} fm_event_desc;
+
+fm_event *fm_event_create(const fm_event_desc *desc);
+/// Releases every subscriber's closure. Not from inside its own emit
+/// (reported, FM_ERR_INVALID_ARG, nothing destroyed).
+void fm_event_destroy(fm_event *ev);
+/// Subscribes c (the event retains it); the handle unsubscribes. Null handle
+/// with FM_ERR_INVALID_ARG (NULL closure) or FM_ERR_OUT_OF_MEMORY.
+fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c);
+/// false + FM_ERR_STALE_HANDLE for an unknown or already removed
+/// subscription. Releases the event's reference.
+bool fm_event_unsubscribe(fm_event *ev, fm_handle sub);
+/// Calls every subscriber with arg, in subscription order.
+void fm_event_emit(fm_event *ev, void *arg);
+uint32_t fm_event_count(const fm_event *ev);
+
+/* --------------------------------------------------------- deferred calls */
+
+typedef struct fm_defer_queue fm_defer_queue;
+
+typedef struct fm_defer_queue_desc {
+    const char *name;          /* 0 = "defer" */
+    uint32_t initial_capacity; /* 0 = 64 */
+    fm_allocator allocator;
+} fm_defer_queue_desc;
+
+fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc);
+/// Releases the closures still waiting (they are not called).
+void fm_defer_queue_destroy(fm_defer_queue *q);
+/// Runs c (with arg NULL) after delay_frames more frames: delay 0 runs at the
+/// next fm_defer_run. The queue retains c. false with FM_ERR_INVALID_ARG or
+/// FM_ERR_OUT_OF_MEMORY.
+bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames);
+/// Advances one frame and runs what is due, in the order deferred; closures
+/// deferred while it runs wait for a later run. Returns how many ran.
+uint32_t fm_defer_run(fm_defer_queue *q);
+/// Closures waiting.
+uint32_t fm_defer_pending(const fm_defer_queue *q);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FRAMEMEM_CLOSURE_H */
