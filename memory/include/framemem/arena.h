@@ -75,8 +75,9 @@ void fm_arena_destroy(fm_arena *arena);
 
 /// size bytes aligned to align (0 = alignof(max_align_t); a power of two up
 /// to 4096), not zeroed; size 0 gives a valid aligned pointer. NULL with
-/// FM_ERR_INVALID_ARG (bad align, size overflow) or FM_ERR_ARENA_FULL (past
-/// reserve_bytes, or the allocator refused a block). arena != NULL.
+/// FM_ERR_INVALID_ARG (bad align, the end would pass the address space),
+/// FM_ERR_ARENA_FULL (past reserve_bytes, or the allocator refused a block)
+/// or FM_ERR_OUT_OF_MEMORY (the OS refused to commit). arena != NULL.
 void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align);
 /// fm_arena_alloc, then zero-filled.
 void *fm_arena_alloc_zero(fm_arena *arena, size_t size, size_t align);
@@ -92,7 +93,11 @@ void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t al
 fm_arena_mark fm_arena_get_mark(const fm_arena *arena);
 /// Releases everything allocated since mark. FM_ERR_BAD_MARK (nothing
 /// changes) for a mark of another arena, above the top, or one that an
-/// earlier rewind or reset already released.
+/// earlier rewind or reset already released. The arena remembers rewinds to
+/// tell those apart; that record grows (from the desc's allocator) only while
+/// rewinds land at rising positions between resets, and if it cannot grow the
+/// oldest rewind is forgotten: a mark older than it is then not recognised
+/// as stale.
 void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark);
 /// Releases everything; O(1) unless debug poisoning is on. Invalidates marks.
 void fm_arena_reset(fm_arena *arena);
@@ -124,7 +129,7 @@ typedef struct fm_frame_arena_stats {
     const char *name;
     uint64_t frame;          /* frames advanced since create */
     uint64_t used;           /* bytes allocated in the current frame */
-    uint64_t high_water;     /* largest frame so far, in bytes */
+    uint64_t high_water;     /* largest frame so far: its used bytes at its end */
     uint64_t committed;      /* sum over the underlying arenas */
     uint64_t total_allocs;
     uint64_t failed_allocs;
