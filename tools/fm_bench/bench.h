@@ -38,6 +38,7 @@ typedef struct bench_experiment {
 
 void churn_run(const bench_opts *opts);
 void regrowth_run(const bench_opts *opts);
+void frame_run(const bench_opts *opts);
 
 /* ----------------------------------------------- keeping work observable */
 
@@ -66,6 +67,14 @@ extern void *volatile bench_sink;
  * and an empty loop, each loop in its own function so callgrind can
  * attribute the calls. 0 when every allocator got all its items back. */
 int churn_callgrind(uint32_t pairs);
+
+/* The hidden --callgrind-arena N mode (see tools/fm-callgrind): N
+ * allocations of mixed 16..256-byte sizes, align 0, in frames of 4096,
+ * through fm_arena_alloc (inline fast path, then the out-of-line function),
+ * fm_frame_alloc, the bare bump pointer, malloc/free and an empty loop, each
+ * frame in its own function with its frame end (reset, advance, free all).
+ * 0 when the arenas counted every allocation and none failed. */
+int frame_callgrind(uint32_t allocs);
 
 /* ----------------------------------------------------------------- random */
 
