@@ -128,15 +128,9 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     }
     const char *name = fm__def(desc->name, "arena");
     if (!fm__arena_desc_valid(desc, name)) return NULL;
-    size_t name_len = strlen(name);
-    size_t self_bytes = sizeof(fm_arena) + name_len + 1;
-    fm_arena *a = fm__mem_alloc(&desc->allocator, self_bytes, alignof(fm_arena));
-    if (!a) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "arena '%s': no memory for the arena itself", name);
-        return NULL;
-    }
-    memset(a, 0, sizeof *a);
-    memcpy(a->name, name, name_len + 1);
+    size_t self_bytes;
+    fm_arena *a = FM__OBJECT_NEW(fm_arena, &desc->allocator, "arena", name, &self_bytes);
+    if (!a) return NULL;
     a->self_bytes = self_bytes;
     a->cuts = a->cuts_inline;
     a->cut_cap = FM__CUTS_INLINE;

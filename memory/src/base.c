@@ -101,3 +101,19 @@ void fm__mem_free(const fm_allocator *a, void *ptr, size_t size) {
         free(ptr);
     }
 }
+
+void *fm__object_new(const fm_allocator *a, size_t size, size_t align, size_t name_offset,
+                     const char *kind, const char *name, size_t *self_bytes) {
+    size_t name_len = strlen(name);
+    size_t bytes = name_offset + name_len + 1;
+    if (bytes < size) bytes = size;
+    unsigned char *obj = fm__mem_alloc(a, bytes, align);
+    if (!obj) {
+        fm__report(FM_ERR_OUT_OF_MEMORY, "%s '%s': no memory for the object itself", kind, name);
+        return NULL;
+    }
+    memset(obj, 0, size);
+    memcpy(obj + name_offset, name, name_len + 1);
+    *self_bytes = bytes;
+    return obj;
+}

@@ -64,15 +64,10 @@ fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc) {
         fm__report(FM_ERR_INVALID_ARG, "closure pool '%s': %s", name, why);
         return NULL;
     }
-    size_t name_len = strlen(name);
-    size_t self_bytes = sizeof(fm_closure_pool) + name_len + 1;
-    fm_closure_pool *cp = fm__mem_alloc(&desc->allocator, self_bytes, alignof(fm_closure_pool));
-    if (!cp) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "closure pool '%s': no memory for the pool itself", name);
-        return NULL;
-    }
-    memset(cp, 0, sizeof *cp);
-    memcpy(cp->name, name, name_len + 1);
+    size_t self_bytes;
+    fm_closure_pool *cp =
+        FM__OBJECT_NEW(fm_closure_pool, &desc->allocator, "closure pool", name, &self_bytes);
+    if (!cp) return NULL;
     cp->self_bytes = self_bytes;
     cp->allocator = desc->allocator;
     cp->max_capture = max_capture;
@@ -277,15 +272,9 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
                                               : "allocator needs both alloc and free");
         return NULL;
     }
-    size_t name_len = strlen(name);
-    size_t self_bytes = sizeof(fm_event) + name_len + 1;
-    fm_event *ev = fm__mem_alloc(&desc->allocator, self_bytes, alignof(fm_event));
-    if (!ev) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "event '%s': no memory for the event itself", name);
-        return NULL;
-    }
-    memset(ev, 0, sizeof *ev);
-    memcpy(ev->name, name, name_len + 1);
+    size_t self_bytes;
+    fm_event *ev = FM__OBJECT_NEW(fm_event, &desc->allocator, "event", name, &self_bytes);
+    if (!ev) return NULL;
     ev->self_bytes = self_bytes;
     ev->allocator = desc->allocator;
     ev->free_slot = UINT32_MAX;
@@ -425,15 +414,10 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
                    name);
         return NULL;
     }
-    size_t name_len = strlen(name);
-    size_t self_bytes = sizeof(fm_defer_queue) + name_len + 1;
-    fm_defer_queue *q = fm__mem_alloc(&desc->allocator, self_bytes, alignof(fm_defer_queue));
-    if (!q) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "defer queue '%s': no memory for the queue itself", name);
-        return NULL;
-    }
-    memset(q, 0, sizeof *q);
-    memcpy(q->name, name, name_len + 1);
+    size_t self_bytes;
+    fm_defer_queue *q =
+        FM__OBJECT_NEW(fm_defer_queue, &desc->allocator, "defer queue", name, &self_bytes);
+    if (!q) return NULL;
     q->self_bytes = self_bytes;
     q->allocator = desc->allocator;
     if (!fm__grow_array(&q->allocator, (void **)&q->items, &q->cap,

@@ -32,15 +32,10 @@ fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc) {
                    FM_FRAME_ARENA_MAX_FRAMES, frames);
         return NULL;
     }
-    size_t name_len = strlen(name);
-    size_t self_bytes = sizeof(fm_frame_arena) + name_len + 1;
-    fm_frame_arena *fa = fm__mem_alloc(&desc->arena.allocator, self_bytes, alignof(fm_frame_arena));
-    if (!fa) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "frame arena '%s': no memory for the arena itself", name);
-        return NULL;
-    }
-    memset(fa, 0, sizeof *fa);
-    memcpy(fa->name, name, name_len + 1);
+    size_t self_bytes;
+    fm_frame_arena *fa =
+        FM__OBJECT_NEW(fm_frame_arena, &desc->arena.allocator, "frame arena", name, &self_bytes);
+    if (!fa) return NULL;
     fa->frames = frames;
     fa->allocator = desc->arena.allocator;
     fa->self_bytes = self_bytes;

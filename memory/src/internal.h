@@ -34,6 +34,15 @@ void fm__report(fm_error err, const char *fmt, ...) FM__PRINTF(2, 3);
  * from the C heap when the allocator is zero. */
 void *fm__mem_alloc(const fm_allocator *a, size_t size, size_t align);
 void fm__mem_free(const fm_allocator *a, void *ptr, size_t size);
+/* A zeroed object of `size` bytes from a, ending in a flexible char array at
+ * name_offset that gets a copy of name; *self_bytes is what to free later.
+ * NULL, reported as FM_ERR_OUT_OF_MEMORY naming kind and name. */
+void *fm__object_new(const fm_allocator *a, size_t size, size_t align, size_t name_offset,
+                     const char *kind, const char *name, size_t *self_bytes);
+#define FM__OBJECT_NEW(T, a, kind, name, self_bytes)                                 \
+    ((T *)fm__object_new((a), sizeof(T), alignof(T), offsetof(T, name), (kind), (name), \
+                         (self_bytes)))
+
 static inline bool fm__allocator_is_system(const fm_allocator *a) {
     return a->alloc == NULL;
 }

@@ -873,15 +873,9 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     if (!fm__desc_valid(desc, name)) return NULL;
     fm_clock_init();
 
-    size_t name_len = strlen(name);
-    size_t self_bytes = sizeof(fm_pool) + name_len + 1;
-    fm_pool *p = fm__mem_alloc(&desc->allocator, self_bytes, alignof(fm_pool));
-    if (!p) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for the pool itself", name);
-        return NULL;
-    }
-    memset(p, 0, sizeof *p);
-    memcpy(p->name, name, name_len + 1);
+    size_t self_bytes;
+    fm_pool *p = FM__OBJECT_NEW(fm_pool, &desc->allocator, "pool", name, &self_bytes);
+    if (!p) return NULL;
     p->desc = *desc;
     p->desc.name = p->name;
     p->desc.item_align = fm__def(desc->item_align, FM_DEFAULT_ALIGN);

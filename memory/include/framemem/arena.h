@@ -162,17 +162,7 @@ typedef struct fm__arena_hot {
 
 void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align);
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define FM__ARENA_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define FM__ARENA_SANITIZED 1
-#endif
-
-#if defined(NDEBUG) && !defined(FM__ARENA_SANITIZED) && !defined(FM_NO_INLINE) && \
+#if defined(NDEBUG) && !defined(FM__SANITIZED) && !defined(FM_NO_INLINE) && \
     !defined(FM__BUILDING_ARENA) && (defined(__GNUC__) || defined(__clang__))
 static inline void *fm__arena_alloc_inline(fm_arena *arena, size_t size, size_t align) {
     fm__arena_hot *h = (fm__arena_hot *)(void *)arena;

@@ -99,6 +99,18 @@ typedef enum fm_growth {
 const char *fm_sync_name(fm_sync sync);
 const char *fm_growth_name(fm_growth growth);
 
+/* Sanitizer builds of the caller: the inline fast paths of pool.h and arena.h
+ * step aside so every operation goes through the annotated library code. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define FM__SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FM__SANITIZED 1
+#endif
+
 /* -------------------------------------------------------- alignment helpers */
 
 #define FM_MAX_ALIGN 4096u

@@ -197,16 +197,6 @@ static inline uint64_t fm__pool_hot_index(const fm__pool_hot *h, const void *ptr
 void *fm__pool_alloc_slow(fm_pool *pool);
 void fm__pool_free_slow(fm_pool *pool, void *item);
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define FM__SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define FM__SANITIZED 1
-#endif
-
 #if defined(FM_TRACK_SITES) && !defined(FM__BUILDING_POOL)
 #define fm_pool_alloc(pool) fm_pool_alloc_at((pool), __FILE__, __LINE__)
 #define fm_pool_new(pool) fm_pool_new_at((pool), __FILE__, __LINE__)
