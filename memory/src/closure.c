@@ -6,6 +6,7 @@
  */
 #include "framemem/closure.h"
 
+#include "framemem/clock.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -180,11 +181,14 @@ static fm_pool *fm__closure_home(fm_closure *c, const char *op, bool *ok) {
     return c->owner ? c->owner->classes[c->cls] : NULL;
 }
 
-void fm_closure_retain(fm_closure *c) {
+/* Takes a reference; false (reported) when none could be taken. */
+static bool fm__closure_take(fm_closure *c) {
     bool ok;
     fm_pool *home = fm__closure_home(c, "retain", &ok);
-    if (home) fm_pool_retain(home, c);
+    return home ? fm__pool_retain(home, c) : ok;
 }
+
+void fm_closure_retain(fm_closure *c) { (void)fm__closure_take(c); }
 
 bool fm_closure_release(fm_closure *c) {
     bool ok;
@@ -254,6 +258,7 @@ struct fm_event {
     uint32_t n_slots, slots_cap, free_slot;
     uint32_t live;
     uint32_t emitting;
+    uint32_t salt; /* xored into handles: another event's handles do not match */
     bool dirty;
     fm_allocator allocator;
     size_t self_bytes;
@@ -278,6 +283,7 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
     ev->self_bytes = self_bytes;
     ev->allocator = desc->allocator;
     ev->free_slot = UINT32_MAX;
+    ev->salt = (uint32_t)((((uint64_t)(uintptr_t)ev ^ fm_clock_now()) * 0x9E3779B97F4A7C15ull) >> 32);
     uint32_t cap = fm__def(desc->initial_capacity, 8u);
     if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, cap, sizeof *ev->subs) ||
         !fm__grow_array(&ev->allocator, (void **)&ev->slots, &ev->slots_cap, cap, sizeof *ev->slots)) {
@@ -307,12 +313,14 @@ fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
         return FM_HANDLE_NULL;
     }
     uint32_t slot = ev->free_slot;
+    if (!fm__closure_take(c)) return FM_HANDLE_NULL; /* reported */
     if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, ev->n_subs + 1,
                         sizeof *ev->subs) ||
         (slot == UINT32_MAX &&
          !fm__grow_array(&ev->allocator, (void **)&ev->slots, &ev->slots_cap, ev->n_slots + 1,
                          sizeof *ev->slots))) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "event '%s': no memory for another subscriber", ev->name);
+        fm_closure_release(c);
         return FM_HANDLE_NULL;
     }
     if (slot == UINT32_MAX) {
@@ -326,12 +334,11 @@ fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
     s->pos = ev->n_subs;
     ev->subs[ev->n_subs++] = (fm__sub){c, slot, false};
     ev->live++;
-    fm_closure_retain(c);
-    return (fm_handle){(uint64_t)s->gen << 32 | (slot + 1u)};
+    return (fm_handle){(uint64_t)(s->gen ^ ev->salt) << 32 | (slot + 1u)};
 }
 
 bool fm_event_unsubscribe(fm_event *ev, fm_handle sub) {
-    uint32_t slot = (uint32_t)sub.bits - 1u, gen = (uint32_t)(sub.bits >> 32);
+    uint32_t slot = (uint32_t)sub.bits - 1u, gen = (uint32_t)(sub.bits >> 32) ^ ev->salt;
     if (slot >= ev->n_slots || ev->slots[slot].gen != gen || !(gen & 1u)) {
         fm__report(FM_ERR_STALE_HANDLE, "event '%s': unsubscribe of an unknown or removed subscription",
                    ev->name);
@@ -451,8 +458,8 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "defer queue '%s': no memory for another entry", q->name);
         return false;
     }
+    if (!fm__closure_take(c)) return false; /* reported */
     q->items[q->n++] = (fm__deferred){c, q->frame + 1 + delay_frames};
-    fm_closure_retain(c);
     return true;
 }
 

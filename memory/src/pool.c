@@ -1131,8 +1131,9 @@ fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
     fm__loc loc;
     fm_error err = item ? fm__locate(pool, item, &loc) : FM_ERR_FOREIGN_POINTER;
     if (err != FM_OK) {
-        fm__misuse((fm_pool *)pool, err == FM_ERR_DOUBLE_FREE ? FM_ERR_REFCOUNT : err, item,
-                   "handle");
+        /* A freed slot is "not a live item", like any foreign pointer. */
+        fm__misuse((fm_pool *)pool, err == FM_ERR_DOUBLE_FREE ? FM_ERR_FOREIGN_POINTER : err,
+                   item, "handle");
         return FM_HANDLE_NULL;
     }
     uint64_t gen = (loc.meta & FM__GEN_MAX) ^ pool->hot.salt;
@@ -1177,21 +1178,25 @@ static fm_error fm__ref_locate(const fm_pool *p, const void *item, fm__loc *loc)
     return err == FM_ERR_DOUBLE_FREE ? FM_ERR_REFCOUNT : err;
 }
 
-void fm_pool_retain(fm_pool *pool, void *item) {
+bool fm__pool_retain(fm_pool *pool, void *item) {
     fm__loc loc;
     fm_error err = fm__ref_locate(pool, item, &loc);
     if (err != FM_OK) {
         fm__misuse(pool, err, item, "retain");
-        return;
+        return false;
     }
     uint32_t count = fm__ref_count(pool, &loc);
     if (count == UINT32_MAX) {
         fm__misuse(pool, FM_ERR_REFCOUNT, item, "retain (count at its maximum)");
-        return;
+        return false;
     }
     uint64_t *w = fm__ref_word(pool, &loc);
-    if (w) *w = (uint64_t)(loc.meta & FM__GEN_MAX) << 32 | count;
+    if (!w) return false;
+    *w = (uint64_t)(loc.meta & FM__GEN_MAX) << 32 | count;
+    return true;
 }
+
+void fm_pool_retain(fm_pool *pool, void *item) { (void)fm__pool_retain(pool, item); }
 
 bool fm_pool_release(fm_pool *pool, void *item) {
     fm__loc loc;

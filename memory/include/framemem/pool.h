@@ -269,8 +269,9 @@ fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
 const char *fm_pool_name(const fm_pool *pool);
 /* ------------------------------------------------------- handles and refs */
 
-/// The handle of a live item; FM_HANDLE_NULL and FM_ERR_FOREIGN_POINTER (or
-/// INTERIOR / DOUBLE_FREE for a freed item) otherwise. O(1).
+/// The handle of a live item; FM_HANDLE_NULL and FM_ERR_FOREIGN_POINTER for
+/// anything else (a freed item included; FM_ERR_INTERIOR_POINTER for a
+/// pointer inside an item). O(1).
 fm_handle fm_pool_handle(const fm_pool *pool, const void *item);
 /// The item h refers to, or NULL when it is gone (freed, reused, trimmed) or
 /// h is null or of another pool. NULL is the expected answer of a weak
