@@ -314,8 +314,11 @@ void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
     FM__UNPOISON((void *)p, size);
     /* Valgrind: a mempool in virtual-memory mode, where one TRIM describes a
      * rewind; chained blocks only mark bytes addressable. */
-    if (a->vm) FM__VG_ALLOC(a, (void *)p, size);
-    else FM__VG_UNDEFINED((void *)p, size);
+    if (a->vm) {
+        if (size) FM__VG_ALLOC(a, (void *)p, size); /* empty chunks would overlap */
+    } else {
+        FM__VG_UNDEFINED((void *)p, size);
+    }
     return (void *)p;
 fail:
     a->failed_allocs++;
@@ -453,12 +456,13 @@ size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes) {
             }
             if (!best || a->held - (*best)->size < keep_bytes) break;
             fm__block *b = *best;
+            size_t size = b->size;
             *best = b->prev;
-            a->held -= b->size;
-            released += b->size;
-            FM__UNPOISON(b, b->size);
-            FM__VG_UNDEFINED(b, b->size);
-            fm__mem_free(&a->desc.allocator, b, b->size);
+            a->held -= size;
+            released += size;
+            FM__UNPOISON(b, size);
+            FM__VG_UNDEFINED(b, size);
+            fm__mem_free(&a->desc.allocator, b, size);
         }
     }
     if (released) a->decommit_events++;

@@ -94,6 +94,8 @@ void fm__os_prefault(void *ptr, size_t size);
 #define FM__VG_DEFINED(p, n) VALGRIND_MAKE_MEM_DEFINED((p), (n))
 #define FM__VG_UNDEFINED(p, n) VALGRIND_MAKE_MEM_UNDEFINED((p), (n))
 #define FM__VG_TRIM(pool, p, n) VALGRIND_MEMPOOL_TRIM((pool), (p), (n))
+#define FM__VG_QUIET_BEGIN() VALGRIND_DISABLE_ERROR_REPORTING
+#define FM__VG_QUIET_END() VALGRIND_ENABLE_ERROR_REPORTING
 #else
 #define FM__VG_CREATE_POOL(pool) ((void)(pool))
 #define FM__VG_DESTROY_POOL(pool) ((void)(pool))
@@ -103,6 +105,8 @@ void fm__os_prefault(void *ptr, size_t size);
 #define FM__VG_DEFINED(p, n) ((void)(p), (void)(n))
 #define FM__VG_UNDEFINED(p, n) ((void)(p), (void)(n))
 #define FM__VG_TRIM(pool, p, n) ((void)(pool), (void)(p), (void)(n))
+#define FM__VG_QUIET_BEGIN() ((void)0)
+#define FM__VG_QUIET_END() ((void)0)
 #endif
 
 /* Debug fill bytes (STYLE.md): freed pool slots. */

@@ -698,12 +698,25 @@ static inline void fm__scrub(const fm_pool *p, void *item) {
 #endif
 }
 
+/* Turns a live slot into a free one for the debug tools: fill, Valgrind's
+ * view (the item is gone; the link, which may reach past a small item, is
+ * written as ours), ASan poison over the whole slot. link NULL: retired. */
+static void fm__slot_to_free(const fm_pool *p, void *item, const fm__pool_link *link) {
+    fm__scrub(p, item);
+    FM__VG_FREE(p, item);
+    if (link) {
+        FM__VG_UNDEFINED(item, sizeof *link);
+        memcpy(item, link, sizeof *link);
+        FM__VG_NOACCESS(item, sizeof *link);
+    }
+    FM__POISON(item, p->hot.stride);
+}
+
 /* Frees a located live item of any chunk. */
 static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
     fm__chunk *c = fm__chunk_at(p, loc->chunk);
     uint32_t *meta = fm__meta((uintptr_t)c->base);
     bool current = loc->chunk == p->cur_idx;
-    fm__scrub(p, item);
     p->hot.headroom++;
     if (!current) {
         p->live_other--;
@@ -715,19 +728,18 @@ static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
         c->retired++;
         p->retired++;
         p->capacity--;
+        fm__slot_to_free(p, item, NULL);
     } else {
         meta[loc->slot] = (loc->meta & FM__GEN_MAX) + 1;
         if (current) {
-            memcpy(item, &p->hot.cur_free, sizeof(fm__pool_link));
+            fm__slot_to_free(p, item, &p->hot.cur_free);
             p->hot.cur_free = fm__link_to(p, c->base, loc->slot);
         } else {
             fm__pool_link next = fm__link_to(p, c->base, c->free_head);
-            memcpy(item, &next, sizeof next);
+            fm__slot_to_free(p, item, &next);
             c->free_head = loc->slot;
         }
     }
-    FM__POISON(item, p->hot.stride);
-    FM__VG_FREE(p, item);
     if (current) return;
     if (c->state == FM__CHUNK_FULL) {
         fm__file_chunk(p, loc->chunk);
@@ -760,12 +772,9 @@ void fm_pool_free(fm_pool *pool, void *item) {
         int32_t next = (int32_t)(*meta + FM__LIVE + 1u);
         if (FM__LIKELY(next > 0)) {
             *meta = (uint32_t)next;
-            fm__scrub(pool, item);
-            memcpy(item, &h->cur_free, sizeof(fm__pool_link));
+            fm__slot_to_free(pool, item, &h->cur_free);
             h->cur_free.ptr = (uint8_t *)item;
             h->cur_free.idx = (uint32_t)idx;
-            FM__POISON(item, h->stride);
-            FM__VG_FREE(pool, item);
             h->headroom++;
             return;
         }

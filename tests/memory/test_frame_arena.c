@@ -588,38 +588,12 @@ static void test_frame_alloc_block_failure_is_arena_full_and_recovers(void **sta
 
 /* ============================================================= debug aids */
 
-typedef struct child_result {
-    int status;
-    char output[8192];
-} child_result;
+typedef fm_test_child child_result;
 
 static arena_mode g_child_mode;
 static fm_test_allocator g_child_alloc;
 
-static child_result run_child(void (*fn)(void)) {
-    child_result r;
-    memset(&r, 0, sizeof r);
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        fn();
-        _exit(0);
-    }
-    close(fds[1]);
-    size_t got = 0;
-    ssize_t n;
-    while ((n = read(fds[0], r.output + got, sizeof r.output - 1 - got)) > 0) got += (size_t)n;
-    r.output[got] = '\0';
-    close(fds[0]);
-    assert_int_equal(waitpid(pid, &r.status, 0), pid);
-    return r;
-}
+#define run_child fm_test_run_child
 
 static fm_frame_arena *child_frame_arena(void) {
     fm_frame_arena_desc desc = {.name = "child_frames", .arena.commit_step = 4096};
@@ -662,6 +636,13 @@ static void test_frame_memory_of_the_previous_frame_is_readable(void **state) {
     (void)state;
     g_child_mode = g_mode;
     child_result r = run_child(read_previous_frame);
+    /* Under Valgrind the child's exit status also counts what it leaves
+     * behind when it exits without cleaning up: only its output says. */
+    if (fm_test_under_valgrind()) {
+        assert_non_null(strstr(r.output, "valgrind errors: 0"));
+        assert_non_null(strstr(r.output, "read 7"));
+        return;
+    }
     if (!(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)) {
         print_error("child status %d, output:\n%s\n", r.status, r.output);
     }
@@ -678,9 +659,14 @@ static void test_frame_memory_released_by_advance_is_poisoned_under_asan(void **
     assert_false(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     assert_non_null(strstr(r.output, "use-after-poison"));
 #else
-    /* Without ASan the read is harmless: the bytes are the arena's. */
-    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
-    assert_non_null(strstr(r.output, "read "));
+    if (fm_test_under_valgrind()) {
+        /* Memcheck run: released arena bytes are no-access to Valgrind. */
+        assert_true(fm_test_child_caught(&r));
+    } else {
+        /* Without ASan the read is harmless: the bytes are the arena's. */
+        assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+        assert_non_null(strstr(r.output, "read "));
+    }
 #endif
 }
 
@@ -708,6 +694,7 @@ static void test_frame_advance_fills_the_released_frame_in_debug_builds(void **s
 #else
     const uint8_t want = 0xDD;
 #endif
+    fm_test_allow_read(q, 5000);
     for (size_t i = 0; i < 5000; i++) {
         if (q[i] != want) {
             print_error("byte %zu is 0x%02X, expected 0x%02X\n", i, q[i], want);

@@ -1,11 +1,23 @@
 /* tests/support/fm_test.c: counting allocator, error capture, fill patterns. */
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
 #define _POSIX_C_SOURCE 200809L
 
 #include "fm_test.h"
 
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/memcheck.h>
+#include <valgrind/valgrind.h>
+#define FM_TEST_HAVE_VALGRIND 1
+#endif
+#endif
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* -------------------------------------------------------- counting allocator */
 
@@ -15,6 +27,24 @@ static void fm_test__problem(fm_test_allocator *a, const char *what, const void 
     snprintf(a->last_problem, sizeof a->last_problem, "%s (ptr %p, size %zu, align %zu)",
              what, ptr, size, align);
     print_error("fm_test_allocator: %s\n", a->last_problem);
+}
+
+#define FM_TEST_MMAP_ALIGN ((size_t)1 << 20)
+
+/* size bytes aligned to align (a power of two) from the OS; the slack around
+ * the aligned part goes straight back, so munmap(p, size) frees it all. */
+static size_t fm_test__pages(size_t size) { return (size + 4095) & ~(size_t)4095; }
+
+static void *fm_test__map_aligned(size_t size, size_t align) {
+    size = fm_test__pages(size);
+    size_t bytes = size + align;
+    uint8_t *raw = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    size_t tail = (size_t)(raw + bytes - (p + size));
+    if (tail) munmap(p + size, tail);
+    return p;
 }
 
 static void *fm_test__alloc(size_t size, size_t align, void *user) {
@@ -38,7 +68,14 @@ static void *fm_test__alloc(size_t size, size_t align, void *user) {
     }
     size_t real_align = align < sizeof(void *) ? sizeof(void *) : align;
     void *p = NULL;
-    if (posix_memalign(&p, real_align, size ? size : 1) != 0) return NULL;
+    if (real_align > FM_TEST_MMAP_ALIGN) {
+        /* Huge alignments (pool chunks of big items) come from mmap: some
+         * heaps (Valgrind's replacement malloc) cannot serve them. */
+        p = fm_test__map_aligned(size ? size : 1, real_align);
+        if (!p) return NULL;
+    } else if (posix_memalign(&p, real_align, size ? size : 1) != 0) {
+        return NULL;
+    }
     if (!fm_is_aligned(p, align)) {
         fm_test__problem(a, "posix_memalign returned a misaligned block", p, size, align);
     }
@@ -66,8 +103,11 @@ static void fm_test__free(void *ptr, size_t size, void *user) {
         }
         a->live_bytes -= a->blocks[i].size;
         a->live_blocks--;
+        size_t align = a->blocks[i].align < sizeof(void *) ? sizeof(void *) : a->blocks[i].align;
+        size_t bytes = a->blocks[i].size ? a->blocks[i].size : 1;
         a->blocks[i] = a->blocks[--a->block_count];
-        free(ptr);
+        if (align > FM_TEST_MMAP_ALIGN) munmap(ptr, fm_test__pages(bytes));
+        else free(ptr);
         return;
     }
     fm_test__problem(a, "free of a pointer this allocator did not return", ptr, size, 0);
@@ -219,4 +259,63 @@ void fm_test_assert_no_overlap(void *const *items, size_t count, size_t size) {
 
 bool fm_test_contains(const char *haystack, const char *needle) {
     return haystack && needle && strstr(haystack, needle) != NULL;
+}
+
+void fm_test_allow_read(const void *p, size_t n) {
+#ifdef FM_TEST_HAVE_VALGRIND
+    (void)VALGRIND_MAKE_MEM_DEFINED(p, n);
+#else
+    (void)p, (void)n;
+#endif
+}
+
+bool fm_test_under_valgrind(void) {
+#ifdef FM_TEST_HAVE_VALGRIND
+    return RUNNING_ON_VALGRIND != 0;
+#else
+    return false;
+#endif
+}
+
+static unsigned fm_test__valgrind_errors(void) {
+#ifdef FM_TEST_HAVE_VALGRIND
+    return (unsigned)VALGRIND_COUNT_ERRORS;
+#else
+    return 0;
+#endif
+}
+
+fm_test_child fm_test_run_child(void (*fn)(void)) {
+    fm_test_child r;
+    memset(&r, 0, sizeof r);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        unsigned before = fm_test__valgrind_errors();
+        fn();
+        if (fm_test_under_valgrind())
+            fprintf(stderr, "\nvalgrind errors: %u\n", fm_test__valgrind_errors() - before);
+        fflush(stderr);
+        _exit(0);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t n;
+    while ((n = read(fds[0], r.output + got, sizeof r.output - 1 - got)) > 0) got += (size_t)n;
+    r.output[got] = '\0';
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &r.status, 0), pid);
+    return r;
+}
+
+bool fm_test_child_caught(const fm_test_child *r) {
+    if (strstr(r->output, "use-after-poison")) return true;
+    const char *v = strstr(r->output, "valgrind errors: ");
+    return v && strtoul(v + strlen("valgrind errors: "), NULL, 10) > 0;
 }

@@ -75,6 +75,26 @@ void fm_test_allocator_recover(fm_test_allocator *a);
 /// cmocka-asserts: no live bytes or blocks, no contract violations.
 void fm_test_allocator_assert_clean(const fm_test_allocator *a);
 
+/// true when the test runs under Valgrind (the Debug build's memcheck run).
+bool fm_test_under_valgrind(void);
+/// Tells Valgrind that the test reads [p, p + n) on purpose (released memory
+/// whose fill pattern it checks); nothing without Valgrind.
+void fm_test_allow_read(const void *p, size_t n);
+
+/* A child process for tests whose subject is a sanitizer report. */
+typedef struct fm_test_child {
+    int status;        /* from waitpid */
+    char output[8192]; /* the child's stderr; under Valgrind it ends with a
+                          "valgrind errors: N" line (Valgrind writes its own
+                          reports to the original stderr, not the pipe) */
+} fm_test_child;
+
+/// Runs fn in a forked child with stderr captured; the child exits 0 after fn.
+fm_test_child fm_test_run_child(void (*fn)(void));
+/// true when the child's memory error was caught: an ASan "use-after-poison"
+/// report, or a Valgrind error counted while fn ran.
+bool fm_test_child_caught(const fm_test_child *r);
+
 /* ------------------------------------------------------------ error capture */
 
 typedef struct fm_test_errors {

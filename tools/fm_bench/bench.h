@@ -39,6 +39,7 @@ typedef struct bench_experiment {
 void churn_run(const bench_opts *opts);
 void regrowth_run(const bench_opts *opts);
 void frame_run(const bench_opts *opts);
+void callbacks_run(const bench_opts *opts);
 
 /* ----------------------------------------------- keeping work observable */
 
@@ -75,6 +76,17 @@ int churn_callgrind(uint32_t pairs);
  * frame in its own function with its frame end (reset, advance, free all).
  * 0 when the arenas counted every allocation and none failed. */
 int frame_callgrind(uint32_t allocs);
+
+/* The hidden --callgrind-callbacks N mode (see tools/fm-callgrind): N
+ * resolves of handles of 10,000 live pool items in random order (inline as
+ * callers compile fm_pool_resolve, the out-of-line function, a pointer chase
+ * plus compare, a raw pointer, an empty loop); N retain+release pairs
+ * (fm_pool, fm_closure, an intrusive count, an empty loop); N callbacks with
+ * a 32-byte capture made, called and released one at a time, in frames of
+ * 4096 (fm_closure_make, fm_closure_make_frame, a malloc'd closure, a closure
+ * on the stack), each loop in its own function. 0 when every lookup found
+ * its item, every callback ran and nothing is left live. */
+int callbacks_callgrind(uint32_t count);
 
 /* ----------------------------------------------------------------- random */
 

@@ -4,8 +4,8 @@
  *   fm-bench [--list] [--only NAME] [--quick] [--repeat N] [--csv DIR] [--no-pin]
  *
  * Prints a header (machine, compiler, build, clock) and one markdown section
- * per experiment. Hidden: --callgrind-churn N and --callgrind-arena N, the
- * modes tools/fm-callgrind runs under valgrind.
+ * per experiment. Hidden: --callgrind-churn N, --callgrind-arena N and
+ * --callgrind-callbacks N, the modes tools/fm-callgrind runs under valgrind.
  */
 #include "bench.h"
 
@@ -26,6 +26,11 @@ static const bench_experiment experiments[] = {
      "1,000,000 mixed 16..256-byte temporaries per frame then reset, fm_arena and "
      "fm_frame_arena vs malloc/free; reset cost vs allocation count",
      frame_run},
+    {"callbacks",
+     "5,000 callbacks made, called and released per frame: malloc'd closures vs "
+     "fm_closure_make and fm_closure_make_frame; event emit; retain/release pairs; "
+     "handle resolves vs a pointer chase",
+     callbacks_run},
 };
 enum { EXPERIMENTS = sizeof experiments / sizeof experiments[0] };
 
@@ -36,9 +41,11 @@ static void usage(FILE *f) {
             "  --only NAME   run one experiment (see --list)\n"
             "  --quick       CI smoke run: small counts, a few seconds\n"
             "  --repeat N    runs per variant; figures are medians (default: churn 5,\n"
-            "                regrowth 3 and frame 3, or 1 with --quick)\n"
+            "                regrowth 3 and frame 3, or 1 with --quick; callbacks 5,\n"
+            "                or 3 with --quick)\n"
             "  --csv DIR     write CSV files (regrowth: one per variant, every run,\n"
-            "                run,index,ns,position; frame: one row per variant and run)\n"
+            "                run,index,ns,position; frame and callbacks: one row per\n"
+            "                variant and run)\n"
             "  --no-pin      do not pin fm-bench to the CPU it starts on\n"
             "  --help        this text\n");
 }
@@ -58,7 +65,7 @@ static unsigned long parse_count(const char *opt, const char *s, unsigned long m
 int main(int argc, char **argv) {
     bench_opts opts = {.pinned_cpu = -1};
     const char *only = NULL;
-    unsigned long callgrind_pairs = 0, callgrind_allocs = 0;
+    unsigned long callgrind_pairs = 0, callgrind_allocs = 0, callgrind_callbacks = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -86,6 +93,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--callgrind-arena")) {
             callgrind_allocs = parse_count(a, next, 1000000000ul);
             i++;
+        } else if (!strcmp(a, "--callgrind-callbacks")) {
+            callgrind_callbacks = parse_count(a, next, 1000000000ul);
+            i++;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -101,6 +111,7 @@ int main(int argc, char **argv) {
 
     if (callgrind_pairs) return churn_callgrind((uint32_t)callgrind_pairs);
     if (callgrind_allocs) return frame_callgrind((uint32_t)callgrind_allocs);
+    if (callgrind_callbacks) return callbacks_callgrind((uint32_t)callgrind_callbacks);
 
     if (only) {
         int e = 0;
