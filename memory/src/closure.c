@@ -1,8 +1,10 @@
 /* closure.c: pooled and frame closures, multicast events, deferred calls.
  *
- * A closure is a 32-byte header and its capture. A freed pool slot's first
- * 16 bytes hold the pool's free-list link, so everything needed to recognise
- * a dead closure (owner, class, magic) sits in the second 16 bytes.
+ * A closure is a 32-byte header and its capture. Pooled closures count their
+ * references in the header (the CountPool idea): retain and release touch
+ * nothing else, and the last release is a plain pool free. A freed pool
+ * slot's first 16 bytes hold the pool's free-list link, so what recognises a
+ * dead closure (owner, class, magic) sits in the second 16 bytes.
  */
 #include "framemem/closure.h"
 
@@ -19,7 +21,7 @@
 struct fm_closure {
     fm_closure_fn fn;
     uint32_t capture_size;
-    uint32_t unused;
+    uint32_t refs;          /* pooled: references held; frame: 0 */
     fm_closure_pool *owner; /* NULL for frame closures */
     uint16_t magic;
     uint16_t cls;
@@ -101,14 +103,13 @@ static void fm__closure_init(fm_closure *c, fm_closure_fn fn, const void *captur
     c->fn = fn;
     c->capture_size = (uint32_t)size;
     c->magic = FM__CLOSURE_MAGIC;
-    if (size) memcpy(c->capture, capture, size);
+    if (capture && size) memcpy(c->capture, capture, size);
 }
 
 static bool fm__closure_args_ok(const char *kind, const char *name, fm_closure_fn fn,
-                                const void *capture, size_t size, size_t max) {
+                                size_t size, size_t max) {
     const char *why = NULL;
     if (!fn) why = "fn is NULL";
-    else if (size && !capture) why = "capture is NULL";
     else if (size > max) why = "capture larger than max_capture";
     if (why) fm__report(FM_ERR_INVALID_ARG, "%s '%s': make (%zu capture bytes): %s", kind, name,
                         size, why);
@@ -117,8 +118,17 @@ static bool fm__closure_args_ok(const char *kind, const char *name, fm_closure_f
 
 fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
                             size_t capture_size) {
-    if (!fm__closure_args_ok("closure pool", cp->name, fn, capture, capture_size,
-                             cp->max_capture)) {
+    if (capture_size && !capture) {
+        cp->refused++;
+        fm__report(FM_ERR_INVALID_ARG, "closure pool '%s': make: capture is NULL", cp->name);
+        return NULL;
+    }
+    return fm_closure_alloc(cp, fn, capture, capture_size);
+}
+
+fm_closure *fm_closure_alloc(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
+                             size_t capture_size) {
+    if (!fm__closure_args_ok("closure pool", cp->name, fn, capture_size, cp->max_capture)) {
         cp->refused++;
         return NULL;
     }
@@ -132,6 +142,7 @@ fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *c
     c->owner = cp;
     c->cls = (uint16_t)cls;
     c->flags = 0;
+    c->refs = 1;
     fm__closure_init(c, fn, capture, capture_size);
     cp->total_made++;
     return c;
@@ -139,13 +150,23 @@ fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *c
 
 fm_closure *fm_closure_make_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
                                   size_t capture_size) {
-    if (!fm__closure_args_ok("frame closure", "frame", fn, capture, capture_size, UINT32_MAX))
+    if (capture_size && !capture) {
+        fm__report(FM_ERR_INVALID_ARG, "frame closure: make: capture is NULL");
+        return NULL;
+    }
+    return fm_closure_alloc_frame(fa, fn, capture, capture_size);
+}
+
+fm_closure *fm_closure_alloc_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
+                                   size_t capture_size) {
+    if (!fm__closure_args_ok("frame closure", "frame", fn, capture_size, UINT32_MAX))
         return NULL;
     fm_closure *c = fm_frame_alloc(fa, sizeof(fm_closure) + capture_size, 16);
     if (!c) return NULL; /* the arena reported why */
     c->owner = NULL;
     c->cls = 0;
     c->flags = FM__CLOSURE_FRAME;
+    c->refs = 0;
     fm__closure_init(c, fn, capture, capture_size);
     return c;
 }
@@ -189,7 +210,13 @@ static fm_pool *fm__closure_home(fm_closure *c, const char *op, bool *ok) {
 static bool fm__closure_take(fm_closure *c) {
     bool ok;
     fm_pool *home = fm__closure_home(c, "retain", &ok);
-    return home ? fm__pool_retain(home, c) : ok;
+    if (!home) return ok; /* frame closures: nothing to count */
+    if (c->refs == UINT32_MAX) {
+        fm__report(FM_ERR_REFCOUNT, "closure %p: retain: count at its maximum", (void *)c);
+        return false;
+    }
+    c->refs++;
+    return true;
 }
 
 void fm_closure_retain(fm_closure *c) { (void)fm__closure_take(c); }
@@ -198,10 +225,12 @@ bool fm_closure_release(fm_closure *c) {
     bool ok;
     fm_pool *home = fm__closure_home(c, "release", &ok);
     if (!home) return false;
+    if (--c->refs > 0) return false;
     /* The magic goes with the last reference, so a later release of this
      * pointer is recognised even where the slot's bytes survive. */
-    if (fm_pool_refcount(home, c) == 1) c->magic = 0;
-    return fm_pool_release(home, c);
+    c->magic = 0;
+    fm_pool_free(home, c);
+    return true;
 }
 
 void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out) {

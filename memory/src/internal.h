@@ -28,11 +28,6 @@
 /* Sets the thread's last error, formats the message and calls the handler. */
 void fm__report(fm_error err, const char *fmt, ...) FM__PRINTF(2, 3);
 
-/* fm_pool_retain that says whether it took the reference (closure.c needs
- * to know before it records a holder). */
-struct fm_pool;
-bool fm__pool_retain(struct fm_pool *pool, void *item);
-
 /* ------------------------------------------------------- backing memory */
 
 /* Bookkeeping memory (pool structs, tables) from the desc's allocator, or

@@ -1187,25 +1187,21 @@ static fm_error fm__ref_locate(const fm_pool *p, const void *item, fm__loc *loc)
     return err == FM_ERR_DOUBLE_FREE ? FM_ERR_REFCOUNT : err;
 }
 
-bool fm__pool_retain(fm_pool *pool, void *item) {
+void fm_pool_retain(fm_pool *pool, void *item) {
     fm__loc loc;
     fm_error err = fm__ref_locate(pool, item, &loc);
     if (err != FM_OK) {
         fm__misuse(pool, err, item, "retain");
-        return false;
+        return;
     }
     uint32_t count = fm__ref_count(pool, &loc);
     if (count == UINT32_MAX) {
         fm__misuse(pool, FM_ERR_REFCOUNT, item, "retain (count at its maximum)");
-        return false;
+        return;
     }
     uint64_t *w = fm__ref_word(pool, &loc);
-    if (!w) return false;
-    *w = (uint64_t)(loc.meta & FM__GEN_MAX) << 32 | count;
-    return true;
+    if (w) *w = (uint64_t)(loc.meta & FM__GEN_MAX) << 32 | count;
 }
-
-void fm_pool_retain(fm_pool *pool, void *item) { (void)fm__pool_retain(pool, item); }
 
 bool fm_pool_release(fm_pool *pool, void *item) {
     fm__loc loc;

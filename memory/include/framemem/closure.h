@@ -67,6 +67,13 @@ fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *c
 /// The same in a frame arena: valid until the arena releases the frame.
 fm_closure *fm_closure_make_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
                                   size_t capture_size);
+/// fm_closure_make / fm_closure_make_frame that leave the capture for the
+/// caller to write in place (fm_closure_capture), or copy it when capture is
+/// not NULL: a capture built straight into the closure skips the copy.
+fm_closure *fm_closure_alloc(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
+                             size_t capture_size);
+fm_closure *fm_closure_alloc_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
+                                   size_t capture_size);
 /// Calls the closure: fn(capture, arg).
 void fm_closure_call(const fm_closure *c, void *arg);
 /// The closure's copy of the captured bytes (16-byte aligned).
@@ -79,8 +86,23 @@ void fm_closure_retain(fm_closure *c);
 bool fm_closure_release(fm_closure *c);
 
 /// FM_CLOSURE(pool, fn, struct hit, .target = e, .damage = 3): captures a
-/// struct literal by value.
+/// struct literal by value (built in place where the compiler allows);
+/// FM_CLOSURE_FRAME(frame_arena, fn, T, ...) the same in a frame arena.
+#if defined(__GNUC__) || defined(__clang__)
+#define FM__CLOSURE_IN_PLACE(make, owner, fn, T, ...)                            \
+    __extension__({                                                             \
+        fm_closure *fm__c = make((owner), (fn), NULL, sizeof(T));               \
+        if (fm__c) *(T *)fm_closure_capture(fm__c) = (T){__VA_ARGS__};          \
+        fm__c;                                                                  \
+    })
+#define FM_CLOSURE(cp, fn, T, ...) FM__CLOSURE_IN_PLACE(fm_closure_alloc, cp, fn, T, __VA_ARGS__)
+#define FM_CLOSURE_FRAME(fa, fn, T, ...)                                        \
+    FM__CLOSURE_IN_PLACE(fm_closure_alloc_frame, fa, fn, T, __VA_ARGS__)
+#else
 #define FM_CLOSURE(cp, fn, T, ...) fm_closure_make((cp), (fn), &(T){__VA_ARGS__}, sizeof(T))
+#define FM_CLOSURE_FRAME(fa, fn, T, ...)                                        \
+    fm_closure_make_frame((fa), (fn), &(T){__VA_ARGS__}, sizeof(T))
+#endif
 
 /* ---------------------------------------------------------------- events */
 

@@ -1,0 +1,794 @@
+/*
+ * tests/fuzz/fuzz_pool.c: libFuzzer harness for fm_pool against a reference
+ * model.
+ *
+ * Input: a 7-byte header choosing the pool (item size 1..1024, alignment
+ * 1..4096 or the default, growth policy, initial and max capacity, grow step
+ * or factor, hooks, system or counting allocator, a fault in create), then
+ * one operation per opcode byte with its operands:
+ *
+ *   alloc / new, bursts of them; free / delete (the dtor may free its own
+ *   item: a documented misuse); bad frees and other calls on NULL, stack,
+ *   static, freed, interior, nearby and other-pool pointers (each must be
+ *   reported with its code and change nothing); reserve; trim; owns;
+ *   handle / resolve (stale handles resolve NULL, live ones to their item);
+ *   retain / release / refcount; foreach (counting, or freeing as it walks);
+ *   fm_pool_check with a full comparison; arming the allocator's faults.
+ *
+ * The model keeps every live item with its byte pattern and count, a few
+ * freed pointers, a few handles with the item each must resolve to (NULL once
+ * it is gone), and every counter the pool reports. Any mismatch aborts with a
+ * message. At the end the pool is destroyed (dtors and the leak report
+ * checked) and the counting allocator must hold zero bytes.
+ */
+#include "fuzz_support.h"
+
+#include "framemem/pool.h"
+
+enum {
+    MAX_LIVE = 4096,
+    MAX_FREED = 16,
+    MAX_HANDLES = 32,
+    MAX_OPS = 4096,
+    MEMORY_CAP = 8 << 20, /* bytes of slots the model lets the pool grow to */
+};
+
+typedef struct live_item {
+    uint8_t *ptr;
+    uint32_t seed;
+    uint32_t refs;
+} live_item;
+
+typedef struct tracked_handle {
+    fm_handle h;
+    uint8_t *expect; /* the item, or NULL once it is gone */
+} tracked_handle;
+
+typedef struct model {
+    fm_pool *pool;
+    fm_pool *other; /* a second pool, for foreign items */
+    void *other_item;
+    bool counting;
+    bool hooks;
+    bool silent;
+    size_t item_size;
+    size_t align;
+    size_t stride;
+    fm_growth growth;
+    uint32_t max_capacity;
+    uint64_t min_capacity; /* trim never goes below it */
+
+    live_item live[MAX_LIVE];
+    size_t count;
+    uint8_t *freed[MAX_FREED]; /* freed, not handed out again, chunk not trimmed */
+    size_t n_freed, next_freed;
+    tracked_handle handles[MAX_HANDLES];
+    size_t n_handles, next_handle;
+    uint32_t next_seed;
+
+    /* what the pool's counters and hooks must say */
+    uint64_t allocs, frees, failed, misuse, peak, trims, trimmed;
+    uint64_t ctors, dtors;
+    uint64_t reports;
+
+    /* what the hooks saw */
+    uint64_t ctor_calls, dtor_calls;
+    const void *dtor_expect; /* the item delete / release is destroying */
+    bool dtor_frees_item;    /* that dtor frees its own item */
+    bool destroying;
+    void **sorted; /* live items by address, while destroying */
+} model;
+
+static model g_m;
+static fz_alloc g_alloc;
+static long long g_static_block[8]; /* foreign memory that is not the stack */
+
+/* Scratch for foreach and the full check. */
+static uint32_t g_order[MAX_LIVE];
+static uint8_t g_visited[MAX_LIVE];
+static uint8_t g_doomed[MAX_LIVE];
+static void *g_sorted[MAX_LIVE];
+
+/* ================================================================ helpers */
+
+static fm_pool_stats stats_of(const fm_pool *pool) {
+    fm_pool_stats s;
+    memset(&s, 0, sizeof s);
+    fm_pool_get_stats(pool, &s);
+    return s;
+}
+
+static void verify_item(const model *m, size_t i) {
+    const live_item *it = &m->live[i];
+    size_t bad = fz_check_fill(it->ptr, m->item_size, it->seed);
+    if (bad != m->item_size)
+        FZ_FAIL("live item %p (%zu bytes) changed at byte %zu", (void *)it->ptr, m->item_size, bad);
+}
+
+static size_t find_live(const model *m, const void *p) {
+    for (size_t i = 0; i < m->count; i++) {
+        if (m->live[i].ptr == p) return i;
+    }
+    return SIZE_MAX;
+}
+
+static void forget_freed(model *m, const void *p) {
+    for (size_t i = 0; i < m->n_freed; i++) {
+        if (m->freed[i] == p) {
+            m->freed[i] = m->freed[--m->n_freed];
+            return;
+        }
+    }
+}
+
+/* The item at p was freed (by free, delete, release or a walk). */
+static void item_gone(model *m, uint8_t *p) {
+    m->frees++;
+    for (size_t i = 0; i < m->n_handles; i++) {
+        if (m->handles[i].expect == p) m->handles[i].expect = NULL;
+    }
+    if (m->n_freed < MAX_FREED) {
+        m->freed[m->n_freed++] = p;
+    } else {
+        m->freed[m->next_freed] = p;
+        m->next_freed = (m->next_freed + 1) % MAX_FREED;
+    }
+}
+
+static void remove_live(model *m, size_t i) { m->live[i] = m->live[--m->count]; }
+
+static void track_handle(model *m, fm_handle h, uint8_t *item) {
+    if (m->n_handles < MAX_HANDLES) {
+        m->handles[m->n_handles++] = (tracked_handle){h, item};
+    } else {
+        m->handles[m->next_handle] = (tracked_handle){h, item};
+        m->next_handle = (m->next_handle + 1) % MAX_HANDLES;
+    }
+}
+
+/* ================================================================== hooks */
+
+static void ctor_hook(void *item, void *user) {
+    model *m = user;
+    m->ctor_calls++;
+    memset(item, 0xC7, m->item_size); /* the whole item is the ctor's */
+}
+
+static void dtor_hook(void *item, void *user) {
+    model *m = user;
+    m->dtor_calls++;
+    if (m->destroying) {
+        if (!bsearch(&item, m->sorted, m->count, sizeof *m->sorted, fz_cmp_ptr))
+            FZ_FAIL("destroy ran the dtor on %p, not a live item", item);
+        return;
+    }
+    if (item != m->dtor_expect) FZ_FAIL("dtor ran on %p, expected %p", item, m->dtor_expect);
+    if (m->dtor_frees_item) fm_pool_free(m->pool, item);
+}
+
+/* ========================================================== whole checks */
+
+/* Counters that every operation keeps exact. */
+static void check_counters(const model *m) {
+    fm_pool_stats s = stats_of(m->pool);
+    FZ_CHECK_EQ(s.live, m->count);
+    FZ_CHECK_EQ(s.total_allocs, m->allocs);
+    FZ_CHECK_EQ(s.total_frees, m->frees);
+    FZ_CHECK_EQ(s.failed_allocs, m->failed);
+    FZ_CHECK_EQ(s.misuse_count, m->misuse);
+    FZ_CHECK_EQ(s.peak_live, m->peak);
+    FZ_CHECK(s.capacity >= s.live);
+    if (m->max_capacity) FZ_CHECK(s.capacity <= m->max_capacity);
+    FZ_CHECK_EQ(fz_err.count, m->reports);
+    FZ_CHECK_EQ(m->ctor_calls, m->ctors);
+    FZ_CHECK_EQ(m->dtor_calls, m->dtors);
+}
+
+static void check_handles(const model *m) {
+    for (size_t i = 0; i < m->n_handles; i++) {
+        void *got = fm_pool_resolve(m->pool, m->handles[i].h);
+        if (got != m->handles[i].expect)
+            FZ_FAIL("handle %#llx resolves to %p, expected %p",
+                    (unsigned long long)m->handles[i].h.bits, got, (void *)m->handles[i].expect);
+    }
+}
+
+static void full_check(model *m) {
+    check_counters(m);
+    fm_pool_stats s = stats_of(m->pool);
+    FZ_CHECK_EQ(s.trim_events, m->trims);
+    FZ_CHECK_EQ(s.bytes_trimmed, m->trimmed);
+    FZ_CHECK_EQ(s.item_size, m->item_size);
+    FZ_CHECK_EQ(s.item_align, m->align);
+    FZ_CHECK_EQ(s.stride, m->stride);
+    FZ_CHECK(s.bytes_overhead == s.bytes_reserved - s.capacity * s.item_size);
+    FZ_CHECK(s.grow_ns_total >= s.grow_ns_max);
+    FZ_CHECK(FM_IS_POW2(s.chunk_bytes));
+    FZ_CHECK(s.capacity <= s.chunk_count * s.items_per_chunk);
+    for (size_t i = 0; i < m->count; i++) {
+        verify_item(m, i);
+        FZ_CHECK(fm_is_aligned(m->live[i].ptr, m->align));
+        g_sorted[i] = m->live[i].ptr;
+    }
+    qsort(g_sorted, m->count, sizeof *g_sorted, fz_cmp_ptr);
+    for (size_t i = 0; i + 1 < m->count; i++) {
+        if ((uintptr_t)g_sorted[i] + m->stride > (uintptr_t)g_sorted[i + 1])
+            FZ_FAIL("live items %p and %p overlap (stride %zu)", g_sorted[i], g_sorted[i + 1],
+                    m->stride);
+    }
+    check_handles(m);
+    fm_error err = fm_pool_check(m->pool);
+    if (err != FM_OK) FZ_FAIL("fm_pool_check: %s", fm_error_name(err));
+}
+
+/* =============================================================== allocation */
+
+static bool alloc_one(model *m, bool use_new) {
+    if (m->count == MAX_LIVE) return false;
+    fm_pool_stats before = stats_of(m->pool);
+    bool full = (m->max_capacity && m->count >= m->max_capacity) ||
+                (m->growth == FM_GROWTH_FIXED && m->count >= before.capacity);
+    bool room = m->count < before.capacity;
+    if (!full && !room && (before.capacity + 1) * m->stride > MEMORY_CAP) return false;
+    uint64_t failed_calls = g_alloc.failed_calls;
+    size_t backing = g_alloc.live_bytes;
+    fm_clear_error();
+    uint8_t *p = use_new ? fm_pool_new(m->pool) : fm_pool_alloc(m->pool);
+    if (!p) {
+        if (full) {
+            FZ_CHECK_ERR(FM_ERR_POOL_FULL);
+        } else {
+            if (room) FZ_FAIL("alloc failed with %llu live of capacity %llu",
+                              (unsigned long long)m->count, (unsigned long long)before.capacity);
+            FZ_CHECK_ERR(FM_ERR_OUT_OF_MEMORY);
+            if (!m->counting || g_alloc.failed_calls == failed_calls)
+                FZ_FAIL("growth failed though the allocator refused nothing");
+            fm_pool_stats after = stats_of(m->pool);
+            FZ_CHECK_EQ(after.capacity, before.capacity);
+            FZ_CHECK_EQ(after.bytes_reserved, before.bytes_reserved);
+            FZ_CHECK_EQ(g_alloc.live_bytes, backing);
+        }
+        m->failed++;
+        m->reports++;
+        return false;
+    }
+    if (full) FZ_FAIL("alloc succeeded past the pool's limit (%zu live)", m->count);
+    FZ_CHECK_ERR(FM_OK);
+    FZ_CHECK(fm_is_aligned(p, m->align));
+    FZ_CHECK(fm_pool_owns(m->pool, p));
+    if (use_new && m->hooks) m->ctors++;
+    m->allocs++;
+    forget_freed(m, p);
+    uint32_t seed = m->next_seed++;
+    fz_fill(p, m->item_size, seed);
+    m->live[m->count++] = (live_item){p, seed, 1};
+    if (m->count > m->peak) m->peak = m->count;
+    return true;
+}
+
+static void op_alloc(model *m, fz_input *in) {
+    uint8_t sel = fz_u8(in);
+    int n = sel & 0x80 ? 1 + (sel & 0x3F) : 1;
+    for (int k = 0; k < n; k++) {
+        if (!alloc_one(m, (sel >> 6) & 1)) break;
+    }
+}
+
+/* Frees live item i by free, delete, or delete whose dtor frees the item
+ * itself (reported as a double free after the fact). */
+static void free_one(model *m, size_t i, uint8_t how) {
+    verify_item(m, i);
+    uint8_t *p = m->live[i].ptr;
+    remove_live(m, i);
+    fm_clear_error();
+    how %= 4;
+    if (how < 2) {
+        fm_pool_free(m->pool, p);
+        FZ_CHECK_ERR(FM_OK);
+    } else {
+        bool self_free = how == 3 && m->hooks;
+        m->dtor_expect = p;
+        m->dtor_frees_item = self_free;
+        fm_pool_delete(m->pool, p);
+        m->dtor_expect = NULL;
+        m->dtor_frees_item = false;
+        if (m->hooks) m->dtors++;
+        if (self_free) {
+            FZ_CHECK_ERR(FM_ERR_DOUBLE_FREE);
+            m->misuse++;
+            m->reports++;
+        } else {
+            FZ_CHECK_ERR(FM_OK);
+        }
+    }
+    item_gone(m, p);
+    FZ_CHECK(!fm_pool_owns(m->pool, p));
+}
+
+static void op_free(model *m, fz_input *in) {
+    uint8_t sel = fz_u8(in);
+    int n = sel & 0x80 ? 1 + (sel & 0x3F) : 1;
+    for (int k = 0; k < n && m->count; k++) free_one(m, fz_below(in, (uint32_t)m->count), sel >> 6);
+}
+
+/* ============================================================ bad pointers */
+
+enum { CALL_FREE, CALL_DELETE, CALL_HANDLE, CALL_RETAIN, CALL_RELEASE, CALL_REFCOUNT, CALL_COUNT };
+
+/* Calls `call` on bad, which fm__locate calls `code` (FM_OK: any of the
+ * three codes a nearby address can get) and checks it was reported with the
+ * code that call documents and nothing changed. */
+static void expect_rejected(model *m, void *bad, int call, fm_error code) {
+    fm_pool_stats before = stats_of(m->pool);
+    size_t backing = g_alloc.live_bytes;
+    fm_clear_error();
+    bool null_ok = false; /* free and delete of NULL are quiet no-ops */
+    switch (call) {
+    case CALL_FREE: fm_pool_free(m->pool, bad); null_ok = true; break;
+    case CALL_DELETE: fm_pool_delete(m->pool, bad); null_ok = true; break;
+    case CALL_HANDLE: FZ_CHECK(fm_handle_is_null(fm_pool_handle(m->pool, bad))); break;
+    case CALL_RETAIN: fm_pool_retain(m->pool, bad); break;
+    case CALL_RELEASE: FZ_CHECK(!fm_pool_release(m->pool, bad)); break;
+    default: FZ_CHECK_EQ(fm_pool_refcount(m->pool, bad), 0); break;
+    }
+    fm_error got = fm_last_error();
+    if (bad == NULL && null_ok) {
+        FZ_CHECK_ERR(FM_OK);
+    } else {
+        /* A freed slot is "not a live item" to handle, "dead" to counts. */
+        fm_error dead = call == CALL_HANDLE                       ? FM_ERR_FOREIGN_POINTER
+                        : call >= CALL_RETAIN                      ? FM_ERR_REFCOUNT
+                                                                   : FM_ERR_DOUBLE_FREE;
+        if (code == FM_OK) {
+            if (got != FM_ERR_FOREIGN_POINTER && got != FM_ERR_INTERIOR_POINTER && got != dead)
+                FZ_FAIL("call %d on nearby %p: %s", call, bad, fm_error_name(got));
+        } else {
+            fm_error want = code == FM_ERR_DOUBLE_FREE ? dead : code;
+            if (got != want)
+                FZ_FAIL("call %d on %p: expected %s, got %s", call, bad, fm_error_name(want),
+                        fm_error_name(got));
+        }
+        m->misuse++;
+        m->reports++;
+    }
+    fm_pool_stats after = stats_of(m->pool);
+    FZ_CHECK_EQ(after.live, before.live);
+    FZ_CHECK_EQ(after.total_frees, before.total_frees);
+    FZ_CHECK_EQ(after.capacity, before.capacity);
+    FZ_CHECK_EQ(after.bytes_reserved, before.bytes_reserved);
+    FZ_CHECK_EQ(g_alloc.live_bytes, backing);
+    FZ_CHECK(!fm_pool_owns(m->pool, bad));
+}
+
+static void op_bad_pointer(model *m, fz_input *in) {
+    long long on_stack[4] = {0};
+    uint8_t kind = fz_u8(in) % 8;
+    int call = (int)fz_below(in, CALL_COUNT);
+    switch (kind) {
+    case 0: expect_rejected(m, NULL, call, FM_ERR_FOREIGN_POINTER); break;
+    case 1: expect_rejected(m, on_stack, call, FM_ERR_FOREIGN_POINTER); break;
+    case 2: expect_rejected(m, &g_static_block[fz_u8(in) % 8], call, FM_ERR_FOREIGN_POINTER); break;
+    case 3:
+        if (m->n_freed) expect_rejected(m, m->freed[fz_below(in, (uint32_t)m->n_freed)], call,
+                                        FM_ERR_DOUBLE_FREE);
+        break;
+    case 4:
+        if (m->count) {
+            uint8_t *p = m->live[fz_below(in, (uint32_t)m->count)].ptr;
+            uintptr_t inside = (uintptr_t)p + 1 + fz_u16(in) % (m->stride - 1);
+            expect_rejected(m, (void *)inside, call, FM_ERR_INTERIOR_POINTER);
+        }
+        break;
+    case 5:
+        if (m->count) {
+            uint8_t *p = m->live[fz_below(in, (uint32_t)m->count)].ptr;
+            int16_t delta = (int16_t)fz_u16(in);
+            intptr_t step = fz_u8(in) & 1 ? (intptr_t)m->stride : 1;
+            void *q = (void *)((uintptr_t)p + (uintptr_t)(delta * step));
+            if (q != p && find_live(m, q) == SIZE_MAX) expect_rejected(m, q, call, FM_OK);
+        }
+        break;
+    case 6:
+        if (m->other) expect_rejected(m, m->other_item, call, FM_ERR_FOREIGN_POINTER);
+        break;
+    default:
+        if (m->count) {
+            uintptr_t far = (uintptr_t)m->live[0].ptr ^ ((uintptr_t)1 << (36 + fz_u8(in) % 8));
+            expect_rejected(m, (void *)far, call, FM_ERR_FOREIGN_POINTER);
+        }
+        break;
+    }
+}
+
+/* ========================================================= capacity, trim */
+
+static void op_reserve(model *m, fz_input *in) {
+    uint8_t sel = fz_u8(in);
+    uint32_t want = sel & 1 ? (uint32_t)m->count + fz_u16(in) % 2048 : fz_u32(in);
+    fm_pool_stats before = stats_of(m->pool);
+    bool grows = want > before.capacity;
+    bool refused = grows && (m->growth == FM_GROWTH_FIXED ||
+                             (m->max_capacity && want > m->max_capacity));
+    if (grows && !refused && (uint64_t)want * m->stride > MEMORY_CAP) return;
+    uint64_t failed_calls = g_alloc.failed_calls;
+    size_t backing = g_alloc.live_bytes;
+    fm_clear_error();
+    bool ok = fm_pool_reserve(m->pool, want);
+    fm_pool_stats after = stats_of(m->pool);
+    if (ok) {
+        if (refused) FZ_FAIL("reserve(%u) succeeded past the pool's limit", want);
+        FZ_CHECK_ERR(FM_OK);
+        FZ_CHECK(after.capacity >= want);
+        if (!grows) FZ_CHECK_EQ(after.bytes_reserved, before.bytes_reserved);
+        return;
+    }
+    if (refused) {
+        FZ_CHECK_ERR(FM_ERR_POOL_FULL);
+    } else {
+        FZ_CHECK_ERR(FM_ERR_OUT_OF_MEMORY);
+        if (!grows) FZ_FAIL("reserve(%u) below the capacity failed", want);
+        if (!m->counting || g_alloc.failed_calls == failed_calls)
+            FZ_FAIL("reserve(%u) failed though the allocator refused nothing", want);
+    }
+    FZ_CHECK_EQ(after.capacity, before.capacity);
+    FZ_CHECK_EQ(after.bytes_reserved, before.bytes_reserved);
+    FZ_CHECK_EQ(g_alloc.live_bytes, backing);
+    m->reports++;
+}
+
+static void op_trim(model *m) {
+    fm_pool_stats before = stats_of(m->pool);
+    size_t backing = g_alloc.live_bytes;
+    fm_clear_error();
+    size_t released = fm_pool_trim(m->pool);
+    FZ_CHECK_ERR(FM_OK);
+    fm_pool_stats after = stats_of(m->pool);
+    FZ_CHECK_EQ(after.bytes_reserved, before.bytes_reserved - released);
+    FZ_CHECK(after.capacity >= m->min_capacity);
+    FZ_CHECK_EQ(after.live, before.live);
+    FZ_CHECK_EQ(released % before.chunk_bytes, 0);
+    if (m->counting) FZ_CHECK(backing - g_alloc.live_bytes >= released);
+    if (released) {
+        m->trims++;
+        m->trimmed += released;
+        m->n_freed = m->next_freed = 0; /* their chunks may be gone */
+    }
+    for (size_t i = 0; i < m->count; i++) verify_item(m, i);
+    check_handles(m);
+}
+
+/* ================================================================ queries */
+
+static void op_owns(model *m, fz_input *in) {
+    for (int k = 0; k < 8 && m->count; k++)
+        FZ_CHECK(fm_pool_owns(m->pool, m->live[fz_below(in, (uint32_t)m->count)].ptr));
+    for (size_t i = 0; i < m->n_freed; i++) FZ_CHECK(!fm_pool_owns(m->pool, m->freed[i]));
+    FZ_CHECK(!fm_pool_owns(m->pool, NULL));
+    FZ_CHECK(!fm_pool_owns(m->pool, g_static_block));
+    if (m->other) FZ_CHECK(!fm_pool_owns(m->pool, m->other_item));
+    if (m->count) FZ_CHECK(!fm_pool_owns(m->pool, (void *)((uintptr_t)m->live[0].ptr + m->stride / 2)));
+}
+
+static void op_handle(model *m, fz_input *in) {
+    if (!m->count) return;
+    size_t i = fz_below(in, (uint32_t)m->count);
+    fm_clear_error();
+    fm_handle h = fm_pool_handle(m->pool, m->live[i].ptr);
+    FZ_CHECK_ERR(FM_OK);
+    FZ_CHECK(!fm_handle_is_null(h));
+    FZ_CHECK(fm_pool_resolve(m->pool, h) == m->live[i].ptr);
+    track_handle(m, h, m->live[i].ptr);
+}
+
+static void op_resolve(model *m, fz_input *in) {
+    check_handles(m);
+    FZ_CHECK(fm_pool_resolve(m->pool, FM_HANDLE_NULL) == NULL);
+    /* Another generation of a live handle's slot never resolves. */
+    for (size_t i = 0; i < m->n_handles; i++) {
+        if (!m->handles[i].expect) continue;
+        fm_handle h = {m->handles[i].h.bits ^ (uint64_t)1 << (32 + fz_u8(in) % 31)};
+        FZ_CHECK(fm_pool_resolve(m->pool, h) == NULL);
+        break;
+    }
+    /* A made-up handle resolves to nothing or to some live item. */
+    fm_handle h = {fz_u64(in)};
+    void *got = fm_pool_resolve(m->pool, h);
+    if (got && find_live(m, got) == SIZE_MAX)
+        FZ_FAIL("made-up handle %#llx resolves to %p, not a live item", (unsigned long long)h.bits,
+                got);
+}
+
+/* ======================================================= reference counts */
+
+static void op_retain(model *m, fz_input *in) {
+    if (!m->count) return;
+    size_t i = fz_below(in, (uint32_t)m->count);
+    uint64_t failed_calls = g_alloc.failed_calls;
+    fm_clear_error();
+    fm_pool_retain(m->pool, m->live[i].ptr);
+    if (fm_last_error() == FM_ERR_OUT_OF_MEMORY) {
+        /* The chunk's count array could not be had: nothing changes. */
+        if (g_alloc.failed_calls == failed_calls) FZ_FAIL("retain ran out of memory unprompted");
+        m->reports++;
+    } else {
+        FZ_CHECK_ERR(FM_OK);
+        m->live[i].refs++;
+    }
+    FZ_CHECK_EQ(fm_pool_refcount(m->pool, m->live[i].ptr), m->live[i].refs);
+}
+
+static void op_release(model *m, fz_input *in) {
+    if (!m->count) return;
+    size_t i = fz_below(in, (uint32_t)m->count);
+    bool self_free = m->hooks && (fz_u8(in) & 1);
+    uint8_t *p = m->live[i].ptr;
+    uint32_t refs = m->live[i].refs;
+    if (refs == 1) verify_item(m, i);
+    fm_clear_error();
+    m->dtor_expect = p;
+    m->dtor_frees_item = refs == 1 && self_free;
+    bool freed = fm_pool_release(m->pool, p);
+    m->dtor_expect = NULL;
+    m->dtor_frees_item = false;
+    if (refs > 1) {
+        FZ_CHECK(!freed);
+        FZ_CHECK_ERR(FM_OK);
+        m->live[i].refs--;
+        FZ_CHECK_EQ(fm_pool_refcount(m->pool, p), m->live[i].refs);
+        return;
+    }
+    FZ_CHECK(freed);
+    if (m->hooks) m->dtors++;
+    if (self_free) {
+        FZ_CHECK_ERR(FM_ERR_DOUBLE_FREE);
+        m->misuse++;
+        m->reports++;
+    } else {
+        FZ_CHECK_ERR(FM_OK);
+    }
+    remove_live(m, i);
+    item_gone(m, p);
+}
+
+static void op_refcount(model *m, fz_input *in) {
+    if (!m->count) return;
+    size_t i = fz_below(in, (uint32_t)m->count);
+    fm_clear_error();
+    FZ_CHECK_EQ(fm_pool_refcount(m->pool, m->live[i].ptr), m->live[i].refs);
+    FZ_CHECK_ERR(FM_OK);
+}
+
+/* ================================================================ foreach */
+
+typedef struct walk {
+    model *m;
+    size_t visits;
+    bool free_some;
+    uint8_t pick;
+} walk;
+
+static int cmp_order(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)g_m.live[*(const uint32_t *)a].ptr;
+    uintptr_t y = (uintptr_t)g_m.live[*(const uint32_t *)b].ptr;
+    return (x > y) - (x < y);
+}
+
+static void walk_item(void *item, void *user) {
+    walk *w = user;
+    model *m = w->m;
+    w->visits++;
+    size_t lo = 0, hi = m->count;
+    while (lo < hi) { /* g_order sorts the live items by address */
+        size_t mid = (lo + hi) / 2;
+        if ((uintptr_t)m->live[g_order[mid]].ptr < (uintptr_t)item) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == m->count || m->live[g_order[lo]].ptr != item)
+        FZ_FAIL("foreach visited %p, not a live item", item);
+    uint32_t j = g_order[lo];
+    if (g_visited[j]++) FZ_FAIL("foreach visited %p twice", item);
+    verify_item(m, j);
+    if (w->free_some && ((m->live[j].seed ^ w->pick) & 1)) {
+        fm_pool_free(m->pool, item); /* fn may free the item it is given */
+        g_doomed[j] = 1;
+    }
+}
+
+static void op_foreach(model *m, fz_input *in) {
+    uint8_t sel = fz_u8(in);
+    walk w = {.m = m, .free_some = sel & 1, .pick = sel >> 1};
+    for (uint32_t i = 0; i < m->count; i++) g_order[i] = i;
+    qsort(g_order, m->count, sizeof *g_order, cmp_order);
+    memset(g_visited, 0, m->count);
+    memset(g_doomed, 0, m->count);
+    fm_clear_error();
+    fm_pool_foreach(m->pool, walk_item, &w);
+    FZ_CHECK_ERR(FM_OK);
+    FZ_CHECK_EQ(w.visits, m->count);
+    for (size_t i = m->count; i-- > 0;) { /* from the top: remove_live moves the last */
+        if (!g_doomed[i]) continue;
+        uint8_t *p = m->live[i].ptr;
+        remove_live(m, i);
+        item_gone(m, p);
+    }
+}
+
+/* ================================================================= create */
+
+/* The header's pool, or false when the desc is one create must reject (then
+ * that rejection has been checked). */
+static bool create_pool(model *m, fz_input *in) {
+    uint8_t b0 = fz_u8(in);
+    uint16_t size_sel = fz_u16(in);
+    uint8_t init_sel = fz_u8(in), max_sel = fz_u8(in), grow_sel = fz_u8(in), flags = fz_u8(in);
+
+    fm_pool_desc d = {.name = "fuzz"};
+    bool valid = true;
+    d.growth = (fm_growth)(b0 & 3);
+    if (d.growth == FM_GROWTH_COUNT) { /* 3: geometric with a factor of its own */
+        d.growth = FM_GROWTH_GEOMETRIC;
+        d.grow_factor = 1.0f + (float)grow_sel / 16.0f; /* 0: exactly 1, rejected */
+        if (grow_sel == 0) valid = false;
+    } else if (d.growth == FM_GROWTH_LINEAR) {
+        d.grow_step = grow_sel;
+    }
+    uint32_t align_sel = (b0 >> 2) & 15;
+    if (align_sel <= 12) d.item_align = (size_t)1 << align_sel;
+    else if (align_sel == 15) {
+        d.item_align = grow_sel & 1 ? 8192 : 24;
+        valid = false;
+    }
+    d.item_size = 1 + size_sel % 1024;
+    if (size_sel == 0xFFFF) {
+        d.item_size = 0;
+        valid = false;
+    } else if (size_sel == 0xFFFE) {
+        d.item_size = FM_POOL_MAX_ITEM_SIZE + 1;
+        valid = false;
+    }
+    d.initial_capacity = init_sel & 0x80 ? (init_sel & 0x7Fu) * 64u : init_sel;
+    d.max_capacity = max_sel & 0x80 ? 0 : max_sel;
+    if (d.max_capacity && d.initial_capacity > d.max_capacity) valid = false;
+    m->hooks = b0 & 0x40;
+    if (m->hooks) {
+        d.ctor = ctor_hook;
+        d.dtor = dtor_hook;
+        d.user = m;
+    }
+    m->counting = !(b0 & 0x80);
+    if (m->counting) d.allocator = fz_alloc_get(&g_alloc);
+    d.silent_destroy = flags & 1;
+    d.prefault = (flags & 6) == 6; /* rarely: prefaulting costs page faults up front */
+    m->silent = d.silent_destroy;
+
+    if ((flags & 8) && valid) { /* a second pool of the same geometry, for foreign items */
+        m->other = fm_pool_create(&(fm_pool_desc){.name = "fuzz_other",
+                                                  .item_size = d.item_size,
+                                                  .item_align = d.item_align,
+                                                  .silent_destroy = true,
+                                                  .allocator = d.allocator});
+        FZ_CHECK(m->other != NULL);
+        m->other_item = fm_pool_alloc(m->other);
+        FZ_CHECK(m->other_item != NULL);
+    }
+
+    uint32_t fail_at = (flags >> 4) & 7;
+    if (m->counting && fail_at) fz_alloc_fail(&g_alloc, fail_at, false);
+    uint64_t failed_calls = g_alloc.failed_calls;
+    size_t backing = g_alloc.live_bytes;
+    fm_clear_error();
+    m->pool = fm_pool_create(&d);
+    fz_alloc_fail(&g_alloc, 0, false);
+    if (!valid) {
+        if (m->pool) FZ_FAIL("create accepted an invalid desc");
+        FZ_CHECK_ERR(FM_ERR_INVALID_ARG);
+        FZ_CHECK_EQ(fz_err.count, 1);
+        FZ_CHECK_EQ(g_alloc.live_bytes, backing);
+        return false;
+    }
+    if (!m->pool) {
+        FZ_CHECK_ERR(FM_ERR_OUT_OF_MEMORY);
+        if (g_alloc.failed_calls == failed_calls) FZ_FAIL("create failed unprompted");
+        FZ_CHECK_EQ(fz_err.count, 1);
+        FZ_CHECK_EQ(g_alloc.live_bytes, backing);
+        return false;
+    }
+    FZ_CHECK_ERR(FM_OK);
+    FZ_CHECK_EQ(fz_err.count, 0);
+
+    fm_pool_desc r = fm_pool_get_desc(m->pool);
+    fm_pool_stats s = stats_of(m->pool);
+    m->item_size = d.item_size;
+    m->align = d.item_align ? d.item_align : FM_DEFAULT_ALIGN;
+    m->stride = s.stride;
+    m->growth = d.growth;
+    m->max_capacity = d.max_capacity;
+    m->min_capacity = r.initial_capacity;
+    FZ_CHECK_EQ(r.item_align, m->align);
+    FZ_CHECK(m->stride >= m->item_size && m->stride % m->align == 0 && m->stride >= 16);
+    FZ_CHECK(s.capacity >= r.initial_capacity);
+    if (d.initial_capacity) FZ_CHECK_EQ(r.initial_capacity, d.initial_capacity);
+    if (m->max_capacity) FZ_CHECK(r.initial_capacity <= m->max_capacity);
+    FZ_CHECK(strcmp(fm_pool_name(m->pool), "fuzz") == 0);
+    return true;
+}
+
+static void destroy_pool(model *m, bool free_all) {
+    full_check(m);
+    if (free_all) {
+        while (m->count) free_one(m, m->count - 1, 0);
+    }
+    for (size_t i = 0; i < m->count; i++) g_sorted[i] = m->live[i].ptr;
+    qsort(g_sorted, m->count, sizeof *g_sorted, fz_cmp_ptr);
+    m->sorted = g_sorted;
+    m->destroying = true;
+    fm_clear_error();
+    fm_pool_destroy(m->pool);
+    m->pool = NULL;
+    if (m->count && !m->silent) {
+        FZ_CHECK_ERR(FM_ERR_LEAK);
+        m->reports++;
+    } else {
+        FZ_CHECK_ERR(FM_OK);
+    }
+    FZ_CHECK_EQ(fz_err.count, m->reports);
+    if (m->hooks) FZ_CHECK_EQ(m->dtor_calls, m->dtors + m->count);
+    m->destroying = false;
+}
+
+/* ================================================================= driver */
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    model *m = &g_m;
+    memset(m, 0, sizeof *m);
+    fz_errors_begin();
+    fz_alloc_reset(&g_alloc, (size_t)16 << 20, (size_t)MEMORY_CAP * 4);
+    fz_input in = {data, size};
+
+    if (create_pool(m, &in)) {
+        bool free_all = false;
+        for (int op = 0; op < MAX_OPS && fz_more(&in); op++) {
+            uint8_t code = fz_u8(&in);
+            switch (code % 20) {
+            case 0: case 1: case 2: op_alloc(m, &in); break;
+            case 3: case 4: op_free(m, &in); break;
+            case 5: case 6: op_bad_pointer(m, &in); break;
+            case 7: op_reserve(m, &in); break;
+            case 8: op_trim(m); break;
+            case 9: op_owns(m, &in); break;
+            case 10: op_handle(m, &in); break;
+            case 11: op_resolve(m, &in); break;
+            case 12: op_retain(m, &in); break;
+            case 13: op_release(m, &in); break;
+            case 14: op_refcount(m, &in); break;
+            case 15: op_foreach(m, &in); break;
+            case 16: full_check(m); break;
+            case 17: { /* faults: the nth backing call from now, or all from it */
+                uint8_t sel = fz_u8(&in);
+                fz_alloc_fail(&g_alloc, sel & 0x80 ? 0 : 1 + (sel & 3), sel & 0x10);
+                break;
+            }
+            case 18: free_all = !free_all; break;
+            default: { /* a run of mixed allocs and frees, to move through chunks */
+                uint8_t sel = fz_u8(&in);
+                for (int k = 0; k < 16; k++) {
+                    if ((sel >> (k & 7)) & 1) alloc_one(m, false);
+                    else if (m->count) free_one(m, (size_t)(k * 7919u) % m->count, 0);
+                }
+                break;
+            }
+            }
+            check_counters(m);
+        }
+        fz_alloc_fail(&g_alloc, 0, false);
+        destroy_pool(m, free_all);
+    }
+    if (m->other) {
+        fm_pool_destroy(m->other);
+        m->other = NULL;
+    }
+    fz_alloc_check_clean(&g_alloc);
+    return 0;
+}
