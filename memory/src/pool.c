@@ -70,7 +70,7 @@ typedef struct fm__chunk {
 } fm__chunk;
 
 struct fm_pool {
-    fm__pool_hot hot; /* first: the inline fast paths in pool.h read it */
+    _Alignas(64) fm__pool_hot hot; /* first, one cache line: the inline fast paths read it */
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     uint32_t cur_gen_floor;
@@ -135,28 +135,18 @@ static inline uint32_t *fm__meta(uintptr_t base) { return (uint32_t *)base; }
 /* Bytes of a live item that ASan leaves addressable: the item, and at least
  * the free-list link the slot held. */
 static size_t fm__link_bytes(const fm_pool *p) {
-    return p->item_size > sizeof(fm__pool_link) ? p->item_size : sizeof(fm__pool_link);
-}
-
-/* The link to slot idx of the chunk at base (NONE: the end of a list). */
-static fm__pool_link fm__link_to(const fm_pool *p, const uint8_t *base, uint32_t idx) {
-    fm__pool_link l = {NULL, FM__NONE, 0};
-    if (idx != FM__NONE) {
-        l.ptr = fm__slot(p, base, idx);
-        l.idx = idx;
-    }
-    return l;
+    return p->item_size > sizeof(uint32_t) ? p->item_size : sizeof(uint32_t);
 }
 
 /* The free-list link sits inside a free, poisoned slot. */
 static uint32_t fm__read_link(const fm_pool *p, const uint8_t *slot) {
-    fm__pool_link next;
+    uint32_t next;
     FM__UNPOISON((void *)slot, sizeof next);
     FM__VG_DEFINED(slot, sizeof next);
     memcpy(&next, slot, sizeof next);
     FM__POISON((void *)slot, p->hot.stride);
     FM__VG_NOACCESS(slot, sizeof next);
-    return next.idx;
+    return next;
 }
 
 /* ======================================================= the record lists */
@@ -224,7 +214,7 @@ static void fm__file_chunk(fm_pool *p, uint32_t idx) {
 static void fm__park_current(fm_pool *p) {
     if (p->cur_idx == FM__NONE) return;
     fm__chunk *c = fm__chunk_at(p, p->cur_idx);
-    c->free_head = p->hot.cur_free.idx;
+    c->free_head = p->hot.cur_free;
     c->bump = (uint32_t)p->hot.cur_bump;
     c->live = (uint32_t)(fm__live(p) - p->live_other);
     p->live_other = fm__live(p);
@@ -233,7 +223,7 @@ static void fm__park_current(fm_pool *p) {
     fm__file_chunk(p, idx);
     p->hot.cur_base = 1;
     p->hot.cur_slots = NULL;
-    p->hot.cur_free = fm__link_to(p, NULL, FM__NONE);
+    p->hot.cur_free = FM__NONE;
     p->hot.cur_bump = 0;
     p->hot.cur_limit = 0;
 }
@@ -252,7 +242,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
     p->cur_idx = idx;
     p->hot.cur_base = (uintptr_t)c->base;
     p->hot.cur_slots = c->base + p->hot.slots_off;
-    p->hot.cur_free = fm__link_to(p, c->base, c->free_head);
+    p->hot.cur_free = c->free_head;
     p->hot.cur_bump = c->bump;
     p->hot.cur_limit = c->limit;
     p->cur_gen_floor = c->gen_floor;
@@ -621,14 +611,14 @@ static bool fm__next_chunk(fm_pool *p) {
  * slots. NULL when the chunk is exhausted (or there is none). */
 static inline void *fm__alloc_fast(fm_pool *p) {
     fm__pool_hot *h = &p->hot;
-    uint8_t *slot = h->cur_free.ptr;
-    uint32_t idx;
+    uint32_t idx = h->cur_free;
+    uint8_t *slot;
     uint32_t *meta = fm__meta(h->cur_base);
-    if (FM__LIKELY(slot != NULL)) {
-        idx = h->cur_free.idx;
-        FM__UNPOISON(slot, sizeof(fm__pool_link));
-        FM__VG_DEFINED(slot, sizeof(fm__pool_link));
-        memcpy(&h->cur_free, slot, sizeof(fm__pool_link));
+    if (FM__LIKELY(idx != FM__NONE)) {
+        slot = h->cur_slots + (size_t)idx * h->stride;
+        FM__UNPOISON(slot, sizeof(uint32_t));
+        FM__VG_DEFINED(slot, sizeof(uint32_t));
+        memcpy(&h->cur_free, slot, sizeof(uint32_t));
         meta[idx] |= FM__LIVE;
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
         idx = (uint32_t)h->cur_bump++;
@@ -701,7 +691,7 @@ static inline void fm__scrub(const fm_pool *p, void *item) {
 /* Turns a live slot into a free one for the debug tools: fill, Valgrind's
  * view (the item is gone; the link, which may reach past a small item, is
  * written as ours), ASan poison over the whole slot. link NULL: retired. */
-static void fm__slot_to_free(const fm_pool *p, void *item, const fm__pool_link *link) {
+static void fm__slot_to_free(const fm_pool *p, void *item, const uint32_t *link) {
     fm__scrub(p, item);
     FM__VG_FREE(p, item);
     if (link) {
@@ -731,14 +721,9 @@ static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
         fm__slot_to_free(p, item, NULL);
     } else {
         meta[loc->slot] = (loc->meta & FM__GEN_MAX) + 1;
-        if (current) {
-            fm__slot_to_free(p, item, &p->hot.cur_free);
-            p->hot.cur_free = fm__link_to(p, c->base, loc->slot);
-        } else {
-            fm__pool_link next = fm__link_to(p, c->base, c->free_head);
-            fm__slot_to_free(p, item, &next);
-            c->free_head = loc->slot;
-        }
+        uint32_t *head = current ? &p->hot.cur_free : &c->free_head;
+        fm__slot_to_free(p, item, head);
+        *head = loc->slot;
     }
     if (current) return;
     if (c->state == FM__CHUNK_FULL) {
@@ -773,8 +758,7 @@ void fm_pool_free(fm_pool *pool, void *item) {
         if (FM__LIKELY(next > 0)) {
             *meta = (uint32_t)next;
             fm__slot_to_free(pool, item, &h->cur_free);
-            h->cur_free.ptr = (uint8_t *)item;
-            h->cur_free.idx = (uint32_t)idx;
+            h->cur_free = (uint32_t)idx;
             h->headroom++;
             return;
         }
@@ -893,9 +877,9 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->bytes_reserved = self_bytes;
     p->item_size = (uint32_t)desc->item_size;
     p->item_align = (uint32_t)p->desc.item_align;
-    /* Every slot can hold the free-list link (16 bytes, pointer-aligned). */
-    size_t link_align = p->item_align > sizeof(void *) ? p->item_align : sizeof(void *);
-    size_t min_slot = sizeof(fm__pool_link);
+    /* Every slot can hold the free-list link (a 4-byte index). */
+    size_t link_align = p->item_align > sizeof(uint32_t) ? p->item_align : sizeof(uint32_t);
+    size_t min_slot = sizeof(uint32_t);
     p->hot.stride = (uint32_t)fm_align_up(p->item_size > min_slot ? p->item_size : min_slot,
                                           link_align);
     fm__geometry(p);
@@ -908,7 +892,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
 #endif
     p->hot.cur_base = 1;
     p->cur_idx = FM__NONE;
-    p->hot.cur_free = fm__link_to(p, NULL, FM__NONE);
+    p->hot.cur_free = FM__NONE;
     p->unused_head = FM__NONE;
     fm__list_init(&p->partial);
     fm__list_init(&p->empty);
@@ -1264,7 +1248,7 @@ fm_error fm_pool_check(const fm_pool *pool) {
         FM__CHECK(fm_is_aligned(c->base, p->chunk_bytes), "pool '%s': chunk %u misaligned",
                   p->name, ci);
         uint32_t bump = fm__chunk_bump(p, ci);
-        uint32_t head = ci == p->cur_idx ? p->hot.cur_free.idx : c->free_head;
+        uint32_t head = ci == p->cur_idx ? p->hot.cur_free : c->free_head;
         FM__CHECK(bump <= c->limit && c->limit <= p->hot.per_chunk,
                   "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
                   c->limit);

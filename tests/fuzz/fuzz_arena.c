@@ -292,9 +292,8 @@ static void op_alloc(model *m, fz_input *in) {
                 (unsigned long long)before.used, (unsigned long long)after.used, size, al);
     if (!fm_arena_owns(m->arena, p, size)) FZ_FAIL("new allocation %p (+%zu) not owned", (void *)p, size);
     if (kind >= 2) {
-        for (size_t i = 0; i < size; i++) {
-            if (p[i]) FZ_FAIL("zeroed allocation %p has %#x at byte %zu", (void *)p, p[i], i);
-        }
+        size_t i = fz_first_nonzero(p, size);
+        if (i != size) FZ_FAIL("zeroed allocation %p has %#x at byte %zu", (void *)p, p[i], i);
     }
     m->allocs++;
     m->used = after.used;
@@ -338,12 +337,10 @@ static void op_rewind(model *m, fz_input *in) {
             m->marks[depth++] = m->marks[j];
         }
     }
-    if (!keep) add_stale(m, target.mark); /* still valid: tried below as a live mark */
     m->depth = depth;
     m->used = target.used;
     note_used(m);
     verify_all(m);
-    if (!keep) m->n_stale--, m->next_stale = m->n_stale < MAX_STALE ? m->next_stale : m->next_stale;
 }
 
 static void expect_bad_mark(model *m, fm_arena_mark mark) {
@@ -402,8 +399,10 @@ static void op_decommit(model *m, fz_input *in) {
     FZ_CHECK_EQ(after.used, before.used);
     FZ_CHECK_EQ(after.decommit_events, before.decommit_events + (released ? 1 : 0));
     if (!m->chained) {
-        FZ_CHECK(after.committed >= after.used);
-        if (released) FZ_CHECK(after.committed >= keep || after.committed == fm_align_up(keep, PAGE));
+        /* Down to max(keep, top), rounded up to a page. */
+        size_t floor = keep > after.used ? keep : (size_t)after.used;
+        if (released) FZ_CHECK_EQ(after.committed, fm_align_up(floor, PAGE));
+        else FZ_CHECK(fm_align_up(floor, PAGE) >= before.committed);
     } else {
         FZ_CHECK_EQ(g_alloc.live_bytes, backing - released);
         if (released) FZ_CHECK(after.committed >= keep);
@@ -430,7 +429,7 @@ static bool create_arena(model *m, fz_input *in) {
     m->step = fm_align_up(d.commit_step ? d.commit_step : (size_t)64 << 10, PAGE);
     /* Chained: blocks never pass the reserve, so no request may either
      * (bookkeeping allocations are far smaller). */
-    if (m->chained) g_alloc.fatal_above = m->reserve > 65536 ? m->reserve : 65536;
+    if (m->chained) g_alloc.fatal_above = m->reserve > (1u << 20) ? m->reserve : (1u << 20);
 
     if (b1 & 7) fz_alloc_fail(&g_alloc, b1 & 7, b1 & 8);
     uint64_t failed_calls = g_alloc.failed_calls;

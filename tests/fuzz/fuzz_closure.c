@@ -6,6 +6,8 @@
  * allocator, below, that can refuse the next backing call of an operation).
  * A reference model runs beside them and every mismatch aborts:
  *
+ * - making: fm_closure_make / _make_frame, and fm_closure_alloc / _alloc_frame
+ *   with the capture copied or written in place afterwards;
  * - pooled closures: reference counts (the harness's own references, one per
  *   subscription and per queued entry); release returns true exactly when the
  *   model's count reaches zero; the pool's live / total_made / refused stats;
@@ -800,8 +802,18 @@ static void top_make(fz_input *in, bool frame) {
     fill_capture(r->bytes, size, hdr, seed);
     uint64_t e0 = fz_err.count, f0 = S.alloc.failed_calls;
     fm_clear_error();
-    fm_closure *c = frame ? fm_closure_make_frame(S.fa, cb, size ? r->bytes : NULL, size)
-                          : fm_closure_make(S.cp, cb, size ? r->bytes : NULL, size);
+    /* b2 bit 1: the fm_closure_alloc variants; bit 2 with it: capture NULL,
+     * the bytes written in place afterwards. */
+    bool via_alloc = b2 & 2, in_place = via_alloc && (b2 & 4);
+    const void *src = size && !in_place ? r->bytes : NULL;
+    fm_closure *c;
+    if (via_alloc)
+        c = frame ? fm_closure_alloc_frame(S.fa, cb, src, size)
+                  : fm_closure_alloc(S.cp, cb, src, size);
+    else
+        c = frame ? fm_closure_make_frame(S.fa, cb, src, size)
+                  : fm_closure_make(S.cp, cb, src, size);
+    if (c && in_place) memcpy(fm_closure_capture(c), r->bytes, size);
     TRACE("    -> record %d, %u bytes, act %u p %u f %02x: %p\n", id, size, hdr[0] % ACT_COUNT,
           hdr[1], hdr[2], (void *)c);
     if (!frame && size > MAX_CAPTURE) {
@@ -882,7 +894,7 @@ static void top_invalid(fz_input *in) {
     uint64_t e0 = fz_err.count;
     fm_clear_error();
     unsigned char bytes[8] = {0};
-    switch (v % 7) {
+    switch (v % 9) {
     case 0:
         if (fm_closure_make(S.cp, NULL, bytes, sizeof bytes)) FZ_FAIL("make(fn NULL) succeeded");
         expect_error(e0, FM_ERR_INVALID_ARG, "make(fn NULL)");
@@ -915,6 +927,16 @@ static void top_invalid(fz_input *in) {
         if (fm_closure_make_frame(S.fa, NULL, bytes, sizeof bytes))
             FZ_FAIL("make_frame(fn NULL) succeeded");
         expect_error(e0, FM_ERR_INVALID_ARG, "make_frame(fn NULL)");
+        break;
+    case 7:
+        if (fm_closure_make_frame(S.fa, cb, NULL, 1 + v % 64))
+            FZ_FAIL("make_frame(capture NULL) succeeded");
+        expect_error(e0, FM_ERR_INVALID_ARG, "make_frame(capture NULL, size > 0)");
+        break;
+    case 8:
+        if (fm_closure_alloc(S.cp, NULL, NULL, v % 64)) FZ_FAIL("alloc(fn NULL) succeeded");
+        expect_error(e0, FM_ERR_INVALID_ARG, "alloc(fn NULL)");
+        S.refused++;
         break;
     }
 }

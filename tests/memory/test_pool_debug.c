@@ -65,20 +65,20 @@ static void test_pool_freed_slot_is_reported_or_filled(void **state) {
         assert_true(fm_test_child_caught(&r));
         return;
     }
-    /* Debug build without ASan: everything past the 16-byte free-list link is 0xDF. */
+    /* Debug build without ASan: everything past the 4-byte free-list link is 0xDF. */
     fm_pool *p = make_pool();
     unsigned char *item = fm_pool_alloc(p);
     memset(item, 0x11, 64);
     fm_pool_free(p, item);
-    for (int i = 16; i < 64; i++) assert_int_equal(item[i], 0xDF);
+    for (int i = 4; i < 64; i++) assert_int_equal(item[i], 0xDF);
     fm_pool_destroy(p);
 #else
-    /* Release: no fill; the free-list link occupies only the first 16 bytes. */
+    /* Release: no fill; the free-list link occupies only the first 4 bytes. */
     fm_pool *p = make_pool();
     unsigned char *item = fm_pool_alloc(p);
     memset(item, 0x11, 64);
     fm_pool_free(p, item);
-    for (int i = 16; i < 64; i++) assert_int_equal(item[i], 0x11);
+    for (int i = 4; i < 64; i++) assert_int_equal(item[i], 0x11);
     fm_pool_destroy(p);
 #endif
 }
