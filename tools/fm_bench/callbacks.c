@@ -168,6 +168,8 @@ typedef enum cb_kind {
     CB_ONE_POOL,
     CB_ONE_FRAME,
     CB_ONE_STACK,
+    CB_ONE_POOL_INPLACE,
+    CB_ONE_FRAME_INPLACE,
     CB_ONE_MALLOC_INPLACE,
     CB_ONE_STACK_INPLACE,
     CB_Q_MALLOC,
@@ -193,6 +195,10 @@ static const cb_variant cb_variants[] = {
     {CB_ONE, "fm_closure_make_frame + fm_closure_call", "fm_frame_arena_advance at frame end",
      CB_ONE_FRAME},
     {CB_ONE, "closure on the stack, no allocation (lower bound)", "-", CB_ONE_STACK},
+    {CB_ONE, "FM_CLOSURE (capture built in place) + fm_closure_call", "fm_closure_release",
+     CB_ONE_POOL_INPLACE},
+    {CB_ONE, "FM_CLOSURE_FRAME (capture built in place) + fm_closure_call",
+     "fm_frame_arena_advance at frame end", CB_ONE_FRAME_INPLACE},
     {CB_ONE, "malloc'd closure, capture written in place (hand-written C)", "free",
      CB_ONE_MALLOC_INPLACE},
     {CB_ONE, "closure on the stack, capture written in place (no copy)", "-",
@@ -264,6 +270,36 @@ static BENCH_NOINLINE uint64_t one_stack(fm_closure_fn fn, cb_tally *t, uint32_t
         cb_hit h = cb_hit_at(t, i, frame);
         heap_closure_call(bare_closure_make(p, fn, &h, sizeof h), NULL);
     }
+    return fm_clock_now() - t0;
+}
+
+static BENCH_NOINLINE uint64_t one_pool_inplace(fm_closure_pool *cp, fm_closure_fn fn,
+                                                cb_tally *t, uint32_t n, uint32_t frame) {
+    CB_OPAQUE(fn);
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        fm_closure *c = FM_CLOSURE(cp, fn, cb_hit, .tally = t, .target = i, .source = frame,
+                                   .damage = (float)(i & 15u), .x = (float)i, .y = 1.0f,
+                                   .z = 2.0f);
+        if (!c) cb_failed("FM_CLOSURE");
+        fm_closure_call(c, NULL);
+        fm_closure_release(c);
+    }
+    return fm_clock_now() - t0;
+}
+
+static BENCH_NOINLINE uint64_t one_frame_inplace(fm_frame_arena *fa, fm_closure_fn fn,
+                                                 cb_tally *t, uint32_t n, uint32_t frame) {
+    CB_OPAQUE(fn);
+    uint64_t t0 = fm_clock_now();
+    for (uint32_t i = 0; i < n; i++) {
+        fm_closure *c = FM_CLOSURE_FRAME(fa, fn, cb_hit, .tally = t, .target = i,
+                                         .source = frame, .damage = (float)(i & 15u),
+                                         .x = (float)i, .y = 1.0f, .z = 2.0f);
+        if (!c) cb_failed("FM_CLOSURE_FRAME");
+        fm_closure_call(c, NULL);
+    }
+    fm_frame_arena_advance(fa);
     return fm_clock_now() - t0;
 }
 
@@ -412,8 +448,9 @@ static double cb_once(const cb_variant *v, uint32_t n, uint32_t frames, cb_scrat
     fm_frame_arena *fa = NULL;
     fm_defer_queue *q = NULL;
     cb_kind k = v->kind;
-    if (k == CB_ONE_POOL || k == CB_Q_POOL || k == CB_Q_DEFER_POOL) cp = cb_pool_create("bench-cb");
-    if (k == CB_ONE_FRAME || k == CB_Q_FRAME || k == CB_Q_DEFER_FRAME)
+    if (k == CB_ONE_POOL || k == CB_ONE_POOL_INPLACE || k == CB_Q_POOL || k == CB_Q_DEFER_POOL)
+        cp = cb_pool_create("bench-cb");
+    if (k == CB_ONE_FRAME || k == CB_ONE_FRAME_INPLACE || k == CB_Q_FRAME || k == CB_Q_DEFER_FRAME)
         fa = cb_frame_arena_create("bench-cb");
     if (k == CB_Q_DEFER_POOL || k == CB_Q_DEFER_FRAME) {
         q = fm_defer_queue_create(&(fm_defer_queue_desc){.name = "bench-cb"});
@@ -431,6 +468,8 @@ static double cb_once(const cb_variant *v, uint32_t n, uint32_t frames, cb_scrat
         case CB_ONE_POOL: d = one_pool(cp, fn, &t, n, f); break;
         case CB_ONE_FRAME: d = one_frame(fa, fn, &t, n, f); break;
         case CB_ONE_STACK: d = one_stack(fn, &t, n, f); break;
+        case CB_ONE_POOL_INPLACE: d = one_pool_inplace(cp, fn, &t, n, f); break;
+        case CB_ONE_FRAME_INPLACE: d = one_frame_inplace(fa, fn, &t, n, f); break;
         case CB_ONE_MALLOC_INPLACE: d = one_malloc_inplace(fn, &t, n, f); break;
         case CB_ONE_STACK_INPLACE: d = one_stack_inplace(fn, &t, n, f); break;
         case CB_Q_MALLOC: d = q_malloc(fn, s->slots, &t, n, f); break;
