@@ -497,6 +497,10 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
 }
 
 uint32_t fm_defer_run(fm_defer_queue *q) {
+    if (q->running) {
+        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': run from inside its own run", q->name);
+        return 0;
+    }
     uint64_t frame = ++q->frame;
     uint32_t n = q->n, ran = 0; /* entries added while running wait */
     q->running = true;

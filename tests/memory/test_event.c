@@ -51,6 +51,7 @@ typedef enum action {
     ACT_DESTROY_EVENT,       /* try to destroy the event it is called from */
     ACT_DEFER_TARGET,        /* defer closure `target` on the fixture's queue */
     ACT_UNSUB_ALL,           /* unsubscribe every live subscription */
+    ACT_DEFER_RUN_NESTED,    /* fm_defer_run from inside a deferred call: refused */
 } action;
 
 typedef struct fixture fixture;
@@ -114,6 +115,10 @@ static void scripted(void *capture, void *arg) {
     case ACT_EMIT_NESTED: fm_event_emit(fx->ev, (void *)(uintptr_t)0xBEEF); break;
     case ACT_DESTROY_EVENT: fm_event_destroy(fx->ev); break;
     case ACT_DEFER_TARGET: assert_true(fm_defer(fx->q, fx->cl[s->target], 0)); break;
+    case ACT_DEFER_RUN_NESTED:
+        assert_int_equal(fm_defer_run(fx->q), 0);
+        assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
+        break;
     case ACT_UNSUB_ALL:
         for (int i = 0; i < MAX_SUBS; i++) {
             if (fx->cl[i] && !fm_handle_is_null(fx->sub[i])) {
@@ -838,6 +843,22 @@ static void test_defer_with_delay_zero_runs_at_the_next_run(void **state) {
     fixture_finish(&fx);
 }
 
+/* A run from inside a deferred call is refused: the outer run goes on. */
+static void test_defer_run_from_inside_a_run_is_refused(void **state) {
+    fixture fx;
+    fixture_init(&fx, *state);
+    fixture_make(&fx, 0, ACT_DEFER_RUN_NESTED, 0);
+    fixture_make(&fx, 1, ACT_NONE, 0);
+    assert_true(fm_defer(fx.q, fx.cl[0], 0));
+    assert_true(fm_defer(fx.q, fx.cl[1], 0));
+    int errors = fx.env->errors.count;
+    assert_int_equal(fm_defer_run(fx.q), 2);
+    ASSERT_ORDER(&fx, 0, 1);
+    assert_int_equal(fx.env->errors.count, errors + 1);
+    assert_int_equal(fm_defer_pending(fx.q), 0);
+    fixture_finish(&fx);
+}
+
 static void test_defer_with_delay_two_runs_at_the_third_run(void **state) {
     fixture fx;
     fixture_init(&fx, *state);
@@ -1169,6 +1190,7 @@ int main(void) {
         T(test_event_subscribe_fails_with_oom_when_it_cannot_grow),
         T(test_event_subscribe_keeps_a_reference_even_when_count_storage_is_refused),
         T(test_defer_with_delay_zero_runs_at_the_next_run),
+        T(test_defer_run_from_inside_a_run_is_refused),
         T(test_defer_with_delay_two_runs_at_the_third_run),
         T(test_defer_runs_in_the_order_deferred_including_ties),
         T(test_defer_of_one_closure_several_times_runs_it_each_time),

@@ -123,7 +123,8 @@ void fm_event_destroy(fm_event *ev);
 /// with FM_ERR_INVALID_ARG (NULL closure) or FM_ERR_OUT_OF_MEMORY.
 fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c);
 /// false + FM_ERR_STALE_HANDLE for an unknown or already removed
-/// subscription. Releases the event's reference.
+/// subscription. Releases the event's reference (during an emit, when the
+/// outermost emit of this event ends: the closure may be the one running).
 bool fm_event_unsubscribe(fm_event *ev, fm_handle sub);
 /// Calls every subscriber with arg, in subscription order.
 void fm_event_emit(fm_event *ev, void *arg);
@@ -143,11 +144,12 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc);
 /// Releases the closures still waiting (they are not called).
 void fm_defer_queue_destroy(fm_defer_queue *q);
 /// Runs c (with arg NULL) after delay_frames more frames: delay 0 runs at the
-/// next fm_defer_run. The queue retains c. false with FM_ERR_INVALID_ARG or
-/// FM_ERR_OUT_OF_MEMORY.
+/// next fm_defer_run. The queue retains c. false with FM_ERR_INVALID_ARG (c
+/// NULL), FM_ERR_REFCOUNT (c released already) or FM_ERR_OUT_OF_MEMORY.
 bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames);
 /// Advances one frame and runs what is due, in the order deferred; closures
-/// deferred while it runs wait for a later run. Returns how many ran.
+/// deferred while it runs wait for a later run. Returns how many ran. From
+/// inside its own run: FM_ERR_INVALID_ARG, 0, nothing runs.
 uint32_t fm_defer_run(fm_defer_queue *q);
 /// Closures waiting.
 uint32_t fm_defer_pending(const fm_defer_queue *q);
