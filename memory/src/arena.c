@@ -38,6 +38,8 @@ typedef struct fm__block {
 } fm__block;
 
 #define FM__BLOCK_HEADER fm_align_up(sizeof(fm__block), 64)
+/* The first block: a header and room to align one allocation to 4096. */
+#define FM__MIN_BLOCK fm_align_up(FM__BLOCK_HEADER + FM_MAX_ALIGN, FM__ARENA_PAGE)
 
 typedef struct fm__cut {
     uint64_t serial;
@@ -115,6 +117,9 @@ static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
         why = "allocator needs both alloc and free";
     else if (d->commit_step > fm__def(d->reserve_bytes, FM__DEFAULT_RESERVE))
         why = "commit_step above reserve_bytes";
+    else if (d->allocator.alloc &&
+             fm__def(d->reserve_bytes, FM__DEFAULT_RESERVE) < FM__MIN_BLOCK)
+        why = "reserve_bytes below the smallest chained block (8 KiB)";
     if (why) fm__report(FM_ERR_INVALID_ARG, "arena '%s': %s", name, why);
     return why == NULL;
 }

@@ -30,7 +30,7 @@ enum {
     MAX_FREED = 16,
     MAX_HANDLES = 32,
     MAX_OPS = 4096,
-    MEMORY_CAP = 8 << 20, /* bytes of slots the model lets the pool grow to */
+    MEMORY_CAP = 4 << 20, /* bytes of slots the model lets the pool grow to */
 };
 
 typedef struct live_item {
@@ -105,7 +105,8 @@ static void verify_item(const model *m, size_t i) {
         FZ_FAIL("live item %p (%zu bytes) changed at byte %zu", (void *)it->ptr, m->item_size, bad);
 }
 
-static size_t find_live(const model *m, const void *p) {
+/* Bookkeeping searches and sorts: nothing for the fuzzer to learn from. */
+FZ_NO_COVERAGE static size_t find_live(const model *m, const void *p) {
     for (size_t i = 0; i < m->count; i++) {
         if (m->live[i].ptr == p) return i;
     }
@@ -121,8 +122,10 @@ static void forget_freed(model *m, const void *p) {
     }
 }
 
-/* The item at p was freed (by free, delete, release or a walk). */
+/* The item at p was freed (by free, delete, release or a walk). Its slot is
+ * poisoned for ASan from now on (STYLE.md's debug aids). */
 static void item_gone(model *m, uint8_t *p) {
+    if (!fz_poisoned(p, m->stride)) FZ_FAIL("freed item %p is not poisoned", (void *)p);
     m->frees++;
     for (size_t i = 0; i < m->n_handles; i++) {
         if (m->handles[i].expect == p) m->handles[i].expect = NULL;
@@ -266,11 +269,12 @@ static bool alloc_one(model *m, bool use_new) {
     return true;
 }
 
+/* sel: bit 7 a burst of 1 + (sel & 63), bit 6 fm_pool_new. */
 static void op_alloc(model *m, fz_input *in) {
     uint8_t sel = fz_u8(in);
     int n = sel & 0x80 ? 1 + (sel & 0x3F) : 1;
     for (int k = 0; k < n; k++) {
-        if (!alloc_one(m, (sel >> 6) & 1)) break;
+        if (!alloc_one(m, sel & 0x40)) break;
     }
 }
 
@@ -305,19 +309,25 @@ static void free_one(model *m, size_t i, uint8_t how) {
     FZ_CHECK(!fm_pool_owns(m->pool, p));
 }
 
+/* sel: bit 7 a burst of 1 + (sel & 31), bit 6 delete, bit 5 its dtor frees
+ * the item; then a u16 index per item. */
 static void op_free(model *m, fz_input *in) {
     uint8_t sel = fz_u8(in);
-    int n = sel & 0x80 ? 1 + (sel & 0x3F) : 1;
-    for (int k = 0; k < n && m->count; k++) free_one(m, fz_below(in, (uint32_t)m->count), sel >> 6);
+    int n = sel & 0x80 ? 1 + (sel & 0x1F) : 1;
+    uint8_t how = sel & 0x40 ? (sel & 0x20 ? 3 : 2) : 0;
+    for (int k = 0; k < n; k++) {
+        uint32_t i = fz_below(in, (uint32_t)m->count);
+        if (m->count) free_one(m, i, how);
+    }
 }
 
 /* ============================================================ bad pointers */
 
 enum { CALL_FREE, CALL_DELETE, CALL_HANDLE, CALL_RETAIN, CALL_RELEASE, CALL_REFCOUNT, CALL_COUNT };
 
-/* Calls `call` on bad, which fm__locate calls `code` (FM_OK: any of the
- * three codes a nearby address can get) and checks it was reported with the
- * code that call documents and nothing changed. */
+/* Calls `call` on bad, a pointer that free would reject with `code` (FM_OK:
+ * any of the three codes a nearby address can get), and checks it was
+ * reported with the code that call documents and that nothing changed. */
 static void expect_rejected(model *m, void *bad, int call, fm_error code) {
     fm_pool_stats before = stats_of(m->pool);
     size_t backing = g_alloc.live_bytes;
@@ -360,40 +370,41 @@ static void expect_rejected(model *m, void *bad, int call, fm_error code) {
     FZ_CHECK(!fm_pool_owns(m->pool, bad));
 }
 
+/* Operands: kind, call, then always `which` (u16: an item or freed pointer),
+ * `off` (u16: offset or signed delta) and `flags` (u8). */
 static void op_bad_pointer(model *m, fz_input *in) {
     long long on_stack[4] = {0};
     uint8_t kind = fz_u8(in) % 8;
-    int call = (int)fz_below(in, CALL_COUNT);
+    int call = fz_u8(in) % CALL_COUNT;
+    uint16_t which = fz_u16(in), off = fz_u16(in);
+    uint8_t flags = fz_u8(in);
+    uint8_t *item = m->count ? m->live[which % m->count].ptr : NULL;
     switch (kind) {
     case 0: expect_rejected(m, NULL, call, FM_ERR_FOREIGN_POINTER); break;
     case 1: expect_rejected(m, on_stack, call, FM_ERR_FOREIGN_POINTER); break;
-    case 2: expect_rejected(m, &g_static_block[fz_u8(in) % 8], call, FM_ERR_FOREIGN_POINTER); break;
+    case 2: expect_rejected(m, &g_static_block[flags % 8], call, FM_ERR_FOREIGN_POINTER); break;
     case 3:
-        if (m->n_freed) expect_rejected(m, m->freed[fz_below(in, (uint32_t)m->n_freed)], call,
-                                        FM_ERR_DOUBLE_FREE);
+        if (m->n_freed) expect_rejected(m, m->freed[which % m->n_freed], call, FM_ERR_DOUBLE_FREE);
         break;
     case 4:
-        if (m->count) {
-            uint8_t *p = m->live[fz_below(in, (uint32_t)m->count)].ptr;
-            uintptr_t inside = (uintptr_t)p + 1 + fz_u16(in) % (m->stride - 1);
+        if (item) {
+            uintptr_t inside = (uintptr_t)item + 1 + off % (m->stride - 1);
             expect_rejected(m, (void *)inside, call, FM_ERR_INTERIOR_POINTER);
         }
         break;
     case 5:
-        if (m->count) {
-            uint8_t *p = m->live[fz_below(in, (uint32_t)m->count)].ptr;
-            int16_t delta = (int16_t)fz_u16(in);
-            intptr_t step = fz_u8(in) & 1 ? (intptr_t)m->stride : 1;
-            void *q = (void *)((uintptr_t)p + (uintptr_t)(delta * step));
-            if (q != p && find_live(m, q) == SIZE_MAX) expect_rejected(m, q, call, FM_OK);
+        if (item) {
+            intptr_t step = flags & 1 ? (intptr_t)m->stride : 1;
+            void *q = (void *)((uintptr_t)item + (uintptr_t)((int16_t)off * step));
+            if (q != item && find_live(m, q) == SIZE_MAX) expect_rejected(m, q, call, FM_OK);
         }
         break;
     case 6:
         if (m->other) expect_rejected(m, m->other_item, call, FM_ERR_FOREIGN_POINTER);
         break;
     default:
-        if (m->count) {
-            uintptr_t far = (uintptr_t)m->live[0].ptr ^ ((uintptr_t)1 << (36 + fz_u8(in) % 8));
+        if (item) {
+            uintptr_t far = (uintptr_t)item ^ ((uintptr_t)1 << (36 + flags % 8));
             expect_rejected(m, (void *)far, call, FM_ERR_FOREIGN_POINTER);
         }
         break;
@@ -460,8 +471,10 @@ static void op_trim(model *m) {
 /* ================================================================ queries */
 
 static void op_owns(model *m, fz_input *in) {
-    for (int k = 0; k < 8 && m->count; k++)
-        FZ_CHECK(fm_pool_owns(m->pool, m->live[fz_below(in, (uint32_t)m->count)].ptr));
+    for (int k = 0; k < 8; k++) {
+        uint32_t i = fz_below(in, (uint32_t)m->count);
+        if (m->count) FZ_CHECK(fm_pool_owns(m->pool, m->live[i].ptr));
+    }
     for (size_t i = 0; i < m->n_freed; i++) FZ_CHECK(!fm_pool_owns(m->pool, m->freed[i]));
     FZ_CHECK(!fm_pool_owns(m->pool, NULL));
     FZ_CHECK(!fm_pool_owns(m->pool, g_static_block));
@@ -470,8 +483,8 @@ static void op_owns(model *m, fz_input *in) {
 }
 
 static void op_handle(model *m, fz_input *in) {
-    if (!m->count) return;
     size_t i = fz_below(in, (uint32_t)m->count);
+    if (!m->count) return;
     fm_clear_error();
     fm_handle h = fm_pool_handle(m->pool, m->live[i].ptr);
     FZ_CHECK_ERR(FM_OK);
@@ -481,28 +494,29 @@ static void op_handle(model *m, fz_input *in) {
 }
 
 static void op_resolve(model *m, fz_input *in) {
+    uint8_t flip = fz_u8(in);
+    fm_handle made_up = {fz_u64(in)};
     check_handles(m);
     FZ_CHECK(fm_pool_resolve(m->pool, FM_HANDLE_NULL) == NULL);
     /* Another generation of a live handle's slot never resolves. */
     for (size_t i = 0; i < m->n_handles; i++) {
         if (!m->handles[i].expect) continue;
-        fm_handle h = {m->handles[i].h.bits ^ (uint64_t)1 << (32 + fz_u8(in) % 31)};
+        fm_handle h = {m->handles[i].h.bits ^ (uint64_t)1 << (32 + flip % 31)};
         FZ_CHECK(fm_pool_resolve(m->pool, h) == NULL);
         break;
     }
     /* A made-up handle resolves to nothing or to some live item. */
-    fm_handle h = {fz_u64(in)};
-    void *got = fm_pool_resolve(m->pool, h);
+    void *got = fm_pool_resolve(m->pool, made_up);
     if (got && find_live(m, got) == SIZE_MAX)
-        FZ_FAIL("made-up handle %#llx resolves to %p, not a live item", (unsigned long long)h.bits,
-                got);
+        FZ_FAIL("made-up handle %#llx resolves to %p, not a live item",
+                (unsigned long long)made_up.bits, got);
 }
 
 /* ======================================================= reference counts */
 
 static void op_retain(model *m, fz_input *in) {
-    if (!m->count) return;
     size_t i = fz_below(in, (uint32_t)m->count);
+    if (!m->count) return;
     uint64_t failed_calls = g_alloc.failed_calls;
     fm_clear_error();
     fm_pool_retain(m->pool, m->live[i].ptr);
@@ -518,9 +532,9 @@ static void op_retain(model *m, fz_input *in) {
 }
 
 static void op_release(model *m, fz_input *in) {
-    if (!m->count) return;
     size_t i = fz_below(in, (uint32_t)m->count);
     bool self_free = m->hooks && (fz_u8(in) & 1);
+    if (!m->count) return;
     uint8_t *p = m->live[i].ptr;
     uint32_t refs = m->live[i].refs;
     if (refs == 1) verify_item(m, i);
@@ -551,8 +565,8 @@ static void op_release(model *m, fz_input *in) {
 }
 
 static void op_refcount(model *m, fz_input *in) {
-    if (!m->count) return;
     size_t i = fz_below(in, (uint32_t)m->count);
+    if (!m->count) return;
     fm_clear_error();
     FZ_CHECK_EQ(fm_pool_refcount(m->pool, m->live[i].ptr), m->live[i].refs);
     FZ_CHECK_ERR(FM_OK);
@@ -560,51 +574,81 @@ static void op_refcount(model *m, fz_input *in) {
 
 /* ================================================================ foreach */
 
+/* A walk either frees some of the items it is given or allocates now and
+ * then (items allocated during the walk may or may not be visited; growth
+ * in the middle of a walk moves the pool's records). */
 typedef struct walk {
     model *m;
+    size_t base;       /* live items when the walk began: live[0, base) */
     size_t visits;
+    size_t old_visits; /* of those items */
     bool free_some;
     uint8_t pick;
+    uint32_t alloc_every; /* 0: never */
+    uint32_t allocs_left;
 } walk;
 
-static int cmp_order(const void *a, const void *b) {
+FZ_NO_COVERAGE static int cmp_order(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)g_m.live[*(const uint32_t *)a].ptr;
     uintptr_t y = (uintptr_t)g_m.live[*(const uint32_t *)b].ptr;
     return (x > y) - (x < y);
+}
+
+/* The live index of a visited item: among the walk's first items (sorted in
+ * g_order) or those allocated since; SIZE_MAX for a stranger. */
+FZ_NO_COVERAGE static size_t walk_find(const walk *w, const void *item) {
+    const model *m = w->m;
+    size_t lo = 0, hi = w->base;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((uintptr_t)m->live[g_order[mid]].ptr < (uintptr_t)item) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < w->base && m->live[g_order[lo]].ptr == item) return g_order[lo];
+    for (size_t j = w->base; j < m->count; j++) {
+        if (m->live[j].ptr == item) return j;
+    }
+    return SIZE_MAX;
 }
 
 static void walk_item(void *item, void *user) {
     walk *w = user;
     model *m = w->m;
     w->visits++;
-    size_t lo = 0, hi = m->count;
-    while (lo < hi) { /* g_order sorts the live items by address */
-        size_t mid = (lo + hi) / 2;
-        if ((uintptr_t)m->live[g_order[mid]].ptr < (uintptr_t)item) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo == m->count || m->live[g_order[lo]].ptr != item)
-        FZ_FAIL("foreach visited %p, not a live item", item);
-    uint32_t j = g_order[lo];
+    size_t j = walk_find(w, item);
+    if (j == SIZE_MAX) FZ_FAIL("foreach visited %p, not a live item", item);
+    if (j < w->base) w->old_visits++;
     if (g_visited[j]++) FZ_FAIL("foreach visited %p twice", item);
     verify_item(m, j);
-    if (w->free_some && ((m->live[j].seed ^ w->pick) & 1)) {
+    if (w->free_some && j < w->base && ((m->live[j].seed ^ w->pick) & 1)) {
         fm_pool_free(m->pool, item); /* fn may free the item it is given */
         g_doomed[j] = 1;
     }
+    if (w->alloc_every && w->allocs_left && w->visits % w->alloc_every == 0) {
+        w->allocs_left--;
+        if (alloc_one(m, false)) g_visited[m->count - 1] = g_doomed[m->count - 1] = 0;
+    }
 }
 
+/* sel: bit 0 free some (chosen by bit 2), or with bit 1 set, allocate
+ * after every (sel >> 2 & 7) + 1 visits instead. */
 static void op_foreach(model *m, fz_input *in) {
     uint8_t sel = fz_u8(in);
-    walk w = {.m = m, .free_some = sel & 1, .pick = sel >> 1};
+    walk w = {.m = m, .base = m->count, .pick = sel >> 2};
+    if (sel & 2) {
+        w.alloc_every = 1 + (sel >> 2 & 7);
+        w.allocs_left = 16;
+    } else {
+        w.free_some = sel & 1;
+    }
     for (uint32_t i = 0; i < m->count; i++) g_order[i] = i;
     qsort(g_order, m->count, sizeof *g_order, cmp_order);
     memset(g_visited, 0, m->count);
     memset(g_doomed, 0, m->count);
     fm_clear_error();
     fm_pool_foreach(m->pool, walk_item, &w);
-    FZ_CHECK_ERR(FM_OK);
-    FZ_CHECK_EQ(w.visits, m->count);
+    if (!w.alloc_every) FZ_CHECK_ERR(FM_OK); /* a refused alloc sets it */
+    FZ_CHECK_EQ(w.old_visits, w.base);
     for (size_t i = m->count; i-- > 0;) { /* from the top: remove_live moves the last */
         if (!g_doomed[i]) continue;
         uint8_t *p = m->live[i].ptr;
@@ -705,7 +749,7 @@ static bool create_pool(model *m, fz_input *in) {
     m->max_capacity = d.max_capacity;
     m->min_capacity = r.initial_capacity;
     FZ_CHECK_EQ(r.item_align, m->align);
-    FZ_CHECK(m->stride >= m->item_size && m->stride % m->align == 0 && m->stride >= 16);
+    FZ_CHECK(m->stride >= m->item_size && m->stride >= 2 && m->stride % m->align == 0);
     FZ_CHECK(s.capacity >= r.initial_capacity);
     if (d.initial_capacity) FZ_CHECK_EQ(r.initial_capacity, d.initial_capacity);
     if (m->max_capacity) FZ_CHECK(r.initial_capacity <= m->max_capacity);

@@ -2,13 +2,18 @@
  * tests/fuzz/fuzz_support.h: what every framemem fuzz harness shares.
  *
  * - fz_input: the fuzzer's bytes read as a stream of small integers; reads
- *   past the end give 0, so every input is a valid program.
+ *   past the end give 0, so every input is a valid program. Operations read
+ *   a fixed number of operand bytes whatever the object's state.
  * - fz_alloc: a counting fm_allocator. It checks that free gets back the
  *   pointer and size alloc gave, proves zero live bytes after destroy, fills
  *   fresh blocks with garbage (0xA5) so reliance on zeroed memory shows, and
  *   refuses calls on request: the nth from now, every one from the nth on,
  *   or any block above a size cap (so a hostile input cannot exhaust memory).
- *   A refusal of any kind counts in failed_calls.
+ *   A refusal of any kind counts in failed_calls; a request above fatal_above
+ *   is a library bug and aborts. Freed big blocks are kept, poisoned, for
+ *   reuse (a later access by the library is an ASan report).
+ * - fz_fill / fz_check_fill: position-dependent byte patterns for contents;
+ *   fz_poisoned: whether memory the library released is poisoned for ASan.
  * - fz_errors: an error handler that counts reports and keeps the last code,
  *   without formatting or printing (stderr noise slows fuzzing down).
  * - FZ_CHECK: a model mismatch prints what failed and aborts, which libFuzzer
@@ -131,9 +136,12 @@ FZ_UNUSED static uint64_t fz_u64(fz_input *in) {
     return lo | (uint64_t)fz_u32(in) << 32;
 }
 
-/* A value in [0, n), n > 0. */
+/* An operand in [0, n): always two bytes, whatever n is (0 gives 0), so that
+ * an operation reads the same bytes whatever the state; read operands before
+ * deciding to skip an operation, and seeds stay readable. */
 FZ_UNUSED static uint32_t fz_below(fz_input *in, uint32_t n) {
-    return n <= 256 ? fz_u8(in) % n : fz_u16(in) % n;
+    uint32_t v = fz_u16(in);
+    return n ? v % n : 0;
 }
 
 /* ------------------------------------------------------ counting allocator */
@@ -147,7 +155,7 @@ typedef struct fz_block {
  * free is still an ASan report) and handed out again for the same size and
  * alignment: fresh pages for every pool chunk made page faults the main cost
  * of a run. */
-enum { FZ_CACHE_BLOCKS = 32, FZ_CACHE_MIN = 4096 };
+enum { FZ_CACHE_BLOCKS = 256, FZ_CACHE_MIN = 4096, FZ_CACHE_BYTES = 64 << 20 };
 
 typedef struct fz_cached {
     void *ptr;
@@ -168,7 +176,7 @@ typedef struct fz_alloc {
     fz_block *blocks;
     size_t count, cap;
     fz_cached cache[FZ_CACHE_BLOCKS]; /* survives fz_alloc_reset */
-    size_t cached;
+    size_t cached, cached_bytes;
 } fz_alloc;
 
 /* A cached block of exactly size bytes aligned to align, unpoisoned; NULL if none. */
@@ -176,6 +184,7 @@ FZ_UNUSED static void *fz_cache_take(fz_alloc *a, size_t size, size_t align) {
     for (size_t i = 0; i < a->cached; i++) {
         if (a->cache[i].size != size || !fm_is_aligned(a->cache[i].ptr, align)) continue;
         void *p = a->cache[i].ptr;
+        a->cached_bytes -= size;
         a->cache[i] = a->cache[--a->cached];
         FZ_UNPOISON(p, size);
         return p;
@@ -184,12 +193,14 @@ FZ_UNUSED static void *fz_cache_take(fz_alloc *a, size_t size, size_t align) {
 }
 
 FZ_UNUSED static void fz_cache_put(fz_alloc *a, void *p, size_t size) {
-    if (size < FZ_CACHE_MIN || a->cached == FZ_CACHE_BLOCKS) {
+    if (size < FZ_CACHE_MIN || a->cached == FZ_CACHE_BLOCKS ||
+        a->cached_bytes + size > FZ_CACHE_BYTES) {
         free(p);
         return;
     }
     FZ_POISON(p, size);
     a->cache[a->cached++] = (fz_cached){p, size};
+    a->cached_bytes += size;
 }
 
 FZ_UNUSED static void *fz_alloc_fn(size_t size, size_t align, void *user) {
@@ -218,7 +229,13 @@ FZ_UNUSED static void *fz_alloc_fn(size_t size, size_t align, void *user) {
         a->failed_calls++;
         return NULL;
     }
-    memset(p, 0xA5, size); /* garbage, not zeros: reliance on fresh memory being zero shows */
+    /* Garbage, not zeros, so reliance on fresh memory being zero shows: over
+     * the first 64 KiB (where a pool chunk keeps its meta words) and the last
+     * page; filling all of a big block made page faults the main cost. */
+    size_t head = size < 65536 ? size : 65536;
+    memset(p, 0xA5, head);
+    if (size - head > 4096) memset((uint8_t *)p + size - 4096, 0xA5, 4096);
+    else memset((uint8_t *)p + head, 0xA5, size - head);
     a->blocks[a->count++] = (fz_block){p, size};
     a->live_bytes += size;
     a->live_blocks++;
@@ -325,21 +342,29 @@ FZ_UNUSED FZ_NO_COVERAGE static void fz_fill(void *p, size_t n, uint32_t seed) {
     }
 }
 
-/* The index of the first byte that differs, or n when all match. Word loads
- * (an inlined memcpy), not memcmp: ASan and libFuzzer intercept memcmp. */
-FZ_UNUSED FZ_NO_COVERAGE static size_t fz_check_fill(const void *p, size_t n, uint32_t seed) {
-    const uint8_t *b = p;
-    size_t w = 0;
+/* Bytes [off, off + n) of an area filled by fz_fill(base, ..., seed), off a
+ * multiple of 8: the index (from off) of the first byte that differs, or n.
+ * Word loads (an inlined memcpy), not memcmp: ASan and libFuzzer intercept
+ * memcmp. */
+FZ_UNUSED FZ_NO_COVERAGE static size_t fz_check_fill_from(const void *base, size_t off, size_t n,
+                                                          uint32_t seed) {
+    const uint8_t *b = (const uint8_t *)base + off;
+    size_t w0 = off / 8, w = 0;
     for (; (w + 1) * 8 <= n; w++) {
         uint64_t have;
         memcpy(&have, b + w * 8, 8);
-        if (have != fz_pattern_word(seed, w)) break;
+        if (have != fz_pattern_word(seed, w0 + w)) break;
     }
     for (size_t i = w * 8; i < n; i++) {
-        uint64_t x = fz_pattern_word(seed, i / 8);
+        uint64_t x = fz_pattern_word(seed, w0 + i / 8);
         if (b[i] != ((const uint8_t *)&x)[i % 8]) return i;
     }
     return n;
+}
+
+/* The index of the first byte of fz_fill(p, n, seed) that differs, or n. */
+FZ_UNUSED static size_t fz_check_fill(const void *p, size_t n, uint32_t seed) {
+    return fz_check_fill_from(p, 0, n, seed);
 }
 
 /* Whether the whole 8-byte granules inside the n bytes at p are poisoned for
@@ -379,7 +404,7 @@ FZ_UNUSED FZ_NO_COVERAGE static size_t fz_first_nonzero(const void *p, size_t n)
     return n;
 }
 
-FZ_UNUSED static int fz_cmp_ptr(const void *a, const void *b) {
+FZ_UNUSED FZ_NO_COVERAGE static int fz_cmp_ptr(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)*(void *const *)a;
     uintptr_t y = (uintptr_t)*(void *const *)b;
     return (x > y) - (x < y);

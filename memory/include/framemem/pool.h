@@ -174,7 +174,8 @@ static inline void *fm__pool_resolve_inline(const fm_pool *pool, fm_handle h) {
     if (rec >= hot->n_bases || slot >= hot->per_chunk) return NULL;
     uint8_t *base = hot->bases[rec];
     if (!base) return NULL;
-    uint32_t want = FM__META_LIVE | ((uint32_t)(h.bits >> 32) ^ hot->salt);
+    /* xor, not or: a handle with bit 63 set (never made) cannot match. */
+    uint32_t want = FM__META_LIVE ^ ((uint32_t)(h.bits >> 32) ^ hot->salt);
     if (((const uint32_t *)(const void *)base)[slot] != want) return NULL;
     return base + hot->slots_off + (size_t)slot * hot->stride;
 }
