@@ -109,6 +109,14 @@ static void fm__release_bytes(fm_arena *a, uint8_t *p, size_t n) {
 
 /* ============================================================= create */
 
+/* Bytes of a chained arena's first block under desc d (SIZE_MAX: too big). */
+static size_t fm__first_block(const fm_arena_desc *d) {
+    size_t step = fm__def(d->commit_step, FM__DEFAULT_COMMIT_STEP);
+    if (step > SIZE_MAX - FM__ARENA_PAGE) return SIZE_MAX;
+    step = fm_align_up(step, FM__ARENA_PAGE);
+    return step > FM__MIN_BLOCK ? step : FM__MIN_BLOCK;
+}
+
 static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
     const char *why = NULL;
     if ((unsigned)d->sync >= FM_SYNC_COUNT) why = "unknown sync policy";
@@ -117,9 +125,8 @@ static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
         why = "allocator needs both alloc and free";
     else if (d->commit_step > fm__def(d->reserve_bytes, FM__DEFAULT_RESERVE))
         why = "commit_step above reserve_bytes";
-    else if (d->allocator.alloc &&
-             fm__def(d->reserve_bytes, FM__DEFAULT_RESERVE) < FM__MIN_BLOCK)
-        why = "reserve_bytes below the smallest chained block (8 KiB)";
+    else if (d->allocator.alloc && fm__first_block(d) > fm__def(d->reserve_bytes, FM__DEFAULT_RESERVE))
+        why = "reserve_bytes cannot hold the first chained block (commit_step, at least 8 KiB)";
     if (why) fm__report(FM_ERR_INVALID_ARG, "arena '%s': %s", name, why);
     return why == NULL;
 }

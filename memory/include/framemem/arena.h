@@ -67,8 +67,9 @@ typedef struct fm_arena_stats {
 #undef FM__ARENA_STAT_FIELD
 } fm_arena_stats;
 
-/// Creates an arena. NULL with FM_ERR_INVALID_ARG (bad desc) or
-/// FM_ERR_OUT_OF_MEMORY (no address space / allocator refused).
+/// Creates an arena. NULL with FM_ERR_INVALID_ARG (bad desc: commit_step
+/// above reserve_bytes; chained, a reserve that cannot hold the first block)
+/// or FM_ERR_OUT_OF_MEMORY (no address space / allocator refused).
 fm_arena *fm_arena_create(const fm_arena_desc *desc);
 /// Releases every byte; NULL is a no-op.
 void fm_arena_destroy(fm_arena *arena);
