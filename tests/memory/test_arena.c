@@ -23,13 +23,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -1666,7 +1659,7 @@ static arena_mode g_child_mode;
 
 static void expect_child_reads_poison(void (*fn)(void)) {
     child_result r = run_child(fn);
-#if defined(TEST_ASAN)
+#if defined(FM_TEST_ASAN)
     if (!strstr(r.output, "use-after-poison")) print_error("child output:\n%s\n", r.output);
     assert_false(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     assert_non_null(strstr(r.output, "use-after-poison"));
@@ -1807,7 +1800,7 @@ static void test_arena_poison_fills_released_bytes_in_debug_builds(void **state)
         } else {
             fm_arena_reset(arena);
         }
-#if defined(TEST_ASAN)
+#if defined(FM_TEST_ASAN)
         /* Same sizes, same order: the same bytes come back. */
         if (op == 1) {
             uint8_t *k = fm_arena_alloc(arena, 100, 8);

@@ -18,13 +18,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
 
 #define KIB ((size_t)1 << 10)
 
@@ -654,7 +647,7 @@ static void test_frame_memory_released_by_advance_is_poisoned_under_asan(void **
     (void)state;
     g_child_mode = g_mode;
     child_result r = run_child(read_released_frame);
-#if defined(TEST_ASAN)
+#if defined(FM_TEST_ASAN)
     if (!strstr(r.output, "use-after-poison")) print_error("child output:\n%s\n", r.output);
     assert_false(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     assert_non_null(strstr(r.output, "use-after-poison"));
@@ -682,7 +675,7 @@ static void test_frame_advance_fills_the_released_frame_in_debug_builds(void **s
     fm_frame_arena_advance(fa);
     for (size_t i = 0; i < 5000; i++) assert_int_equal(p[i], 0xEE); /* still due */
     fm_frame_arena_advance(fa);
-#if defined(TEST_ASAN)
+#if defined(FM_TEST_ASAN)
     /* Reading p is a report now; the same bytes come back unzeroed. */
     uint8_t *q = fm_frame_alloc(fa, 5000, 16);
     assert_ptr_equal(q, p);

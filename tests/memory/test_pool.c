@@ -13,27 +13,8 @@
 
 /* =================================================================== helpers */
 
-static fm_pool_stats stats_of(const fm_pool *pool) {
-    fm_pool_stats s;
-    memset(&s, 0, sizeof s);
-    fm_pool_get_stats(pool, &s);
-    return s;
-}
-
-/* Every counter equal, except misuse_count which went up by misuse_delta. */
-static void assert_stats_same(const fm_pool_stats *before, const fm_pool_stats *after,
-                              uint64_t misuse_delta) {
-#define CHECK_FIELD(field, desc)                                                   \
-    if (strcmp(#field, "misuse_count") != 0 && before->field != after->field) {   \
-        print_error("stat %s changed: %llu -> %llu\n", #field,                     \
-                    (unsigned long long)before->field,                             \
-                    (unsigned long long)after->field);                             \
-        fail();                                                                    \
-    }
-    FM_POOL_STATS_FIELDS(CHECK_FIELD)
-#undef CHECK_FIELD
-    assert_int_equal(after->misuse_count, before->misuse_count + misuse_delta);
-}
+#define stats_of fm_test_pool_stats
+#define assert_stats_same fm_test_assert_pool_stats_same
 
 static fm_pool_desc counted(fm_test_env *env, fm_pool_desc desc) {
     desc.allocator = fm_test_allocator_get(&env->alloc);

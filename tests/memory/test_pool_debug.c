@@ -15,13 +15,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
 
 typedef fm_test_child child_result;
 
@@ -54,7 +47,7 @@ static void read_unused_tail(void) {
 
 static void test_pool_freed_slot_is_reported_or_filled(void **state) {
     (void)state;
-#if defined(TEST_ASAN)
+#if defined(FM_TEST_ASAN)
     child_result r = run_child(use_after_free);
     assert_false(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     assert_non_null(strstr(r.output, "use-after-poison"));
@@ -85,7 +78,7 @@ static void test_pool_freed_slot_is_reported_or_filled(void **state) {
 
 static void test_pool_never_used_slots_are_poisoned_under_asan(void **state) {
     (void)state;
-#if defined(TEST_ASAN)
+#if defined(FM_TEST_ASAN)
     child_result r = run_child(read_unused_tail);
     assert_false(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
     assert_non_null(strstr(r.output, "use-after-poison"));

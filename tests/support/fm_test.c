@@ -319,3 +319,24 @@ bool fm_test_child_caught(const fm_test_child *r) {
     const char *v = strstr(r->output, "valgrind errors: ");
     return v && strtoul(v + strlen("valgrind errors: "), NULL, 10) > 0;
 }
+
+fm_pool_stats fm_test_pool_stats(const fm_pool *pool) {
+    fm_pool_stats s;
+    memset(&s, 0, sizeof s);
+    fm_pool_get_stats(pool, &s);
+    return s;
+}
+
+void fm_test_assert_pool_stats_same(const fm_pool_stats *before, const fm_pool_stats *after,
+                                    uint64_t misuse_delta) {
+#define FM_TEST_CHECK_FIELD(field, desc)                                          \
+    if (strcmp(#field, "misuse_count") != 0 && before->field != after->field) {   \
+        print_error("stat %s changed: %llu -> %llu\n", #field,                     \
+                    (unsigned long long)before->field,                             \
+                    (unsigned long long)after->field);                             \
+        fail();                                                                    \
+    }
+    FM_POOL_STATS_FIELDS(FM_TEST_CHECK_FIELD)
+#undef FM_TEST_CHECK_FIELD
+    assert_int_equal(after->misuse_count, before->misuse_count + misuse_delta);
+}

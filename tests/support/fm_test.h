@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "framemem/base.h"
+#include "framemem/pool.h"
 
 /* -------------------------------------------------------- counting allocator */
 
@@ -94,6 +95,25 @@ fm_test_child fm_test_run_child(void (*fn)(void));
 /// true when the child's memory error was caught: an ASan "use-after-poison"
 /// report, or a Valgrind error counted while fn ran.
 bool fm_test_child_caught(const fm_test_child *r);
+
+/* Tests built with AddressSanitizer expect its reports where others check
+ * fill patterns or Valgrind's count. */
+#if defined(__SANITIZE_ADDRESS__)
+#define FM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FM_TEST_ASAN 1
+#endif
+#endif
+
+/* ------------------------------------------------------------- pool stats */
+
+/// The pool's stats by value.
+fm_pool_stats fm_test_pool_stats(const fm_pool *pool);
+/// cmocka-asserts every counter equal, except misuse_count, which went up by
+/// misuse_delta (a reported misuse changes nothing else).
+void fm_test_assert_pool_stats_same(const fm_pool_stats *before, const fm_pool_stats *after,
+                                    uint64_t misuse_delta);
 
 /* ------------------------------------------------------------ error capture */
 
