@@ -3,8 +3,9 @@
  * A closure is a 32-byte header and its capture. Pooled closures count their
  * references in the header (the CountPool idea): retain and release touch
  * nothing else, and the last release is a plain pool free. A freed pool
- * slot's first 16 bytes hold the pool's free-list link, so what recognises a
- * dead closure (owner, class, magic) sits in the second 16 bytes.
+ * slot starts with the pool's free-list link (and Debug builds fill the rest),
+ * so what recognises a dead closure (owner, class, magic) sits past the first
+ * 16 bytes and the magic is cleared by the last release.
  */
 #include "framemem/closure.h"
 

@@ -2,7 +2,8 @@
  *
  * Layout of a chunk (chunk_bytes, a power of two, aligned to itself):
  *
- *     [ meta: uint32 per slot | pad to item_align | slot 0 | slot 1 | ... ]
+ *     [ meta: uint32 per slot | (FM_TRACK_SITES: file:line per slot) |
+ *       pad to item_align | slot 0 | slot 1 | ... ]
  *
  * meta bit 31 is the live bit, bits 0..30 the slot's generation; a free bumps
  * the generation. A free slot holds the index of the next free slot of its
