@@ -42,7 +42,8 @@ extern "C" {
     X(FM_ERR_REFCOUNT, "reference count used on a dead item")                 \
     X(FM_ERR_UNSUPPORTED, "feature not supported by this build or platform")  \
     X(FM_ERR_LEAK, "object destroyed with live items")                        \
-    X(FM_ERR_CORRUPT, "internal invariants violated (memory corruption?)")
+    X(FM_ERR_CORRUPT, "internal invariants violated (memory corruption?)")     \
+    X(FM_ERR_WRONG_THREAD, "single-threaded object used from a thread that does not own it")
 
 typedef enum fm_error {
 #define FM__ERROR_ENUM(name, msg) name,
