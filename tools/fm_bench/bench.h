@@ -24,11 +24,16 @@
 
 typedef struct bench_opts {
     bool quick;          /* CI smoke: small counts, runs in seconds */
-    int repeat;          /* 0 = each experiment's default */
+    int repeat;          /* --repeat N; 0 = default (bench_repeat) */
     const char *csv_dir; /* NULL = no CSV */
     bool no_pin;         /* --no-pin: leave the CPU affinity alone */
     int pinned_cpu;      /* the CPU fm-bench runs on, -1 when not pinned */
+    bool no_peers;       /* --no-peers: run no peer executable */
 } bench_opts;
+
+/// Runs per variant: --repeat N, else 5 (1 with --quick). Every experiment
+/// runs its variants interleaved (A B C A B C ...) and reports medians.
+int bench_repeat(const bench_opts *opts);
 
 typedef struct bench_experiment {
     const char *name;
@@ -40,6 +45,7 @@ void churn_run(const bench_opts *opts);
 void regrowth_run(const bench_opts *opts);
 void frame_run(const bench_opts *opts);
 void callbacks_run(const bench_opts *opts);
+void bulk_run(const bench_opts *opts);
 
 /* ----------------------------------------------- keeping work observable */
 
@@ -131,6 +137,11 @@ void bench_print_header(const bench_opts *opts);
 FILE *bench_csv_open(const char *dir, const char *name);
 /// Minor page faults of this process so far (getrusage).
 uint64_t bench_minor_faults(void);
+/// Resident set size of this process now, in bytes (/proc/self/statm).
+uint64_t bench_rss_bytes(void);
+/// The file that defines the malloc this process calls (dladdr of the
+/// symbol the dynamic linker resolved), e.g. "libc.so.6"; "?" when unknown.
+const char *bench_malloc_library(void);
 /// Pins the process to the CPU it is running on (Linux sched_setaffinity,
 /// best effort) so the scheduler cannot migrate it between timed samples;
 /// returns that CPU, or -1 when it could not.

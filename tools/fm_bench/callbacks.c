@@ -1103,7 +1103,7 @@ static void cb_part_items(const bench_opts *opts, int repeat, FILE *csv, double 
 }
 
 void callbacks_run(const bench_opts *opts) {
-    int repeat = opts->repeat ? opts->repeat : opts->quick ? 3 : 5;
+    int repeat = bench_repeat(opts);
     FILE *csv = NULL;
     if (opts->csv_dir) {
         csv = bench_csv_open(opts->csv_dir, "callbacks.csv");

@@ -25,11 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_loops.h"
 #include "eager_pool.h"
 #include "framemem/clock.h"
 #include "framemem/pool.h"
+#include "peers.h"
 
-enum { CHURN_LIVE = 10000 };
+enum { CHURN_LIVE = BENCH_CHURN_LIVE };
 
 typedef enum churn_pattern { CHURN_PAIRS, CHURN_RANDOM } churn_pattern;
 typedef enum churn_kind { CHURN_FM_POOL, CHURN_BARE, CHURN_UNCHECKED, CHURN_MALLOC } churn_kind;
@@ -98,18 +100,6 @@ static BENCH_NOINLINE uint64_t pairs_pool(fm_pool *pool, uint32_t n) {
     return fm_clock_now() - t0;
 }
 
-static BENCH_NOINLINE uint64_t pairs_malloc(size_t size, uint32_t n) {
-    uint64_t t0 = fm_clock_now();
-    for (uint32_t i = 0; i < n; i++) {
-        unsigned char *p = malloc(size);
-        if (!p) alloc_failed("malloc");
-        p[0] = (unsigned char)i;
-        BENCH_ESCAPE(p);
-        free(p);
-    }
-    return fm_clock_now() - t0;
-}
-
 static BENCH_NOINLINE uint64_t random_pool(fm_pool *pool, void **live, const uint32_t *idx,
                                            uint32_t n) {
     uint64_t t0 = fm_clock_now();
@@ -118,21 +108,6 @@ static BENCH_NOINLINE uint64_t random_pool(fm_pool *pool, void **live, const uin
         fm_pool_free(pool, live[j]);
         unsigned char *p = fm_pool_alloc(pool);
         if (!p) alloc_failed("fm_pool_alloc");
-        p[0] = (unsigned char)i;
-        BENCH_ESCAPE(p);
-        live[j] = p;
-    }
-    return fm_clock_now() - t0;
-}
-
-static BENCH_NOINLINE uint64_t random_malloc(size_t size, void **live, const uint32_t *idx,
-                                             uint32_t n) {
-    uint64_t t0 = fm_clock_now();
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t j = idx[i];
-        free(live[j]);
-        unsigned char *p = malloc(size);
-        if (!p) alloc_failed("malloc");
         p[0] = (unsigned char)i;
         BENCH_ESCAPE(p);
         live[j] = p;
@@ -315,7 +290,7 @@ static uint64_t churn_timed(churn_alloc *a, churn_pattern pattern, void **live,
         case CHURN_BARE: return pairs_bare(&a->bare, n);
         case CHURN_MALLOC: break;
         }
-        return pairs_malloc(a->item_size, n);
+        return bench_loop_pairs(a->item_size, n);
     }
     switch (a->kind) {
     case CHURN_FM_POOL: return random_pool(a->pool, live, idx, n);
@@ -323,7 +298,7 @@ static uint64_t churn_timed(churn_alloc *a, churn_pattern pattern, void **live,
     case CHURN_BARE: return random_bare(&a->bare, live, idx, n);
     case CHURN_MALLOC: break;
     }
-    return random_malloc(a->item_size, live, idx, n);
+    return bench_loop_random(a->item_size, live, idx, n);
 }
 
 /* Checks that every item came back, then releases the allocator. */
@@ -440,7 +415,8 @@ static int churn_twin(int v, churn_kind k) {
 
 void churn_run(const bench_opts *opts) {
     uint32_t n = opts->quick ? 100000 : 1000000;
-    int repeat = opts->repeat ? opts->repeat : 5;
+    int repeat = bench_repeat(opts);
+    bench_peer_set peers = {0};
 
     uint32_t *idx = bench_xmalloc((size_t)n * sizeof *idx);
     uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -459,6 +435,7 @@ void churn_run(const bench_opts *opts) {
                                      : NULL;
             ns[v * repeat + r] = churn_once(cv, n, idx, live, ov);
         }
+        bench_peers_round(opts, "churn", &peers);
     }
 
     double med[CHURN_VARIANTS];
@@ -474,7 +451,9 @@ void churn_run(const bench_opts *opts) {
            "singly linked list over one preallocated array of %d slots, inline pop/push, "
            "no checks, no counters, no NULL test: the lower bound of any pool. "
            "Every item gets one byte written; an asm barrier keeps each alloc/free. "
-           "Ratio = variant time / malloc time (same item, same pattern, same run set; "
+           "Peers (mimalloc, jemalloc, tcmalloc, Boost.Pool) run the same loops in their "
+           "own processes (fm-bench-peer-*, fm-bench-boost), one run per round between "
+           "fm-bench's own runs. Ratio = variant time / malloc time (same item, same pattern, same run set; "
            "below 1 is faster).\n\n",
            n, repeat, CHURN_LIVE);
     printf("| variant | item | pattern | ns/pair | min | max | ratio vs malloc |\n");
@@ -485,6 +464,18 @@ void churn_run(const bench_opts *opts) {
         double base = med[churn_twin(v, CHURN_MALLOC)];
         printf("| %s | %zu B | %s | %.2f | %.2f | %.2f | %.2f |\n", cv->name, cv->item_size,
                pattern_name(cv->pattern), med[v], runs[0], runs[repeat - 1], med[v] / base);
+        if (cv->kind != CHURN_MALLOC) continue;
+        /* The group's peer rows, right after its malloc row. */
+        char key[32];
+        snprintf(key, sizeof key, "%zu %s", cv->item_size,
+                 cv->pattern == CHURN_PAIRS ? "pairs" : "random");
+        for (size_t p = 0; p < peers.n; p++) {
+            if (strcmp(peers.s[p].key, key) != 0) continue;
+            double pm, lo, hi;
+            bench_series_stats(&peers.s[p], 0, &pm, &lo, &hi);
+            printf("| %s | %zu B | %s | %.2f | %.2f | %.2f | %.2f |\n", peers.s[p].variant,
+                   cv->item_size, pattern_name(cv->pattern), pm, lo, hi, pm / base);
+        }
     }
 
     /* The 16-byte pairs group: how far each pool is from the lower bound. */
@@ -507,9 +498,18 @@ void churn_run(const bench_opts *opts) {
                     churn_variants[v].item_size,
                     churn_variants[v].pattern == CHURN_PAIRS ? "pairs" : "random", repeat,
                     med[v]);
+        for (size_t p = 0; p < peers.n; p++) {
+            double pm, lo, hi;
+            bench_series_stats(&peers.s[p], 0, &pm, &lo, &hi);
+            size_t size = (size_t)strtoul(peers.s[p].key, NULL, 10);
+            fprintf(f, "%s,%zu,%s,%d,%.3f\n", peers.s[p].variant, size,
+                    strchr(peers.s[p].key, ' ') ? strchr(peers.s[p].key, ' ') + 1 : "?",
+                    peers.s[p].rounds, pm);
+        }
         fclose(f);
         printf("\nwrote %s/churn.csv\n", opts->csv_dir);
     }
+    bench_peer_set_free(&peers);
     free(ns);
     free(live);
     free(idx);
@@ -518,7 +518,7 @@ void churn_run(const bench_opts *opts) {
 /* ------------------------------------------------------- callgrind mode */
 
 /* The loops tools/fm-callgrind measures, each the body of pairs_pool /
- * pairs_malloc minus the clock:
+ * bench_loop_pairs (alloc_loops.h) minus the clock:
  * - pool_pairs: fm_pool_alloc/fm_pool_free as a caller writes them (the
  *   header's inline fast path in optimised builds);
  * - pool_call_pairs: (fm_pool_alloc)(...), the library's out-of-line

@@ -391,7 +391,7 @@ static void reset_cost(const uint16_t *sizes, int resets) {
 void frame_run(const bench_opts *opts) {
     uint32_t n = opts->quick ? 100000 : 1000000;
     int frames = opts->quick ? 4 : 10;
-    int repeat = opts->repeat ? opts->repeat : opts->quick ? 1 : 3;
+    int repeat = bench_repeat(opts);
     int resets = opts->quick ? 31 : 301;
     uint32_t drawn = n > RESET_WINDOW ? n : RESET_WINDOW;
 

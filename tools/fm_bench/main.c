@@ -2,6 +2,7 @@
  * fm_bench/main.c: fm-bench, every framemem benchmark in one program.
  *
  *   fm-bench [--list] [--only NAME] [--quick] [--repeat N] [--csv DIR] [--no-pin]
+ *            [--no-peers]
  *
  * Prints a header (machine, compiler, build, clock) and one markdown section
  * per experiment. Hidden: --callgrind-churn N, --callgrind-arena N and
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "framemem/clock.h"
+#include "peers.h"
 
 static const bench_experiment experiments[] = {
     {"churn",
@@ -22,6 +24,10 @@ static const bench_experiment experiments[] = {
      churn_run},
     {"regrowth", "per-allocation latency while pools grow, fm_pool vs eager pool vs malloc",
      regrowth_run},
+    {"bulk",
+     "5,000,000 128-byte items held then freed: ns per alloc and free, RSS and bytes per "
+     "item, fm_pool vs malloc and peers",
+     bulk_run},
     {"frame",
      "1,000,000 mixed 16..256-byte temporaries per frame then reset, fm_arena and "
      "fm_frame_arena vs malloc/free; reset cost vs allocation count",
@@ -40,13 +46,13 @@ static void usage(FILE *f) {
             "  --list        print the experiment names and exit\n"
             "  --only NAME   run one experiment (see --list)\n"
             "  --quick       CI smoke run: small counts, a few seconds\n"
-            "  --repeat N    runs per variant; figures are medians (default: churn 5,\n"
-            "                regrowth 3 and frame 3, or 1 with --quick; callbacks 5,\n"
-            "                or 3 with --quick)\n"
+            "  --repeat N    runs per variant, interleaved A B C A B C; figures are\n"
+            "                medians (default 5, or 1 with --quick)\n"
             "  --csv DIR     write CSV files (regrowth: one per variant, every run,\n"
-            "                run,index,ns,position; frame and callbacks: one row per\n"
-            "                variant and run)\n"
+            "                run,index,ns,position; frame, callbacks and bulk: one row\n"
+            "                per variant and run; churn: one row per variant)\n"
             "  --no-pin      do not pin fm-bench to the CPU it starts on\n"
+            "  --no-peers    run no peer executable (fm-bench-peer-*, fm-bench-boost)\n"
             "  --help        this text\n");
 }
 
@@ -84,6 +90,8 @@ int main(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--no-pin")) {
             opts.no_pin = true;
+        } else if (!strcmp(a, "--no-peers")) {
+            opts.no_peers = true;
         } else if (!strcmp(a, "--csv") && next) {
             opts.csv_dir = next;
             i++;
@@ -126,6 +134,7 @@ int main(int argc, char **argv) {
      * that sample the move and a cold cache. */
     if (!opts.no_pin) opts.pinned_cpu = bench_pin_cpu();
     bench_print_header(&opts);
+    bench_peers_print_info(&opts);
     for (int e = 0; e < EXPERIMENTS; e++) {
         if (only && strcmp(experiments[e].name, only) != 0) continue;
         experiments[e].run(&opts);

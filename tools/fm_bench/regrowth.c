@@ -14,7 +14,7 @@
  * also split by where they fall: the allocation that opens a chunk (runs the
  * chunk switch, and any growth), the one right after it, and all others, so
  * a reader sees at once whether chunk switches are where the outliers are.
- * With --repeat N (default 3, 1 with --quick) every figure is the median of
+ * With --repeat N (default 5, 1 with --quick) every figure is the median of
  * that figure over the N runs, variants interleaved run by run; the worst
  * run's max is printed beside the median max.
  */
@@ -27,9 +27,11 @@
 #include <malloc.h> /* malloc_trim */
 #endif
 
+#include "alloc_loops.h"
 #include "eager_pool.h"
 #include "framemem/clock.h"
 #include "framemem/pool.h"
+#include "peers.h"
 
 enum {
     REGROW_ITEM = 1024,
@@ -144,20 +146,6 @@ static BENCH_NOINLINE void timed_eager(eager_pool *pool, uint32_t n, uint64_t *t
     }
 }
 
-static BENCH_NOINLINE void timed_malloc(uint32_t n, uint64_t *ticks, void **items,
-                                        const char *variant) {
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t t0 = fm_clock_now();
-        void *p = malloc(REGROW_ITEM);
-        if (p) memset(p, 0, REGROW_ITEM);
-        BENCH_ESCAPE(p);
-        uint64_t t1 = fm_clock_now();
-        if (!p) regrow_failed(variant, "malloc");
-        ticks[i] = t1 - t0;
-        items[i] = p;
-    }
-}
-
 static void run_fm_pool(const regrow_variant *v, uint32_t n, uint64_t *ticks, void **items,
                         uint8_t *group, regrow_result *out, fm_pool_stats *shape) {
     fm_pool_desc desc = {
@@ -236,7 +224,8 @@ static void run_eager(const regrow_variant *v, uint32_t n, uint64_t *ticks, void
 static void run_malloc(const regrow_variant *v, uint32_t n, uint64_t *ticks, void **items,
                        regrow_result *out) {
     uint64_t faults = bench_minor_faults();
-    timed_malloc(n, ticks, items, v->name);
+    (void)v;
+    bench_loop_latency(REGROW_ITEM, n, ticks, items);
     out->minor_faults = bench_minor_faults() - faults;
     for (uint32_t i = 0; i < n; i++) free(items[i]);
 }
@@ -291,8 +280,25 @@ static void print_us(uint64_t ns) {
     printf(" %.1f |", (double)ns / 1000.0);
 }
 
+/* Peers: malloc-shaped, so only the latency columns and faults apply. */
+static void print_peer_rows(const bench_peer_set *peers, int repeat) {
+    for (size_t p = 0; p < peers->n; p++) {
+        const bench_series *s = &peers->s[p];
+        double v[7], lo, hi, worst = 0;
+        if (s->nv != 7)
+            bench_die("regrowth: peer row '%s' has %d values, 7 expected", s->variant, s->nv);
+        for (int i = 0; i < 7; i++) bench_series_stats(s, i, &v[i], &lo, &hi);
+        for (int r = 0; r < s->rounds; r++)
+            if (s->v[r * BENCH_SERIES_VALUES + 3] > worst) worst = s->v[r * BENCH_SERIES_VALUES + 3];
+        printf("| %s (peer process) | - | - | %.0f | %.0f | %.0f | %.0f |", s->variant, v[0], v[1],
+               v[2], v[3]);
+        if (repeat > 1) printf(" %.0f |", worst);
+        printf(" %.0f | %.0f | - | - | - | %.0f |\n", v[4], v[5], v[6]);
+    }
+}
+
 static void print_table(const regrow_result *res, const uint64_t *worst_max, uint32_t n,
-                        int repeat) {
+                        int repeat, const bench_peer_set *peers) {
     printf("\n## regrowth\n\n");
     printf("%u allocations of a %d-byte item, each zeroed (memset) right after allocation; "
            "alloc+memset timed one by one with fm_clock. %s"
@@ -345,6 +351,7 @@ static void print_table(const regrow_result *res, const uint64_t *worst_max, uin
                 print_us(r->grow_ns_max);
         }
         printf(" %llu |\n", (unsigned long long)r->minor_faults);
+        if (rv->kind == REGROW_MALLOC) print_peer_rows(peers, repeat);
     }
 
     const regrow_result *p1 = &res[V_FM_POOL_1], *e1 = &res[V_EAGER_1];
@@ -423,7 +430,8 @@ static void print_chunk_table(const regrow_result *res, const regrow_result *run
 
 void regrowth_run(const bench_opts *opts) {
     uint32_t n = opts->quick ? 20000 : 100000;
-    int repeat = opts->repeat ? opts->repeat : opts->quick ? 1 : 3;
+    int repeat = bench_repeat(opts);
+    bench_peer_set peers = {0};
     uint64_t *ticks = bench_xmalloc((size_t)n * sizeof *ticks);
     uint8_t *group = bench_xmalloc((size_t)n);
     uint64_t *scratch = bench_xmalloc((size_t)n * sizeof *scratch);
@@ -464,6 +472,7 @@ void regrowth_run(const bench_opts *opts) {
                     out->group[g] = group_stats(ns, group, n, g, out->lat.median, scratch);
             if (csv[v]) write_csv(csv[v], r + 1, ns, grouped ? group : NULL, n);
         }
+        bench_peers_round(opts, "regrowth", &peers);
     }
     for (int v = 0; v < REGROW_VARIANTS; v++)
         if (csv[v]) fclose(csv[v]);
@@ -489,7 +498,7 @@ void regrowth_run(const bench_opts *opts) {
     }
     free(col);
 
-    print_table(med, worst_max, n, repeat);
+    print_table(med, worst_max, n, repeat, &peers);
     printf("fm_pool %d-byte items: stride %llu, chunk_bytes %llu, %llu items per chunk "
            "(initial 1, after the run: %llu chunks, capacity %llu)\n",
            REGROW_ITEM, (unsigned long long)shape.stride, (unsigned long long)shape.chunk_bytes,
@@ -501,6 +510,7 @@ void regrowth_run(const bench_opts *opts) {
                "allocation of every run) to %s\n",
                REGROW_VARIANTS, opts->csv_dir);
 
+    bench_peer_set_free(&peers);
     free(scratch);
     free(group);
     free(runs);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
+#include <dlfcn.h>
 #include <sched.h>
 #endif
 
@@ -75,6 +76,33 @@ uint64_t bench_median_u64(uint64_t *v, size_t n) {
 }
 
 /* ------------------------------------------------------------------ misc */
+
+int bench_repeat(const bench_opts *opts) {
+    return opts->repeat ? opts->repeat : opts->quick ? 1 : 5;
+}
+
+uint64_t bench_rss_bytes(void) {
+    unsigned long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    int got = fscanf(f, "%lu %lu", &size, &resident);
+    fclose(f);
+    return got == 2 ? (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+const char *bench_malloc_library(void) {
+#if defined(__linux__)
+    /* RTLD_DEFAULT finds the definition every call of malloc binds to, so a
+     * linked allocator that interposes malloc shows here. */
+    void *sym = dlsym(RTLD_DEFAULT, "malloc");
+    Dl_info info;
+    if (sym && dladdr(sym, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        return slash ? slash + 1 : info.dli_fname;
+    }
+#endif
+    return "?";
+}
 
 void *bench_xmalloc(size_t size) {
     void *p = malloc(size ? size : 1);
