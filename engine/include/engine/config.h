@@ -1,0 +1,99 @@
+/*
+ * engine/config.h: pool-size configuration (INI, read with libinih).
+ *
+ *   [pool.particles]
+ *   initial_capacity = 32768   ; items, 1 .. 2^28
+ *   max_capacity = 0           ; 0 = unbounded, else >= initial_capacity
+ *   growth = geometric         ; geometric | linear | fixed
+ *   grow_factor = 2.0          ; (1, 64]
+ *   grow_step = 4096           ; items, 0 .. 2^28 (0 = one chunk)
+ *   prefault = true            ; true/false/1/0/yes/no/on/off
+ *   grow_ahead = true
+ *   [arena.frame]
+ *   reserve = 268435456        ; bytes, 1 MiB .. 64 GiB
+ *   commit_step = 65536        ; bytes, 4 KiB .. reserve
+ *
+ * Loading starts from the values already in the eng_config (the engine's
+ * defaults) and reports every problem as "file:line: message": unknown
+ * section, pool or arena, unknown key, bad number, out-of-range value, bad
+ * syntax, a line over 200 characters. A section is parsed into a staging copy
+ * and applied only when it had no problem, so a pool is never half-configured;
+ * a section that appears twice is applied twice (the later values win).
+ */
+#ifndef ENGINE_CONFIG_H
+#define ENGINE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/telemetry.h"
+#include "framemem/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ENG_CONFIG_MAX_POOLS 16
+#define ENG_CONFIG_MAX_ARENAS 4
+
+typedef struct eng_pool_config {
+    char name[ENG_NAME_MAX];
+    uint32_t initial_capacity;
+    uint32_t max_capacity;
+    fm_growth growth;
+    float grow_factor;
+    uint32_t grow_step;
+    bool prefault;
+    bool grow_ahead;
+} eng_pool_config;
+
+typedef struct eng_arena_config {
+    char name[ENG_NAME_MAX];
+    uint64_t reserve;
+    uint64_t commit_step;
+} eng_arena_config;
+
+typedef struct eng_config {
+    eng_pool_config pools[ENG_CONFIG_MAX_POOLS];
+    uint32_t pool_count;
+    eng_arena_config arenas[ENG_CONFIG_MAX_ARENAS];
+    uint32_t arena_count;
+} eng_config;
+
+/* Problems of one load: the messages, newline-separated, truncated (with
+ * "...") when they pass the buffer. */
+typedef struct eng_config_report {
+    uint32_t problems;
+    char text[4096];
+} eng_config_report;
+
+/// The engine's pools and arenas with their default (deliberately small)
+/// sizes: the pools regrow during warm-up, which a tuned config removes.
+void eng_config_defaults(eng_config *cfg);
+/// The pool / arena entry of that name, or NULL.
+eng_pool_config *eng_config_pool(eng_config *cfg, const char *name);
+eng_arena_config *eng_config_arena(eng_config *cfg, const char *name);
+
+/// Applies the INI file at path on top of cfg. Returns the number of problems
+/// (also in rep, which may be NULL); -1 when the file cannot be opened (cfg
+/// untouched, message in rep).
+int eng_config_load(eng_config *cfg, const char *path, eng_config_report *rep);
+/// The same from memory; name stands for the file in messages.
+int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const char *name,
+                        eng_config_report *rep);
+
+/// Writes a config with every pool of cfg: initial_capacity from the highest
+/// live count over every frame of the runs (eng_suggest_capacity with
+/// headroom, whole chunks), growth kept, a comment per pool saying where the
+/// number came from; pools absent from every run keep their value and say so.
+/// Arenas: reserve kept, commit_step kept. Written to a temporary file and
+/// renamed. false with a message in err on I/O error.
+bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *runs,
+                            uint32_t run_count, double headroom, const char *path, char *err,
+                            size_t err_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ENGINE_CONFIG_H */

@@ -1,0 +1,190 @@
+/*
+ * engine/engine.h: a small game-engine core on framemem.
+ *
+ * An eng object owns a world (entities with typed handles, components in
+ * their own pools, particles from pooled emitters, events and timers), a
+ * frame arena for per-frame temporaries and the telemetry of every pool and
+ * arena it uses. It has no platform dependency: the caller supplies the time
+ * step, renders the render list and reports its render time.
+ *
+ * Frame: eng_frame_begin (advance the frame arena, run deferred calls),
+ * eng_update (simulate, build the render list), eng_frame_end (sample
+ * telemetry, grow ahead). eng_tick does all three.
+ *
+ * Determinism: the world uses its own PRNG seeded from desc.seed; the same
+ * seed, scale, scene and sequence of dt and controls give the same world,
+ * whatever the backend, growth policy or timing switches.
+ *
+ * Backends: ENG_BACKEND_POOL serves every item from an fm_pool;
+ * ENG_BACKEND_MALLOC from malloc/free, counted and timed the same way.
+ *
+ * Controls that change how pools are built (backend, growth policy, prefault,
+ * config reload) rebuild the world: it restarts from the seed at the current
+ * frame number (telemetry keeps its frames). Scale, burst and grow-ahead act
+ * on the running world.
+ *
+ * Threads: one thread at a time.
+ */
+#ifndef ENGINE_ENGINE_H
+#define ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/config.h"
+#include "engine/telemetry.h"
+#include "framemem/base.h"
+#include "framemem/pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct eng eng;
+
+/* An entity: handle into the entity pool (pool + generation); zero is null. */
+FM_HANDLE_TYPE(eng_entity);
+
+/* Render layers, drawn in this order. */
+typedef enum eng_layer {
+    ENG_LAYER_PARTICLES = 0, /* sparks from emitters */
+    ENG_LAYER_ENTITIES,      /* moving bodies */
+    ENG_LAYER_EFFECTS,       /* collision flashes */
+    ENG_LAYER_COUNT
+} eng_layer;
+
+/* One quad to draw, centred at (x, y), world units (desc.world_w x world_h,
+ * y down), rgba = 0xRRGGBBAA. */
+typedef struct eng_sprite {
+    float x, y, size;
+    uint32_t rgba;
+    uint32_t layer; /* eng_layer */
+} eng_sprite;
+
+/* Sprites of a frame grouped by layer: layer l is
+ * items[layer_start[l] .. layer_start[l + 1]). In the frame arena: valid
+ * until the next eng_frame_begin. */
+typedef struct eng_render_list {
+    const eng_sprite *items;
+    uint32_t count;
+    uint32_t layer_start[ENG_LAYER_COUNT + 1];
+} eng_render_list;
+
+typedef struct eng_desc {
+    uint64_t seed;            /* 0 = 1 */
+    double scale;             /* load multiplier; 0 = 1; clamped to [0.05, 50] */
+    eng_backend backend;      /* POOL (default) or MALLOC */
+    const char *config_path;  /* pool-size INI; NULL = built-in defaults; copied */
+    const char *scene;        /* "standard" (default), "ramp", "bursts"; see eng_scene_names */
+    bool grow_ahead;          /* engine-wide switch (pools opt out in the config) */
+    bool prefault;            /* engine-wide switch (pools opt out in the config) */
+    bool override_growth;     /* every pool uses `growth` instead of its config */
+    fm_growth growth;
+    bool no_timing;           /* telemetry without timing (counts only): the
+                                 benchmark's "timing off" baseline */
+    uint32_t telemetry_frames;/* ring size; 0 = 600 */
+    float world_w, world_h;   /* 0 = 1280 x 720 */
+} eng_desc;
+
+/// Creates the engine and its world. NULL with a message in err for: a desc
+/// out of range (unknown scene or backend), a config file that cannot be
+/// read, out of memory. Problems inside a readable config do not fail: they
+/// are kept (eng_config_report) and defaults stay for the bad entries.
+eng *eng_create(const eng_desc *desc, char *err, size_t err_len);
+/// Destroys the world, its pools and the telemetry. NULL: no-op.
+void eng_destroy(eng *e);
+
+/* ---------------------------------------------------------------- frames */
+
+void eng_frame_begin(eng *e);
+/// Advances the world by dt seconds (clamped to [0, 0.1]) and builds the render list.
+void eng_update(eng *e, double dt);
+void eng_frame_end(eng *e);
+/// eng_frame_begin + eng_update + eng_frame_end.
+void eng_tick(eng *e, double dt);
+/// The render list of the newest eng_update (empty before the first).
+eng_render_list eng_get_render_list(const eng *e);
+/// Render time of the newest finished frame, for its telemetry record.
+void eng_set_render_ns(eng *e, uint64_t ns);
+
+/* -------------------------------------------------------------- controls */
+
+/// Spawning at 10x for `seconds` of simulated time (1.0 for the demo key).
+void eng_burst(eng *e, double seconds);
+/// New load multiplier (clamped as in the desc); the world follows over a few frames.
+void eng_set_scale(eng *e, double scale);
+/// Every pool's growth policy; rebuilds the world.
+void eng_set_growth(eng *e, fm_growth growth);
+/// Back to the config's per-pool policies; rebuilds the world.
+void eng_clear_growth_override(eng *e);
+void eng_set_grow_ahead(eng *e, bool on);
+/// Rebuilds the world.
+void eng_set_prefault(eng *e, bool on);
+/// Rebuilds the world on the other backend.
+void eng_set_backend(eng *e, eng_backend backend);
+/// Re-reads the config file (desc.config_path or the last path given here;
+/// path NULL = the current one) and rebuilds the world. false with a message
+/// in err when the file cannot be read (the world is kept as it was); problems
+/// inside the file are in eng_config_report.
+bool eng_reload_config(eng *e, const char *path, char *err, size_t err_len);
+/// Writes a tuned config from the telemetry's peaks (eng_config_write_tuned
+/// with this engine's config and headroom; headroom <= 0 means 1.25).
+bool eng_write_tuned_config(eng *e, const char *path, double headroom, char *err,
+                            size_t err_len);
+/// Clears the telemetry ring and totals.
+void eng_reset_stats(eng *e);
+
+/* --------------------------------------------------------------- queries */
+
+typedef struct eng_info {
+    uint64_t frame;             /* frames ended since create */
+    uint64_t seed;
+    double scale;
+    eng_backend backend;
+    bool grow_ahead, prefault;
+    bool override_growth;
+    fm_growth growth;           /* the override when set, else the particles pool's */
+    const char *scene;
+    const char *config_path;    /* NULL when none */
+    uint32_t entities;          /* live */
+    uint32_t particles;         /* live */
+    uint32_t emitters;          /* live */
+    uint32_t spawned, died;     /* particles in the newest frame */
+    uint32_t collisions;        /* collision events in the newest frame */
+    uint32_t timers_fired;      /* timer events in the newest frame */
+    uint64_t checksum;          /* hash of the world state (determinism tests) */
+    double burst_left;          /* seconds of burst remaining */
+    uint64_t clock_overhead_ns; /* subtracted per timed batch */
+} eng_info;
+
+void eng_get_info(const eng *e, eng_info *out);
+const eng_telemetry *eng_get_telemetry(const eng *e);
+eng_telemetry *eng_get_telemetry_mut(eng *e);
+/// The config in use (defaults plus what the file set).
+const eng_config *eng_get_config(const eng *e);
+/// Problems found in the newest config load, "file:line: message\n" each;
+/// "" when none.
+const char *eng_config_report(const eng *e);
+/// NULL-terminated list of scene names.
+const char *const *eng_scene_names(void);
+
+/* ------------------------------------------------------- headless runner */
+
+typedef struct eng_run_result {
+    uint64_t frames;
+    uint64_t checksum;        /* world hash at the end */
+    uint32_t entities, particles;
+    uint64_t total_spawned, total_died, total_collisions, total_timers;
+} eng_run_result;
+
+/// Creates an engine from desc, runs `frames` frames at dt = 1/60 and returns
+/// its telemetry (caller destroys it); the engine is gone. NULL with a
+/// message when eng_create fails. out may be NULL.
+eng_telemetry *eng_run_headless(const eng_desc *desc, uint32_t frames, eng_run_result *out,
+                                char *err, size_t err_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ENGINE_ENGINE_H */
