@@ -11,12 +11,26 @@
  * the entries at or above its position: any mark they would reject, it
  * rejects too). A mark (pos, serial) is valid when the first cut newer than
  * it lies at or above pos.
+ *
+ * Shared arenas (MUTEX, LOCKFREE): the top and limit live in atomics beside
+ * the hot struct, which stays zero so the inline path in arena.h always
+ * falls through to here. MUTEX runs the single-threaded code under the lock.
+ * LOCKFREE bumps the top with a CAS loop (alignment rules out a plain
+ * fetch-add) and takes the lock only to grow: committing pages raises the
+ * limit (release) after mprotect, so a thread that reads a limit covering its
+ * bytes finds them committed; chaining a block first seals the top (no CAS
+ * can succeed on it), then publishes the new limit and then the new top, so a
+ * thread whose CAS succeeds read the limit of the block its top was in.
+ * Blocks are not reused while threads allocate (only rewind and reset free
+ * them), so a top value never returns and the CAS has no ABA.
  */
 #define FM__BUILDING_ARENA 1
 #include "framemem/arena.h"
 
 #include "internal.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +44,8 @@
 #define FM__FILL_RELEASED 0xDD
 #define FM__DEFAULT_RESERVE ((size_t)64 << 20)
 #define FM__DEFAULT_COMMIT_STEP ((size_t)64 << 10)
+/* LOCKFREE chained arenas: the top while a thread swaps blocks. */
+#define FM__TOP_SEALED UINTPTR_MAX
 
 typedef struct fm__block {
     struct fm__block *prev; /* older block in the chain, or the next spare */
@@ -47,9 +63,17 @@ typedef struct fm__cut {
 } fm__cut;
 
 struct fm_arena {
-    fm__arena_hot hot; /* first: the inline fast path in arena.h reads it */
+    fm__arena_hot hot; /* first: the inline fast path in arena.h reads it;
+                          all zero in shared arenas */
     fm_arena_desc desc;
     bool vm;
+    bool shared; /* sync is MUTEX or LOCKFREE */
+    /* shared arenas: what hot holds otherwise */
+    _Atomic uintptr_t top;
+    _Atomic uintptr_t limit;
+    _Atomic uint64_t shared_allocs;
+    _Atomic uint32_t in_flight; /* debug builds: LOCKFREE allocations under way */
+    pthread_mutex_t lock;       /* MUTEX: every call; LOCKFREE: growth and queries */
     /* virtual-memory mode */
     uint8_t *base;
     size_t committed;
@@ -59,7 +83,7 @@ struct fm_arena {
     size_t held;      /* bytes of all blocks, chain and spare */
     /* counters */
     uint64_t high_water;
-    uint64_t failed_allocs;
+    _Atomic uint64_t failed_allocs;
     uint64_t commit_events;
     uint64_t decommit_events;
     uint64_t resets;
@@ -78,14 +102,47 @@ struct fm_arena {
 
 static uint8_t *fm__block_data(fm__block *b) { return (uint8_t *)b + FM__BLOCK_HEADER; }
 
-static uint64_t fm__arena_pos(const fm_arena *a) {
-    if (a->vm) return (uint64_t)(a->hot.top - (uintptr_t)a->base);
-    if (!a->block) return 0;
-    return a->block->start_pos + (a->hot.top - (uintptr_t)fm__block_data(a->block));
+/* The top and limit wherever the policy keeps them. Callers on shared arenas
+ * hold the lock (or, LOCKFREE, are the only thread using the arena). */
+static uintptr_t fm__top(const fm_arena *a) {
+    return a->shared ? atomic_load_explicit(&a->top, memory_order_acquire) : a->hot.top;
+}
+static uintptr_t fm__limit(const fm_arena *a) {
+    return a->shared ? atomic_load_explicit(&a->limit, memory_order_acquire) : a->hot.limit;
+}
+static void fm__set_top(fm_arena *a, uintptr_t top) {
+    if (a->shared) atomic_store_explicit(&a->top, top, memory_order_release);
+    else a->hot.top = top;
+}
+static void fm__set_limit(fm_arena *a, uintptr_t limit) {
+    if (a->shared) atomic_store_explicit(&a->limit, limit, memory_order_release);
+    else a->hot.limit = limit;
 }
 
-static void fm__note_high_water(fm_arena *a) {
-    uint64_t pos = fm__arena_pos(a);
+static void fm__lock(const fm_arena *a) {
+    if (a->shared) pthread_mutex_lock((pthread_mutex_t *)&a->lock);
+}
+static void fm__unlock(const fm_arena *a) {
+    if (a->shared) pthread_mutex_unlock((pthread_mutex_t *)&a->lock);
+}
+
+static void fm__count_failed(fm_arena *a) {
+    if (a->shared) atomic_fetch_add_explicit(&a->failed_allocs, 1, memory_order_relaxed);
+    else atomic_store_explicit(&a->failed_allocs,
+                               atomic_load_explicit(&a->failed_allocs, memory_order_relaxed) + 1,
+                               memory_order_relaxed);
+}
+
+/* The position of a top value (which lies in the current block). */
+static uint64_t fm__pos_of(const fm_arena *a, uintptr_t top) {
+    if (a->vm) return (uint64_t)(top - (uintptr_t)a->base);
+    if (!a->block) return 0;
+    return a->block->start_pos + (top - (uintptr_t)fm__block_data(a->block));
+}
+
+static uint64_t fm__arena_pos(const fm_arena *a) { return fm__pos_of(a, fm__top(a)); }
+
+static void fm__note_pos(fm_arena *a, uint64_t pos) {
     if (pos > a->high_water) a->high_water = pos;
 }
 
@@ -120,7 +177,8 @@ static size_t fm__first_block(const fm_arena_desc *d) {
 static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
     const char *why = NULL;
     if ((unsigned)d->sync >= FM_SYNC_COUNT) why = "unknown sync policy";
-    else if (d->sync != FM_SYNC_NONE) why = "sync policies other than FM_SYNC_NONE are not available yet";
+    else if (d->sync == FM_SYNC_THREAD_CACHE)
+        why = "FM_SYNC_THREAD_CACHE is a pool policy; arenas take NONE, MUTEX or LOCKFREE";
     else if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL))
         why = "allocator needs both alloc and free";
     else if (d->commit_step > fm__def(d->reserve_bytes, FM__DEFAULT_RESERVE))
@@ -131,7 +189,7 @@ static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
     return why == NULL;
 }
 
-static bool fm__arena_add_block(fm_arena *a, size_t need, fm_error refused);
+static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error refused);
 
 fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     if (!desc) {
@@ -148,6 +206,8 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     a->cut_cap = FM__CUTS_INLINE;
     a->desc = *desc;
     a->desc.name = a->name;
+    a->shared = desc->sync != FM_SYNC_NONE;
+    pthread_mutex_init(&a->lock, NULL);
     /* Page multiples (sizes near SIZE_MAX stay where they are: the OS refuses
      * them at create rather than the rounding wrapping them small). */
     size_t reserve = fm__def(desc->reserve_bytes, FM__DEFAULT_RESERVE);
@@ -167,14 +227,17 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
             fm__report(FM_ERR_OUT_OF_MEMORY, "arena '%s': cannot reserve %zu bytes of address space",
                        name, a->desc.reserve_bytes);
             FM__VG_DESTROY_POOL(a);
+            pthread_mutex_destroy(&a->lock);
             fm__mem_free(&desc->allocator, a, self_bytes);
             return NULL;
         }
         a->base = base;
-        a->hot.top = a->hot.limit = (uintptr_t)base;
+        fm__set_top(a, (uintptr_t)base);
+        fm__set_limit(a, (uintptr_t)base);
 #endif
-    } else if (!fm__arena_add_block(a, 0, FM_ERR_OUT_OF_MEMORY)) {
+    } else if (!fm__arena_add_block(a, 0, 0, FM_ERR_OUT_OF_MEMORY)) {
         FM__VG_DESTROY_POOL(a);
+        pthread_mutex_destroy(&a->lock);
         fm__mem_free(&desc->allocator, a, self_bytes);
         return NULL;
     }
@@ -204,6 +267,7 @@ void fm_arena_destroy(fm_arena *arena) {
     if (a->cuts != a->cuts_inline)
         fm__mem_free(&a->desc.allocator, a->cuts, a->cut_cap * sizeof *a->cuts);
     FM__VG_DESTROY_POOL(a);
+    pthread_mutex_destroy(&a->lock);
     fm_allocator al = a->desc.allocator;
     fm__mem_free(&al, a, a->self_bytes);
 }
@@ -221,7 +285,7 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
     FM__POISON(a->base + a->committed, want - a->committed);
     FM__VG_NOACCESS(a->base + a->committed, want - a->committed);
     a->committed = want;
-    a->hot.limit = (uintptr_t)a->base + want;
+    fm__set_limit(a, (uintptr_t)a->base + want); /* after mprotect: see the top of the file */
     a->commit_events++;
     return FM_OK;
 #else
@@ -231,11 +295,11 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
 }
 
 /* Chained: makes the top a block with room for `need` more bytes (aligned
- * to up to 4096), reusing a spare block when one is big enough. A refusal is
- * reported as `refused`: FM_ERR_ARENA_FULL for an allocation, out of memory
- * at create. */
-static bool fm__arena_add_block(fm_arena *a, size_t need, fm_error refused) {
-    uint64_t pos = fm__arena_pos(a);
+ * to up to 4096) taking over at position pos, reusing a spare block when one
+ * is big enough. A refusal is reported as `refused`: FM_ERR_ARENA_FULL for an
+ * allocation, out of memory at create. The limit is published before the
+ * top (LOCKFREE readers load them in the other order). */
+static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error refused) {
     size_t want = FM__BLOCK_HEADER + need + FM_MAX_ALIGN;
     if (want < need) {
         fm__report(FM_ERR_INVALID_ARG, "arena '%s': allocation of %zu bytes is too large", a->name,
@@ -271,8 +335,8 @@ static bool fm__arena_add_block(fm_arena *a, size_t need, fm_error refused) {
     b->prev = a->block;
     b->start_pos = pos;
     a->block = b;
-    a->hot.top = (uintptr_t)fm__block_data(b);
-    a->hot.limit = (uintptr_t)b + b->size;
+    fm__set_limit(a, (uintptr_t)b + b->size);
+    fm__set_top(a, (uintptr_t)fm__block_data(b));
     return true;
 }
 
@@ -285,45 +349,49 @@ static bool fm__align_valid(fm_arena *a, size_t align, const char *op) {
     return false;
 }
 
-void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
-    fm_arena *a = arena;
-    size_t al = align ? align : FM_DEFAULT_ALIGN;
-    if (!fm__align_valid(a, al, "alloc")) goto fail;
-    uintptr_t p = fm_align_up(a->hot.top, al);
-    if (size > UINTPTR_MAX - p) {
-        fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows the address space", a->name,
-                   size);
-        goto fail;
-    }
-    if (size > a->hot.limit - p) {
-        if (a->vm) {
-            uint64_t start = p - (uintptr_t)a->base;
-            if (size > UINT64_MAX - start) {
-                fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows", a->name, size);
-                goto fail;
-            }
-            fm_error err = fm__arena_commit(a, start + size);
-            if (err != FM_OK) {
-                if (err == FM_ERR_ARENA_FULL)
-                    fm__report(err, "arena '%s': %zu bytes at %llu would pass reserve_bytes %zu",
-                               a->name, size, (unsigned long long)start, a->desc.reserve_bytes);
-                else
-                    fm__report(err, "arena '%s': the OS refused to commit memory", a->name);
-                goto fail;
-            }
-        } else {
-            if (size > SIZE_MAX - FM__BLOCK_HEADER - FM_MAX_ALIGN) {
-                fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows", a->name, size);
-                goto fail;
-            }
-            fm__note_high_water(a);
-            if (!fm__arena_add_block(a, size, FM_ERR_ARENA_FULL)) goto fail;
-            p = fm_align_up(a->hot.top, al);
+static bool fm__size_fits(fm_arena *a, uintptr_t p, size_t size) {
+    if (size <= UINTPTR_MAX - p) return true;
+    fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows the address space", a->name,
+               size);
+    return false;
+}
+
+/* Room for size bytes at p (aligned from top) where the limit is too low:
+ * commits more or chains a block. Shared arenas hold the lock. Reported. */
+static bool fm__arena_grow(fm_arena *a, uintptr_t top, uintptr_t p, size_t size) {
+    if (a->vm) {
+        uint64_t start = p - (uintptr_t)a->base;
+        if (size > UINT64_MAX - start) {
+            fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows", a->name, size);
+            return false;
         }
+        fm_error err = fm__arena_commit(a, start + size);
+        if (err == FM_ERR_ARENA_FULL)
+            fm__report(err, "arena '%s': %zu bytes at %llu would pass reserve_bytes %zu", a->name,
+                       size, (unsigned long long)start, a->desc.reserve_bytes);
+        else if (err != FM_OK)
+            fm__report(err, "arena '%s': the OS refused to commit memory", a->name);
+        return err == FM_OK;
     }
-    a->hot.top = p + size;
-    a->hot.total_allocs++;
+    if (size > SIZE_MAX - FM__BLOCK_HEADER - FM_MAX_ALIGN) {
+        fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows", a->name, size);
+        return false;
+    }
+    uint64_t pos = fm__pos_of(a, top);
+    fm__note_pos(a, pos);
+    return fm__arena_add_block(a, pos, size, FM_ERR_ARENA_FULL);
+}
+
+/* [p, p + size) was just handed out. */
+static void fm__arena_hand_out(fm_arena *a, uintptr_t p, size_t size) {
+#ifdef FM__ASAN
+    /* Neighbours may share an 8-byte shadow granule, which ASan updates by
+     * read-modify-write: LOCKFREE threads take turns (MUTEX holds the lock). */
+    bool lf = a->desc.sync == FM_SYNC_LOCKFREE;
+    if (lf) pthread_mutex_lock(&a->lock);
     FM__UNPOISON((void *)p, size);
+    if (lf) pthread_mutex_unlock(&a->lock);
+#endif
     /* Valgrind: a mempool in virtual-memory mode, where one TRIM describes a
      * rewind; chained blocks only mark bytes addressable. */
     if (a->vm) {
@@ -331,10 +399,102 @@ void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
     } else {
         FM__VG_UNDEFINED((void *)p, size);
     }
+}
+
+/* NONE, and MUTEX under the lock. */
+static void *fm__alloc_serial(fm_arena *a, size_t size, size_t al) {
+    uintptr_t top = fm__top(a);
+    uintptr_t p = fm_align_up(top, al);
+    if (!fm__size_fits(a, p, size)) return NULL;
+    if (size > fm__limit(a) - p) {
+        if (!fm__arena_grow(a, top, p, size)) return NULL;
+        p = fm_align_up(fm__top(a), al);
+    }
+    fm__set_top(a, p + size);
+    if (a->shared) atomic_fetch_add_explicit(&a->shared_allocs, 1, memory_order_relaxed);
+    else a->hot.total_allocs++;
+    fm__arena_hand_out(a, p, size);
     return (void *)p;
-fail:
-    a->failed_allocs++;
-    return NULL;
+}
+
+/* LOCKFREE: makes room for size bytes (align al) unless another thread did. */
+static bool fm__grow_lockfree(fm_arena *a, size_t size, size_t al) {
+    pthread_mutex_lock(&a->lock);
+    bool ok = true;
+    /* Under the lock the top is never sealed and matches the limit. */
+    uintptr_t top = atomic_load_explicit(&a->top, memory_order_acquire);
+    uintptr_t p = fm_align_up(top, al);
+    if (size > atomic_load_explicit(&a->limit, memory_order_acquire) - p) {
+        if (a->vm) {
+            ok = fm__arena_grow(a, top, p, size);
+        } else {
+            /* Seal the block: its final top is where the next block takes over. */
+            uintptr_t final =
+                atomic_exchange_explicit(&a->top, FM__TOP_SEALED, memory_order_acq_rel);
+            ok = fm__arena_grow(a, final, fm_align_up(final, al), size);
+            if (!ok) atomic_store_explicit(&a->top, final, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return ok;
+}
+
+static void *fm__alloc_lockfree(fm_arena *a, size_t size, size_t al) {
+    uintptr_t top = atomic_load_explicit(&a->top, memory_order_acquire);
+    for (;;) {
+        if (FM__UNLIKELY(top == FM__TOP_SEALED)) {
+            /* Another thread is chaining a block under the lock: wait for it. */
+            pthread_mutex_lock(&a->lock);
+            pthread_mutex_unlock(&a->lock);
+            top = atomic_load_explicit(&a->top, memory_order_acquire);
+            continue;
+        }
+        uintptr_t limit = atomic_load_explicit(&a->limit, memory_order_acquire);
+        uintptr_t p = fm_align_up(top, al);
+        if (!fm__size_fits(a, p, size)) return NULL;
+        if (p <= limit && size <= limit - p) {
+            if (atomic_compare_exchange_weak_explicit(&a->top, &top, p + size,
+                                                      memory_order_acq_rel,
+                                                      memory_order_acquire))
+                break;
+            continue; /* the failed CAS reloaded top */
+        }
+        if (p > limit) {
+            /* top from one block, limit from the next: a block swap raced
+             * the two loads; the CAS would fail, so start over. */
+            top = atomic_load_explicit(&a->top, memory_order_acquire);
+            continue;
+        }
+        if (!fm__grow_lockfree(a, size, al)) return NULL;
+        top = atomic_load_explicit(&a->top, memory_order_acquire);
+    }
+    uintptr_t p = fm_align_up(top, al);
+    atomic_fetch_add_explicit(&a->shared_allocs, 1, memory_order_relaxed);
+    fm__arena_hand_out(a, p, size);
+    return (void *)p;
+}
+
+void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
+    fm_arena *a = arena;
+    size_t al = align ? align : FM_DEFAULT_ALIGN;
+    void *p = NULL;
+    if (fm__align_valid(a, al, "alloc")) {
+        if (a->desc.sync == FM_SYNC_LOCKFREE) {
+#ifndef NDEBUG
+            atomic_fetch_add_explicit(&a->in_flight, 1, memory_order_acq_rel);
+#endif
+            p = fm__alloc_lockfree(a, size, al);
+#ifndef NDEBUG
+            atomic_fetch_sub_explicit(&a->in_flight, 1, memory_order_acq_rel);
+#endif
+        } else {
+            fm__lock(a);
+            p = fm__alloc_serial(a, size, al);
+            fm__unlock(a);
+        }
+    }
+    if (!p) fm__count_failed(a);
+    return p;
 }
 
 void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align) {
@@ -349,7 +509,7 @@ void *fm_arena_alloc_zero(fm_arena *arena, size_t size, size_t align) {
 
 void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t align) {
     if (size && count > SIZE_MAX / size) {
-        arena->failed_allocs++;
+        fm__count_failed(arena);
         fm__report(FM_ERR_INVALID_ARG, "arena '%s': array of %zu x %zu bytes overflows",
                    arena->name, count, size);
         return NULL;
@@ -360,7 +520,10 @@ void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t al
 /* ================================================== marks, rewind, reset */
 
 fm_arena_mark fm_arena_get_mark(const fm_arena *arena) {
-    return (fm_arena_mark){.arena = arena, .pos = fm__arena_pos(arena), .serial = arena->cut_serial};
+    fm__lock(arena);
+    fm_arena_mark m = {.arena = arena, .pos = fm__arena_pos(arena), .serial = arena->cut_serial};
+    fm__unlock(arena);
+    return m;
 }
 
 static void fm__record_cut(fm_arena *a, uint64_t pos) {
@@ -396,33 +559,50 @@ static bool fm__mark_released(const fm_arena *a, fm_arena_mark m) {
 
 /* Moves the top down to `pos` (<= the current position), releasing bytes. */
 static void fm__arena_cut(fm_arena *a, uint64_t pos) {
-    fm__note_high_water(a);
+    fm__note_pos(a, fm__arena_pos(a));
     if (a->vm) {
         uint8_t *new_top = a->base + pos;
-        fm__release_bytes(a, new_top, (size_t)(a->hot.top - (uintptr_t)new_top));
-        a->hot.top = (uintptr_t)new_top;
+        fm__release_bytes(a, new_top, (size_t)(fm__top(a) - (uintptr_t)new_top));
+        fm__set_top(a, (uintptr_t)new_top);
         FM__VG_TRIM(a, a->base, (size_t)pos);
     } else {
         while (a->block->start_pos > pos) {
             fm__block *b = a->block;
             uint8_t *data = fm__block_data(b);
-            fm__release_bytes(a, data, (size_t)(a->hot.top - (uintptr_t)data));
+            fm__release_bytes(a, data, (size_t)(fm__top(a) - (uintptr_t)data));
             a->block = b->prev;
             b->prev = a->spare;
             a->spare = b;
-            a->hot.top = (uintptr_t)fm__block_data(a->block) +
-                         (size_t)(b->start_pos - a->block->start_pos);
-            a->hot.limit = (uintptr_t)a->block + a->block->size;
+            fm__set_limit(a, (uintptr_t)a->block + a->block->size);
+            fm__set_top(a, (uintptr_t)fm__block_data(a->block) +
+                               (size_t)(b->start_pos - a->block->start_pos));
         }
         uint8_t *new_top = fm__block_data(a->block) + (size_t)(pos - a->block->start_pos);
-        fm__release_bytes(a, new_top, (size_t)(a->hot.top - (uintptr_t)new_top));
-        a->hot.top = (uintptr_t)new_top;
+        fm__release_bytes(a, new_top, (size_t)(fm__top(a) - (uintptr_t)new_top));
+        fm__set_top(a, (uintptr_t)new_top);
     }
     fm__record_cut(a, pos);
 }
 
-void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark) {
-    fm_arena *a = arena;
+/* LOCKFREE arenas rewind, reset and decommit only while no other thread
+ * allocates from them; debug builds catch an allocation under way. */
+static bool fm__arena_quiet(fm_arena *a, const char *op) {
+#ifndef NDEBUG
+    if (a->desc.sync == FM_SYNC_LOCKFREE &&
+        atomic_load_explicit(&a->in_flight, memory_order_acquire) != 0) {
+        fm__report(FM_ERR_INVALID_ARG,
+                   "arena '%s': %s while another thread allocates (a LOCKFREE arena is rewound, "
+                   "reset or decommitted only between allocation phases); nothing changed",
+                   a->name, op);
+        return false;
+    }
+#else
+    (void)a, (void)op;
+#endif
+    return true;
+}
+
+static void fm__arena_rewind_locked(fm_arena *a, fm_arena_mark mark) {
     const char *why = NULL;
     if (mark.arena != a) why = "the mark belongs to another arena";
     else if (mark.pos > fm__arena_pos(a)) why = "the mark lies above the top";
@@ -436,13 +616,22 @@ void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark) {
     a->rewinds++;
 }
 
-void fm_arena_reset(fm_arena *arena) {
-    fm__arena_cut(arena, 0);
-    arena->resets++;
+void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark) {
+    if (!fm__arena_quiet(arena, "rewind")) return;
+    fm__lock(arena);
+    fm__arena_rewind_locked(arena, mark);
+    fm__unlock(arena);
 }
 
-size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes) {
-    fm_arena *a = arena;
+void fm_arena_reset(fm_arena *arena) {
+    if (!fm__arena_quiet(arena, "reset")) return;
+    fm__lock(arena);
+    fm__arena_cut(arena, 0);
+    arena->resets++;
+    fm__unlock(arena);
+}
+
+static size_t fm__arena_decommit_locked(fm_arena *a, size_t keep_bytes) {
     size_t released = 0;
     uint64_t pos = fm__arena_pos(a);
     if (a->vm) {
@@ -455,7 +644,7 @@ size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes) {
             madvise(a->base + keep, released, MADV_DONTNEED);
             mprotect(a->base + keep, released, PROT_NONE);
             a->committed = keep;
-            a->hot.limit = (uintptr_t)a->base + keep;
+            fm__set_limit(a, (uintptr_t)a->base + keep);
         }
 #endif
     } else {
@@ -481,6 +670,14 @@ size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes) {
     return released;
 }
 
+size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes) {
+    if (!fm__arena_quiet(arena, "decommit")) return 0;
+    fm__lock(arena);
+    size_t released = fm__arena_decommit_locked(arena, keep_bytes);
+    fm__unlock(arena);
+    return released;
+}
+
 /* ================================================================ queries */
 
 void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out) {
@@ -491,18 +688,21 @@ void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out) {
         return;
     }
     const fm_arena *a = arena;
+    fm__lock(a);
     uint64_t pos = fm__arena_pos(a);
     out->name = a->name;
     out->used = pos;
     out->high_water = pos > a->high_water ? pos : a->high_water;
     out->committed = a->vm ? a->committed : a->held;
     out->reserved = a->desc.reserve_bytes;
-    out->total_allocs = a->hot.total_allocs;
-    out->failed_allocs = a->failed_allocs;
+    out->total_allocs =
+        a->hot.total_allocs + atomic_load_explicit(&a->shared_allocs, memory_order_relaxed);
+    out->failed_allocs = atomic_load_explicit(&a->failed_allocs, memory_order_relaxed);
     out->commit_events = a->commit_events;
     out->decommit_events = a->decommit_events;
     out->resets = a->resets;
     out->rewinds = a->rewinds;
+    fm__unlock(a);
 }
 
 fm_arena_desc fm_arena_get_desc(const fm_arena *arena) {
@@ -515,15 +715,14 @@ fm_arena_desc fm_arena_get_desc(const fm_arena *arena) {
 
 const char *fm_arena_name(const fm_arena *arena) { return arena ? arena->name : "(null)"; }
 
-bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size) {
-    if (!arena || !ptr) return false;
-    uintptr_t p = (uintptr_t)ptr;
+static bool fm__arena_owns_locked(const fm_arena *arena, uintptr_t p, size_t size) {
+    uintptr_t top = fm__top(arena);
     if (arena->vm) {
         uintptr_t base = (uintptr_t)arena->base;
-        return p >= base && p <= arena->hot.top && size <= arena->hot.top - p;
+        return p >= base && p <= top && size <= top - p;
     }
     /* A block's used part ends where the next block took over. */
-    uint64_t end_pos = fm__arena_pos(arena);
+    uint64_t end_pos = fm__pos_of(arena, top);
     for (const fm__block *b = arena->block; b; b = b->prev) {
         uintptr_t data = (uintptr_t)fm__block_data((fm__block *)b);
         uintptr_t end = data + (size_t)(end_pos - b->start_pos);
@@ -531,4 +730,12 @@ bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size) {
         end_pos = b->start_pos;
     }
     return false;
+}
+
+bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size) {
+    if (!arena || !ptr) return false;
+    fm__lock(arena);
+    bool owns = fm__arena_owns_locked(arena, (uintptr_t)ptr, size);
+    fm__unlock(arena);
+    return owns;
 }

@@ -33,6 +33,10 @@ typedef enum arena_mode { MODE_VM, MODE_CHAINED } arena_mode;
 
 /* Set by the per-mode fixture before each test. */
 static arena_mode g_mode;
+/* The sync policy of the arenas the tests create: NONE, or the one named
+ * on the command line ("mutex", "lockfree"), so the whole suite also runs
+ * against shared arenas. */
+static fm_sync g_sync;
 
 static const char *mode_name(arena_mode mode) { return mode == MODE_VM ? "vm" : "chained"; }
 
@@ -88,6 +92,7 @@ static void assert_stats_same(const fm_arena_stats *before, const fm_arena_stats
 /* The desc for the current mode: chained mode takes the counting allocator. */
 static fm_arena_desc in_mode(fm_test_env *env, arena_mode mode, fm_arena_desc desc) {
     if (mode == MODE_CHAINED) desc.allocator = fm_test_allocator_get(&env->alloc);
+    if (desc.sync == FM_SYNC_NONE) desc.sync = g_sync;
     return desc;
 }
 
@@ -331,7 +336,7 @@ static void test_arena_get_desc_keeps_given_values(void **state) {
     assert_ptr_equal(d.allocator.alloc, want.allocator.alloc);
     assert_ptr_equal(d.allocator.free, want.allocator.free);
     assert_ptr_equal(d.allocator.user, want.allocator.user);
-    assert_int_equal(d.sync, FM_SYNC_NONE);
+    assert_int_equal(d.sync, g_sync);
     assert_true(d.poison);
     assert_int_equal(stats_of(arena).reserved, 2 * MIB);
     destroy_clean(env, arena);
@@ -398,12 +403,12 @@ static void expect_create_rejected(fm_test_env *env, const desc_case *c) {
 static void test_arena_create_rejects_invalid_descs_naming_the_arena(void **state) {
     fm_test_env *env = *state;
     const desc_case cases[] = {
-        {"sync mutex", {.sync = FM_SYNC_MUTEX}, false, 0},
         {"sync thread cache", {.sync = FM_SYNC_THREAD_CACHE}, false, 0},
-        {"sync lockfree", {.sync = FM_SYNC_LOCKFREE}, false, 0},
         {"sync count", {.sync = FM_SYNC_COUNT}, false, 0},
         {"sync 99", {.sync = (fm_sync)99}, false, 0},
-        {"chained, sync mutex", {.sync = FM_SYNC_MUTEX}, true, 0},
+        {"chained, sync thread cache", {.sync = FM_SYNC_THREAD_CACHE}, true, 0},
+        {"lockfree, commit_step above reserve",
+         {.sync = FM_SYNC_LOCKFREE, .reserve_bytes = 64 * KIB, .commit_step = 128 * KIB}, false, 0},
         {"allocator with alloc only", {0}, false, 1},
         {"allocator with free only", {0}, false, 2},
         {"commit_step 2 MiB above reserve 1 MiB",
@@ -1837,7 +1842,9 @@ static void test_arena_poison_fills_released_bytes_in_debug_builds(void **state)
 #define T_CHAINED(fn) {#fn " [chained]", fn, setup_chained, fm_test_teardown, NULL}
 #define T_BOTH(fn) T_VM(fn), T_CHAINED(fn)
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *sync = fm_test_sync_from_args(argc, argv, &g_sync);
+    if (!sync) return 2;
     const struct CMUnitTest tests[] = {
         T(test_arena_create_with_defaults_resolves_the_desc),
         T_BOTH(test_arena_get_desc_keeps_given_values),
@@ -1888,5 +1895,7 @@ int main(void) {
         T_BOTH(test_arena_bytes_released_by_reset_are_poisoned_under_asan),
         T_BOTH(test_arena_poison_fills_released_bytes_in_debug_builds),
     };
-    return cmocka_run_group_tests_name("arena", tests, NULL, NULL);
+    char group[64];
+    snprintf(group, sizeof group, "arena [%s]", sync);
+    return cmocka_run_group_tests_name(group, tests, NULL, NULL);
 }

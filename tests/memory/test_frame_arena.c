@@ -26,6 +26,10 @@
 typedef enum arena_mode { MODE_VM, MODE_CHAINED } arena_mode;
 
 static arena_mode g_mode;
+/* The sync policy of the frame arenas the tests create: NONE, or the one
+ * named on the command line ("mutex", "lockfree"), so the whole suite also
+ * runs against shared arenas. */
+static fm_sync g_sync;
 
 static const char *mode_name(arena_mode mode) { return mode == MODE_VM ? "vm" : "chained"; }
 
@@ -57,6 +61,7 @@ static fm_arena_stats arena_stats_of(const fm_arena *arena) {
 
 static fm_frame_arena_desc in_mode(fm_test_env *env, arena_mode mode, fm_frame_arena_desc desc) {
     if (mode == MODE_CHAINED) desc.arena.allocator = fm_test_allocator_get(&env->alloc);
+    if (desc.arena.sync == FM_SYNC_NONE) desc.arena.sync = g_sync;
     return desc;
 }
 
@@ -248,8 +253,8 @@ static void test_frame_arena_create_rejects_a_bad_arena_desc(void **state) {
     fm_test_env *env = *state;
     expect_frame_create_rejected(
         env, in_mode(env, g_mode, (fm_frame_arena_desc){.name = "bad_sync",
-                                                         .arena.sync = FM_SYNC_MUTEX}),
-        "arena sync mutex");
+                                                         .arena.sync = FM_SYNC_THREAD_CACHE}),
+        "arena sync thread cache");
     expect_frame_create_rejected(
         env, in_mode(env, g_mode, (fm_frame_arena_desc){.name = "bad_step",
                                                          .arena.reserve_bytes = 64 * KIB,
@@ -704,7 +709,9 @@ static void test_frame_advance_fills_the_released_frame_in_debug_builds(void **s
 #define T_CHAINED(fn) {#fn " [chained]", fn, setup_chained, fm_test_teardown, NULL}
 #define T_BOTH(fn) T_VM(fn), T_CHAINED(fn)
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *sync = fm_test_sync_from_args(argc, argv, &g_sync);
+    if (!sync) return 2;
     const struct CMUnitTest tests[] = {
         T(test_frame_arena_create_with_defaults_is_double_buffered),
         T_BOTH(test_frame_arena_frames_zero_means_two),
@@ -728,5 +735,7 @@ int main(void) {
         T_BOTH(test_frame_memory_released_by_advance_is_poisoned_under_asan),
         T_BOTH(test_frame_advance_fills_the_released_frame_in_debug_builds),
     };
-    return cmocka_run_group_tests_name("frame_arena", tests, NULL, NULL);
+    char group[64];
+    snprintf(group, sizeof group, "frame_arena [%s]", sync);
+    return cmocka_run_group_tests_name(group, tests, NULL, NULL);
 }

@@ -261,6 +261,22 @@ bool fm_test_contains(const char *haystack, const char *needle) {
     return haystack && needle && strstr(haystack, needle) != NULL;
 }
 
+const char *fm_test_sync_from_args(int argc, char **argv, fm_sync *out) {
+    static const struct {
+        const char *name;
+        fm_sync sync;
+    } known[] = {{"none", FM_SYNC_NONE}, {"mutex", FM_SYNC_MUTEX}, {"lockfree", FM_SYNC_LOCKFREE}};
+    const char *want = argc > 1 ? argv[1] : "none";
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(want, known[i].name) == 0) {
+            *out = known[i].sync;
+            return known[i].name;
+        }
+    }
+    fprintf(stderr, "usage: %s [none|mutex|lockfree]\n", argv[0]);
+    return NULL;
+}
+
 void fm_test_allow_read(const void *p, size_t n) {
 #ifdef FM_TEST_HAVE_VALGRIND
     (void)VALGRIND_MAKE_MEM_DEFINED(p, n);

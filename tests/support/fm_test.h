@@ -161,4 +161,11 @@ void fm_test_assert_no_overlap(void *const *items, size_t count, size_t size);
 /// true when haystack contains needle (both may be NULL: false).
 bool fm_test_contains(const char *haystack, const char *needle);
 
+/* ------------------------------------------------------------- sync suites */
+
+/// The sync policy named by argv[1] ("none", the default, "mutex",
+/// "lockfree") for suites that run once per policy; its name, or NULL (after
+/// a usage line on stderr) for anything else.
+const char *fm_test_sync_from_args(int argc, char **argv, fm_sync *out);
+
 #endif /* FM_TEST_H */

@@ -13,8 +13,21 @@
  * A frame arena holds `frames` arenas (default 2): memory allocated during
  * frame f stays valid until frame f + frames begins.
  *
- * Threads: FM_SYNC_NONE arenas belong to one thread at a time; other sync
- * policies are a later addition and create rejects them (FM_ERR_INVALID_ARG).
+ * Threads (desc.sync):
+ * - FM_SYNC_NONE (default): one thread at a time; no atomics, no lock, and
+ *   optimised builds inline the bump.
+ * - FM_SYNC_MUTEX: every call takes the arena's lock; anything goes from any
+ *   thread (a mark is still a position: rewinding to it releases whatever
+ *   other threads allocated above it).
+ * - FM_SYNC_LOCKFREE: allocation from any number of threads at once by a CAS
+ *   on the top; committing pages or chaining a block takes a lock. Stats,
+ *   marks and fm_arena_owns may be read at any time (a snapshot). Rewind,
+ *   reset and decommit need the arena to themselves: call them only while no
+ *   other thread allocates from it (after the jobs are joined); debug builds
+ *   report one that overlaps an allocation (FM_ERR_INVALID_ARG, nothing done).
+ *   Each call crosses into the library (no inline path).
+ * - FM_SYNC_THREAD_CACHE is a pool policy: create rejects it
+ *   (FM_ERR_INVALID_ARG), as it does unknown values.
  *
  * Debug aids: under AddressSanitizer everything above the top and everything
  * released by rewind, reset and frame advance is poisoned; Valgrind builds
@@ -37,7 +50,7 @@ typedef struct fm_arena_desc {
     size_t reserve_bytes; /* 0 = 64 MiB: most the arena ever holds */
     size_t commit_step;   /* 0 = 64 KiB: commit granularity (block size when chained) */
     fm_allocator allocator; /* set: chained blocks from it instead of virtual memory */
-    fm_sync sync;         /* FM_SYNC_NONE only, for now */
+    fm_sync sync;         /* NONE (default), MUTEX or LOCKFREE: see Threads above */
     bool poison;          /* debug builds: fill released bytes with 0xDD */
 } fm_arena_desc;
 
@@ -67,8 +80,9 @@ typedef struct fm_arena_stats {
 #undef FM__ARENA_STAT_FIELD
 } fm_arena_stats;
 
-/// Creates an arena. NULL with FM_ERR_INVALID_ARG (bad desc: commit_step
-/// above reserve_bytes; chained, a reserve that cannot hold the first block)
+/// Creates an arena. NULL with FM_ERR_INVALID_ARG (bad desc: sync unknown or
+/// THREAD_CACHE; commit_step above reserve_bytes; chained, a reserve that
+/// cannot hold the first block)
 /// or FM_ERR_OUT_OF_MEMORY (no address space / allocator refused).
 fm_arena *fm_arena_create(const fm_arena_desc *desc);
 /// Releases every byte; NULL is a no-op.
@@ -92,7 +106,8 @@ void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t al
 
 /// The current top, to rewind to later.
 fm_arena_mark fm_arena_get_mark(const fm_arena *arena);
-/// Releases everything allocated since mark. FM_ERR_BAD_MARK (nothing
+/// Releases everything allocated since mark (LOCKFREE: while no other thread
+/// allocates; see Threads above). FM_ERR_BAD_MARK (nothing
 /// changes) for a mark of another arena, above the top, or one that an
 /// earlier rewind or reset already released. The arena remembers rewinds to
 /// tell those apart; that record grows (from the desc's allocator) only while
@@ -123,7 +138,8 @@ typedef struct fm_frame_arena fm_frame_arena;
 typedef struct fm_frame_arena_desc {
     const char *name;    /* 0 = "frame" */
     uint32_t frames;     /* 0 = 2 (double-buffered); at most 8 */
-    fm_arena_desc arena; /* for each underlying arena (its name is ignored) */
+    fm_arena_desc arena; /* for each underlying arena (its name is ignored);
+                            arena.sync is the frame arena's policy */
 } fm_frame_arena_desc;
 
 typedef struct fm_frame_arena_stats {
@@ -138,12 +154,21 @@ typedef struct fm_frame_arena_stats {
     uint64_t history[FM_FRAME_ARENA_HISTORY]; /* bytes of the last finished frames, newest first */
 } fm_frame_arena_stats;
 
+/* Frame arena threads: with arena.sync = FM_SYNC_LOCKFREE (or MUTEX) job
+ * threads call fm_frame_alloc at once, all through a frame. One thread calls
+ * fm_frame_arena_advance at the frame boundary, while no other thread
+ * allocates from the frame arena (the jobs of the frame are joined): advance
+ * switches the current arena and resets the one coming round. Stats may be
+ * read while threads allocate (not during an advance). */
+
+/// NULL with FM_ERR_INVALID_ARG (frames outside 2..8, a bad arena desc) or
+/// the arena's error.
 fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc);
 void fm_frame_arena_destroy(fm_frame_arena *fa);
 /// Memory that stays valid until `frames` advances from now.
 void *fm_frame_alloc(fm_frame_arena *fa, size_t size, size_t align);
 /// The frame boundary: the arena of frames - 1 frames ago is reset and becomes
-/// current.
+/// current. Not while another thread allocates (see above).
 void fm_frame_arena_advance(fm_frame_arena *fa);
 /// The arena serving the current frame (for marks and typed macros).
 fm_arena *fm_frame_arena_current(fm_frame_arena *fa);
@@ -152,8 +177,10 @@ void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *ou
 /* ---------------------------------------------------- inline fast path
  *
  * Private. Optimised builds (NDEBUG, no sanitizer, no FM_NO_INLINE) inline
- * the common case of fm_arena_alloc: an aligned bump inside committed memory.
- * Everything else calls into the library. */
+ * the common case of fm_arena_alloc: an aligned bump inside committed memory
+ * that leaves room above it (an exact fit takes the library call).
+ * Everything else calls into the library. Shared arenas (MUTEX, LOCKFREE)
+ * keep this struct zero: top == limit == 0 fails the test for every size. */
 typedef struct fm__arena_hot {
     uintptr_t top;   /* next free byte */
     uintptr_t limit; /* end of committed memory or of the current block;
@@ -170,7 +197,7 @@ static inline void *fm__arena_alloc_inline(fm_arena *arena, size_t size, size_t 
     size_t al = align ? align : FM_DEFAULT_ALIGN;
     if (__builtin_expect(FM_IS_POW2(al) && al <= FM_MAX_ALIGN, 1)) {
         uintptr_t p = (h->top + (al - 1)) & ~(uintptr_t)(al - 1);
-        if (__builtin_expect(size <= h->limit - p, 1)) {
+        if (__builtin_expect(size < h->limit - p, 1)) {
             h->top = p + size;
             h->total_allocs++;
             return (void *)p;
