@@ -1,0 +1,91 @@
+/*
+ * overlay/overlay.h: draws an engine's per-frame allocation telemetry on any
+ * SDL_Renderer, inside a rectangle.
+ *
+ * Input is only a `const eng_telemetry *`, so a live engine
+ * (eng_get_telemetry) and a CSV file (eng_telemetry_read_csv) draw the same;
+ * tools/fm-plot reuses this on a software renderer over a surface. Panels,
+ * top to bottom (ovl_layout gives their rectangles):
+ *   - allocation time per frame, last `frames` frames, bars stacked by source
+ *     in each source's colour (ovl_source_color) with a legend; a line at the
+ *     allocation budget (a share of the frame budget); in a frame where a
+ *     pool grew inside an allocation call that pool's part of the bar is drawn
+ *     in OVL_GROWTH_RGB, with a tick above it and the pool's name;
+ *   - maintenance (grow-ahead) time per frame, on its own scale, apart;
+ *   - frame time per frame stacked as simulation / allocation / maintenance /
+ *     render with the frame budget line;
+ *   - a table per pool (live, peak, capacity, grow events, last grow,
+ *     suggested capacity) and per arena (bytes used, high water, commits);
+ *   - optional caller lines (key help, current settings).
+ * Drawing allocates nothing: it queues quads into the caller's ovl_batch and
+ * flushes once at the end (one SDL_RenderGeometry call when the batch holds
+ * them all; OVL_BATCH_QUADS does for 32 sources and 600 frames).
+ */
+#ifndef OVERLAY_OVERLAY_H
+#define OVERLAY_OVERLAY_H
+
+#include <SDL.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/telemetry.h"
+#include "overlay/draw.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The colour of in-allocation growth (bars, ticks, labels): magenta, which
+ * no source colour, panel or text uses. Tests and fm-plot look for it. */
+#define OVL_GROWTH_R 255
+#define OVL_GROWTH_G 0
+#define OVL_GROWTH_B 255
+#define OVL_GROWTH_RGB 0xFF00FFu
+/* Maintenance (grow-ahead) bars. */
+#define OVL_MAINT_RGB 0xE6E6E6u
+/* Frame time graph: simulation, allocation, maintenance, render. */
+#define OVL_SIM_RGB 0x4A90E2u
+#define OVL_ALLOC_RGB 0xF5A623u
+#define OVL_RENDER_RGB 0x7ED321u
+/* Size of a batch that draws the whole overlay in one flush. */
+#define OVL_BATCH_QUADS 65536
+/* Number of distinct source colours before they repeat. */
+#define OVL_PALETTE_SIZE 12
+
+typedef struct ovl_desc {
+    uint32_t frames;          /* frames shown; 0 = 600 (fewer when fewer held) */
+    double frame_budget_ns;   /* 0 = 16,666,667 (60 fps) */
+    double alloc_budget_share;/* allocation budget line = share x frame budget; 0 = 0.01 */
+    double headroom;          /* suggested capacity = peak x headroom; 0 = 1.25 */
+    float text_scale;         /* 0 = 1 */
+    uint8_t background_alpha; /* panel backdrop; 0 = 170 */
+    const char *title;        /* first line; NULL = "framemem: allocation per frame" */
+    const char *settings;     /* a line under the title (current settings); NULL = none */
+    const char *help;         /* last line (keys); NULL = none */
+} ovl_desc;
+
+typedef struct ovl_layout {
+    SDL_FRect title;       /* title and settings lines */
+    SDL_FRect alloc_graph; /* the stacked allocation bars */
+    SDL_FRect legend;      /* source colours */
+    SDL_FRect maint_graph; /* grow-ahead time */
+    SDL_FRect frame_graph; /* frame time split */
+    SDL_FRect table;       /* per-pool and per-arena rows */
+    SDL_FRect help;        /* key help line */
+} ovl_layout;
+
+/// The colour source i is drawn in (opaque; never OVL_GROWTH_RGB).
+SDL_Color ovl_source_color(uint32_t source);
+/// Where each panel goes inside area for this telemetry and desc (desc may be NULL).
+void ovl_layout_compute(const SDL_FRect *area, const eng_telemetry *t, const ovl_desc *desc,
+                        ovl_layout *out);
+/// Draws the overlay for t into area (desc may be NULL for defaults): queues
+/// into b, then flushes b into r. Returns false when SDL refused to draw
+/// (SDL_GetError()).
+bool ovl_draw(ovl_batch *b, SDL_Renderer *r, const SDL_FRect *area, const eng_telemetry *t,
+              const ovl_desc *desc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OVERLAY_OVERLAY_H */

@@ -1,0 +1,358 @@
+/*
+ * overlay.c: the telemetry overlay (see overlay.h for what each panel shows).
+ */
+#include "overlay/overlay.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ colours */
+
+static SDL_Color rgb(uint32_t v, uint8_t a) {
+    return (SDL_Color){(uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v, a};
+}
+
+/* Distinct hues, none of them magenta (growth), the budget red or grey text. */
+static const uint32_t palette[OVL_PALETTE_SIZE] = {
+    0x3C8CF0, 0x50C878, 0xF0A028, 0x00C8C8, 0xE6DC3C, 0x9A6EE6,
+    0xC87846, 0x78DCFF, 0xB4E664, 0x2E8B57, 0xDAA520, 0x6495ED,
+};
+
+#define TEXT_RGB 0xDCDCDCu
+#define DIM_RGB 0x9A9A9Au
+#define BUDGET_RGB 0xFF4040u
+#define AXIS_RGB 0x505050u
+
+SDL_Color ovl_source_color(uint32_t source) {
+    return rgb(palette[source % OVL_PALETTE_SIZE], 255);
+}
+
+/* ------------------------------------------------------------ desc, layout */
+
+typedef struct resolved {
+    uint32_t frames;
+    double frame_budget_ns, alloc_budget_ns, headroom;
+    float ts, lh; /* text scale, line height */
+    uint8_t bg_alpha;
+    const char *title, *settings, *help;
+} resolved;
+
+static resolved resolve(const ovl_desc *d) {
+    static const ovl_desc zero;
+    if (!d) d = &zero;
+    resolved r;
+    r.frames = d->frames ? d->frames : 600;
+    r.frame_budget_ns = d->frame_budget_ns > 0 ? d->frame_budget_ns : 1e9 / 60.0;
+    r.alloc_budget_ns = r.frame_budget_ns * (d->alloc_budget_share > 0 ? d->alloc_budget_share : 0.01);
+    r.headroom = d->headroom > 0 ? d->headroom : 1.25;
+    r.ts = d->text_scale > 0 ? d->text_scale : 1.0f;
+    r.lh = (float)OVL_TEXT_LINE_HEIGHT * r.ts;
+    r.bg_alpha = d->background_alpha ? d->background_alpha : 170;
+    r.title = d->title ? d->title : "framemem: allocation per frame";
+    r.settings = d->settings;
+    r.help = d->help;
+    return r;
+}
+
+/* Legend entries per line: each gets a fixed slot wide enough for a name. */
+static int legend_per_line(float w, float ts) {
+    int n = (int)(w / (120.0f * ts));
+    return n < 1 ? 1 : n;
+}
+
+static SDL_FRect frect(float x, float y, float w, float h) {
+    return (SDL_FRect){x, y, w > 0 ? w : 0, h > 0 ? h : 0};
+}
+
+static void layout(const SDL_FRect *area, const eng_telemetry *t, const resolved *r, ovl_layout *o) {
+    const float pad = 6 * r->ts, lh = r->lh;
+    float x = area->x + pad, w = area->w - 2 * pad;
+    float top = area->y + pad, bottom = area->y + area->h - pad;
+    uint32_t sources = eng_telemetry_source_count(t);
+
+    o->title = frect(x, top, w, lh * (r->settings ? 2 : 1));
+    top += o->title.h + lh * 0.5f;
+    o->help = frect(x, bottom - (r->help ? lh : 0), w, r->help ? lh : 0);
+    bottom = o->help.y - (r->help ? lh * 0.5f : 0);
+    /* header + one row per source */
+    o->table = frect(x, bottom - lh * (float)(sources + 1), w, lh * (float)(sources + 1));
+    bottom = o->table.y - lh * 0.5f;
+    int per = legend_per_line(w, r->ts);
+    float legend_lines = (float)((sources + (uint32_t)per - 1) / (uint32_t)per);
+    /* What is left goes to the three graphs, each with a caption line above. */
+    float graphs = bottom - top - lh * legend_lines - 3 * lh - 2 * lh * 0.5f;
+    if (graphs < 30) graphs = 30;
+    float ga = graphs * 0.55f, gm = graphs * 0.12f, gf = graphs - ga - gm;
+    o->alloc_graph = frect(x, top + lh, w, ga);
+    top = o->alloc_graph.y + ga + 2;
+    o->legend = frect(x, top, w, lh * legend_lines);
+    top += o->legend.h + lh * 0.5f;
+    o->maint_graph = frect(x, top + lh, w, gm);
+    top = o->maint_graph.y + gm + lh * 0.5f;
+    o->frame_graph = frect(x, top + lh, w, gf);
+}
+
+void ovl_layout_compute(const SDL_FRect *area, const eng_telemetry *t, const ovl_desc *desc,
+                        ovl_layout *out) {
+    resolved r = resolve(desc);
+    layout(area, t, &r, out);
+}
+
+/* ------------------------------------------------------------ formatting */
+
+/* Durations as text: ns below 10 us are shown with one decimal of us. */
+static void fmt_ns(char *buf, size_t n, double ns) {
+    if (ns >= 1e6) snprintf(buf, n, "%.2f ms", ns / 1e6);
+    else snprintf(buf, n, "%.1f us", ns / 1e3);
+}
+
+static void fmt_bytes(char *buf, size_t n, double b) {
+    if (b >= 1024.0 * 1024.0) snprintf(buf, n, "%.1f MiB", b / (1024.0 * 1024.0));
+    else if (b >= 1024.0) snprintf(buf, n, "%.1f KiB", b / 1024.0);
+    else snprintf(buf, n, "%.0f B", b);
+}
+
+/* ------------------------------------------------------------ panels */
+
+typedef struct view {
+    const eng_telemetry *t;
+    uint32_t held, shown, first; /* frames in the ring, shown, index of oldest shown */
+    uint32_t slots;              /* bar slots across the graph (r.frames) */
+    uint32_t sources;
+} view;
+
+static float slot_x(const view *v, const SDL_FRect *g, uint32_t k) {
+    /* Newest frame at the right edge; fewer frames than slots leave the left empty. */
+    return g->x + g->w * (float)(v->slots - v->shown + k) / (float)v->slots;
+}
+
+static void graph_frame(ovl_batch *b, const SDL_FRect *g) {
+    ovl_rect(b, g->x, g->y, g->w, g->h, (SDL_Color){0, 0, 0, 110});
+    ovl_rect(b, g->x, g->y + g->h - 1, g->w, 1, rgb(AXIS_RGB, 255));
+}
+
+static void hline(ovl_batch *b, const SDL_FRect *g, double value, double ymax, SDL_Color c) {
+    if (value > ymax) return;
+    float y = g->y + g->h - (float)(value / ymax) * g->h;
+    ovl_rect(b, g->x, y, g->w, 1, c);
+}
+
+static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const resolved *r) {
+    double peak = 0;
+    uint64_t grows = 0;
+    for (uint32_t k = 0; k < v->shown; k++) {
+        double sum = 0;
+        for (uint32_t s = 0; s < v->sources; s++)
+            sum += (double)eng_telemetry_sample(v->t, v->first + k, s)->alloc_ns;
+        if (sum > peak) peak = sum;
+        grows += eng_telemetry_frame(v->t, v->first + k)->grow_events;
+    }
+    double ymax = (peak > r->alloc_budget_ns ? peak : r->alloc_budget_ns) * 1.1;
+    if (ymax < 1000) ymax = 1000;
+
+    char cap[256], a[32], bud[32];
+    fmt_ns(a, sizeof a, peak);
+    fmt_ns(bud, sizeof bud, r->alloc_budget_ns);
+    snprintf(cap, sizeof cap,
+             "allocation time per frame, stacked by pool (last %u frames): max %s; growth inside "
+             "an allocation in magenta (%llu in view)",
+             v->shown, a, (unsigned long long)grows);
+    ovl_text(b, g->x, g->y - r->lh, r->ts, rgb(TEXT_RGB, 255), cap);
+    graph_frame(b, g);
+
+    float bw = g->w / (float)v->slots;
+    const SDL_Color grow = {OVL_GROWTH_R, OVL_GROWTH_G, OVL_GROWTH_B, 255};
+    /* Growth labels go on three rows so neighbours do not overwrite each other. */
+    float label_end[3] = {-1e9f, -1e9f, -1e9f};
+    for (uint32_t k = 0; k < v->shown; k++) {
+        float x = slot_x(v, g, k), bottom = g->y + g->h - 1;
+        const char *grew = NULL;
+        for (uint32_t s = 0; s < v->sources; s++) {
+            const eng_sample *sm = eng_telemetry_sample(v->t, v->first + k, s);
+            bool grown = sm->grow_events > 0;
+            if (sm->alloc_ns == 0 && !grown) continue;
+            float h = (float)((double)sm->alloc_ns / ymax) * (g->h - 1);
+            if (grown && h < 2) h = 2; /* a growth is never invisible */
+            if (h <= 0) continue;
+            ovl_rect(b, x, bottom - h, bw > 1 ? bw : 1, h, grown ? grow : ovl_source_color(s));
+            bottom -= h;
+            if (grown && !grew) grew = eng_telemetry_source(v->t, s)->name;
+        }
+        if (grew) {
+            ovl_rect(b, x, g->y, bw > 2 ? bw : 2, 4 * r->ts, grow);
+            for (int row = 0; row < 3; row++) {
+                if (x < label_end[row]) continue;
+                float ly = g->y + 5 * r->ts + (float)row * r->lh;
+                label_end[row] = x + ovl_text(b, x + 2, ly, r->ts, grow, grew) + 8;
+                break;
+            }
+        }
+    }
+    hline(b, g, r->alloc_budget_ns, ymax, rgb(BUDGET_RGB, 255));
+    char lab[96];
+    snprintf(lab, sizeof lab, "budget %.1f%% of frame = %s", 100.0 * r->alloc_budget_ns / r->frame_budget_ns,
+             bud);
+    float lw = ovl_text_width(lab, r->ts);
+    float by = g->y + g->h - (float)(r->alloc_budget_ns / ymax) * g->h;
+    ovl_text(b, g->x + g->w - lw - 4, by - r->lh, r->ts, rgb(BUDGET_RGB, 255), lab);
+}
+
+static void legend_panel(ovl_batch *b, const view *v, const SDL_FRect *l, const resolved *r) {
+    int per = legend_per_line(l->w, r->ts);
+    for (uint32_t s = 0; s < v->sources; s++) {
+        float x = l->x + (float)(s % (uint32_t)per) * 120.0f * r->ts;
+        float y = l->y + (float)(s / (uint32_t)per) * r->lh;
+        ovl_rect(b, x, y, 8 * r->ts, 7 * r->ts, ovl_source_color(s));
+        ovl_text(b, x + 11 * r->ts, y, r->ts, rgb(TEXT_RGB, 255), eng_telemetry_source(v->t, s)->name);
+    }
+}
+
+static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const resolved *r) {
+    double peak = 0;
+    uint64_t ahead = 0;
+    for (uint32_t k = 0; k < v->shown; k++) {
+        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        if ((double)f->maint_ns > peak) peak = (double)f->maint_ns;
+        ahead += f->ahead_grow_events;
+    }
+    double ymax = peak * 1.1 > 1000 ? peak * 1.1 : 1000;
+    char cap[160], a[32];
+    fmt_ns(a, sizeof a, peak);
+    snprintf(cap, sizeof cap,
+             "maintenance at the frame boundary (grow-ahead, own scale): max %s, %llu ahead growths in view",
+             a, (unsigned long long)ahead);
+    ovl_text(b, g->x, g->y - r->lh, r->ts, rgb(TEXT_RGB, 255), cap);
+    graph_frame(b, g);
+    float bw = g->w / (float)v->slots;
+    for (uint32_t k = 0; k < v->shown; k++) {
+        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        float h = (float)((double)f->maint_ns / ymax) * (g->h - 1);
+        if (f->ahead_grow_events && h < 2) h = 2;
+        ovl_rect(b, slot_x(v, g, k), g->y + g->h - 1 - h, bw > 1 ? bw : 1, h, rgb(OVL_MAINT_RGB, 255));
+    }
+}
+
+static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const resolved *r) {
+    double peak = 0, last = 0;
+    for (uint32_t k = 0; k < v->shown; k++) {
+        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        double sum = (double)(f->sim_ns + f->alloc_total_ns + f->maint_ns + f->render_ns);
+        if (sum > peak) peak = sum;
+        last = sum;
+    }
+    double ymax = (peak > r->frame_budget_ns ? peak : r->frame_budget_ns) * 1.1;
+    char cap[200], a[32], l[32], bud[32];
+    fmt_ns(a, sizeof a, peak);
+    fmt_ns(l, sizeof l, last);
+    fmt_ns(bud, sizeof bud, r->frame_budget_ns);
+    snprintf(cap, sizeof cap, "frame time: last %s, max %s (budget %s) - ", l, a, bud);
+    float x = g->x + ovl_text(b, g->x, g->y - r->lh, r->ts, rgb(TEXT_RGB, 255), cap);
+    static const struct { const char *name; uint32_t rgb; } parts[] = {
+        {"simulation ", OVL_SIM_RGB}, {"allocation ", OVL_ALLOC_RGB},
+        {"maintenance ", OVL_MAINT_RGB}, {"render", OVL_RENDER_RGB}};
+    for (size_t i = 0; i < 4; i++)
+        x += ovl_text(b, x, g->y - r->lh, r->ts, rgb(parts[i].rgb, 255), parts[i].name);
+    graph_frame(b, g);
+    float bw = g->w / (float)v->slots;
+    for (uint32_t k = 0; k < v->shown; k++) {
+        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        const uint64_t part_ns[4] = {f->sim_ns, f->alloc_total_ns, f->maint_ns, f->render_ns};
+        float bottom = g->y + g->h - 1, xk = slot_x(v, g, k);
+        for (size_t i = 0; i < 4; i++) {
+            float h = (float)((double)part_ns[i] / ymax) * (g->h - 1);
+            if (h <= 0) continue;
+            ovl_rect(b, xk, bottom - h, bw > 1 ? bw : 1, h, rgb(parts[i].rgb, 255));
+            bottom -= h;
+        }
+    }
+    hline(b, g, r->frame_budget_ns, ymax, rgb(BUDGET_RGB, 255));
+}
+
+static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const resolved *r) {
+    /* Column starts in character cells (stb_easy_font is about 6 px a cell). */
+    static const int col[] = {0, 20, 31, 42, 53, 68, 92};
+    const float cw = 6.0f * r->ts;
+    const SDL_Color text = rgb(TEXT_RGB, 255), dim = rgb(DIM_RGB, 255);
+    static const char *const head[] = {"pool", "live", "peak", "capacity", "grow events",
+                                       "last grow (frame, time)", "suggested capacity"};
+    for (int c = 0; c < 7; c++) ovl_text(b, tb->x + (float)col[c] * cw, tb->y, r->ts, dim, head[c]);
+    const eng_sample *now = NULL;
+    for (uint32_t s = 0; s < v->sources; s++) {
+        const eng_source_info *si = eng_telemetry_source(v->t, s);
+        now = v->held ? eng_telemetry_sample(v->t, v->held - 1, s) : NULL;
+        float y = tb->y + (float)(s + 1) * r->lh;
+        char cell[7][48];
+        snprintf(cell[0], sizeof cell[0], "%s", si->name);
+        if (si->kind == ENG_SOURCE_POOL) {
+            snprintf(cell[1], sizeof cell[1], "%llu", (unsigned long long)(now ? now->live : 0));
+            snprintf(cell[2], sizeof cell[2], "%llu", (unsigned long long)si->peak_live);
+            snprintf(cell[3], sizeof cell[3], "%llu", (unsigned long long)(now ? now->capacity : 0));
+            snprintf(cell[4], sizeof cell[4], "%llu +%llu ahead", (unsigned long long)si->total_grow_events,
+                     (unsigned long long)si->total_ahead_grow_events);
+            if (si->last_grow_ns) {
+                char d[24];
+                fmt_ns(d, sizeof d, (double)si->last_grow_ns);
+                snprintf(cell[5], sizeof cell[5], "f%llu, %s", (unsigned long long)si->last_grow_frame, d);
+            } else {
+                snprintf(cell[5], sizeof cell[5], "-");
+            }
+            snprintf(cell[6], sizeof cell[6], "%llu",
+                     (unsigned long long)eng_suggest_capacity(si->peak_live, r->headroom, si->chunk_items));
+        } else {
+            /* Arena: bytes this frame, high water, committed, commits this frame. */
+            char used[24], hw[24], com[24];
+            fmt_bytes(used, sizeof used, now ? (double)now->bytes_used : 0);
+            fmt_bytes(hw, sizeof hw, now ? (double)now->high_water : 0);
+            fmt_bytes(com, sizeof com, now ? (double)now->capacity : 0);
+            snprintf(cell[1], sizeof cell[1], "arena");
+            snprintf(cell[2], sizeof cell[2], "used %s", used);
+            snprintf(cell[3], sizeof cell[3], "%s", "");
+            snprintf(cell[4], sizeof cell[4], "high water %s", hw);
+            snprintf(cell[5], sizeof cell[5], "committed %s, %llu commits", com,
+                     (unsigned long long)(now ? now->commit_events : 0));
+            snprintf(cell[6], sizeof cell[6], "%s", "");
+        }
+        ovl_rect(b, tb->x - 1, y, 3 * r->ts, 7 * r->ts, ovl_source_color(s));
+        bool grew_now = now && now->grow_events > 0;
+        for (int c = 0; c < 7; c++) {
+            SDL_Color cc = c == 0 ? ovl_source_color(s) : text;
+            if (c == 5 && grew_now) cc = (SDL_Color){OVL_GROWTH_R, OVL_GROWTH_G, OVL_GROWTH_B, 255};
+            ovl_text(b, tb->x + (float)col[c] * cw + (c == 0 ? 4 * r->ts : 0), y, r->ts, cc, cell[c]);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ entry */
+
+bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const eng_telemetry *t,
+              const ovl_desc *desc) {
+    resolved r = resolve(desc);
+    ovl_layout lo;
+    layout(area, t, &r, &lo);
+    view v;
+    v.t = t;
+    v.held = eng_telemetry_frame_count(t);
+    v.slots = r.frames;
+    v.shown = v.held < r.frames ? v.held : r.frames;
+    v.first = v.held - v.shown;
+    v.sources = eng_telemetry_source_count(t);
+    ovl_batch_set_target(b, rd);
+    /* Nothing leaves the area: long captions and table rows are clipped. */
+    SDL_Rect old_clip, clip = {(int)area->x, (int)area->y, (int)area->w, (int)area->h};
+    bool had_clip = SDL_RenderIsClipEnabled(rd);
+    SDL_RenderGetClipRect(rd, &old_clip);
+    SDL_RenderSetClipRect(rd, &clip);
+
+    ovl_rect(b, area->x, area->y, area->w, area->h, (SDL_Color){12, 14, 20, r.bg_alpha});
+    ovl_text(b, lo.title.x, lo.title.y, r.ts, rgb(0xFFFFFF, 255), r.title);
+    if (r.settings) ovl_text(b, lo.title.x, lo.title.y + r.lh, r.ts, rgb(TEXT_RGB, 255), r.settings);
+    alloc_panel(b, &v, &lo.alloc_graph, &r);
+    legend_panel(b, &v, &lo.legend, &r);
+    maint_panel(b, &v, &lo.maint_graph, &r);
+    frame_panel(b, &v, &lo.frame_graph, &r);
+    table_panel(b, &v, &lo.table, &r);
+    if (r.help) ovl_text(b, lo.help.x, lo.help.y, r.ts, rgb(DIM_RGB, 255), r.help);
+    bool ok = ovl_batch_flush(b, rd);
+    SDL_RenderSetClipRect(rd, had_clip ? &old_clip : NULL);
+    return ok;
+}

@@ -1,0 +1,32 @@
+# Demo suites: included from tests/CMakeLists.txt (paths relative to tests/).
+if(TARGET framemem_overlay)
+  fm_add_test(test_overlay_draw demo/test_overlay_draw.c demo_overlay_draw)
+  target_link_libraries(test_overlay_draw PRIVATE framemem_overlay)
+  fm_add_test(test_overlay demo/test_overlay.c demo_overlay)
+  target_link_libraries(test_overlay PRIVATE framemem_overlay)
+endif()
+if(TARGET framemem-demo)
+  fm_add_test(test_demo_options demo/test_demo_options.c demo_options)
+  target_link_libraries(test_demo_options PRIVATE framemem_demo_core)
+
+  # The program itself, run as a child process (headless; no display needed).
+  find_program(FM_PYTHON3 python3 REQUIRED)
+  find_program(FM_XVFB_RUN xvfb-run)
+  fm_add_test(test_demo_run demo/test_demo_run.c demo_run)
+  target_link_libraries(test_demo_run PRIVATE framemem_overlay)
+  target_compile_definitions(test_demo_run PRIVATE
+    DEMO_EXE="$<TARGET_FILE:framemem-demo>"
+    PYTHON3="${FM_PYTHON3}"
+    TEST_OUT_DIR="${CMAKE_CURRENT_BINARY_DIR}/demo-out"
+    XVFB_RUN="${FM_XVFB_RUN}")
+  add_dependencies(test_demo_run framemem-demo)
+  set_tests_properties(demo_run PROPERTIES TIMEOUT 600)
+
+  # A real window under Xvfb (tools/dev installs xvfb; the test installs nothing).
+  if(FM_XVFB_RUN)
+    add_test(NAME demo_xvfb_window COMMAND test_demo_run xvfb)
+    set_tests_properties(demo_xvfb_window PROPERTIES TIMEOUT 300)
+  else()
+    message(STATUS "demo_xvfb_window not registered: xvfb-run not found (tools/dev installs xvfb)")
+  endif()
+endif()
