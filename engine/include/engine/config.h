@@ -63,10 +63,10 @@ typedef struct eng_config {
 
 /* Problems of one load: the messages, newline-separated, truncated (with
  * "...") when they pass the buffer. */
-typedef struct eng_config_report {
+typedef struct eng_config_diag {
     uint32_t problems;
     char text[4096];
-} eng_config_report;
+} eng_config_diag;
 
 /// The engine's pools and arenas with their default (deliberately small)
 /// sizes: the pools regrow during warm-up, which a tuned config removes.
@@ -78,10 +78,10 @@ eng_arena_config *eng_config_arena(eng_config *cfg, const char *name);
 /// Applies the INI file at path on top of cfg. Returns the number of problems
 /// (also in rep, which may be NULL); -1 when the file cannot be opened (cfg
 /// untouched, message in rep).
-int eng_config_load(eng_config *cfg, const char *path, eng_config_report *rep);
+int eng_config_load(eng_config *cfg, const char *path, eng_config_diag *rep);
 /// The same from memory; name stands for the file in messages.
 int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const char *name,
-                        eng_config_report *rep);
+                        eng_config_diag *rep);
 
 /// Writes a config with every pool of cfg: initial_capacity from the highest
 /// live count over every frame of the runs (eng_suggest_capacity with

@@ -163,6 +163,10 @@ const eng_telemetry *eng_get_telemetry(const eng *e);
 eng_telemetry *eng_get_telemetry_mut(eng *e);
 /// The config in use (defaults plus what the file set).
 const eng_config *eng_get_config(const eng *e);
+/// The pool behind a telemetry source ("particles", ...) with the pool
+/// backend; NULL with the malloc backend or for an unknown name. Valid until
+/// the world is rebuilt.
+const fm_pool *eng_get_pool(const eng *e, const char *name);
 /// Problems found in the newest config load, "file:line: message\n" each;
 /// "" when none.
 const char *eng_config_report(const eng *e);

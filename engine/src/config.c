@@ -1,0 +1,502 @@
+/* config.c: pool-size INI files (libinih), defaults and tuned output. */
+#include "engine/config.h"
+
+#include <ini.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_internal.h"
+
+#define ENG__MAX_ITEMS (1u << 28)
+#define ENG__MIN_RESERVE ((uint64_t)1 << 20)
+#define ENG__MAX_RESERVE ((uint64_t)64 << 30)
+#define ENG__MIN_COMMIT ((uint64_t)4 << 10)
+
+/* ---------------------------------------------------------------- defaults */
+
+static const struct {
+    const char *name;
+    uint32_t initial;
+} eng__default_pools[] = {
+    /* Deliberately small: one chunk each, so warm-up regrows (the hitches a
+     * tuned config removes). */
+    {"entities", 64}, {"transforms", 64}, {"velocities", 64},
+    {"lifetimes", 64}, {"emitters", 32},  {"particles", 1024},
+};
+
+void eng_config_defaults(eng_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < sizeof eng__default_pools / sizeof eng__default_pools[0]; i++) {
+        eng_pool_config *p = &cfg->pools[cfg->pool_count++];
+        snprintf(p->name, sizeof p->name, "%s", eng__default_pools[i].name);
+        p->initial_capacity = eng__default_pools[i].initial;
+        p->max_capacity = 0;
+        p->growth = FM_GROWTH_GEOMETRIC;
+        p->grow_factor = 2.0f;
+        p->grow_step = 0;
+        p->prefault = true;
+        p->grow_ahead = true;
+    }
+    eng_arena_config *a = &cfg->arenas[cfg->arena_count++];
+    snprintf(a->name, sizeof a->name, "frame");
+    a->reserve = (uint64_t)256 << 20;
+    a->commit_step = (uint64_t)64 << 10;
+}
+
+eng_pool_config *eng_config_pool(eng_config *cfg, const char *name) {
+    if (!cfg || !name) return NULL;
+    for (uint32_t i = 0; i < cfg->pool_count; i++)
+        if (strcmp(cfg->pools[i].name, name) == 0) return &cfg->pools[i];
+    return NULL;
+}
+
+eng_arena_config *eng_config_arena(eng_config *cfg, const char *name) {
+    if (!cfg || !name) return NULL;
+    for (uint32_t i = 0; i < cfg->arena_count; i++)
+        if (strcmp(cfg->arenas[i].name, name) == 0) return &cfg->arenas[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ parsing */
+
+typedef struct eng__parse {
+    eng_config *cfg;
+    eng_config_diag *rep;
+    const char *name; /* file name for messages */
+    const char *p, *end;
+    uint32_t line;
+    /* the open section */
+    enum { SEC_NONE, SEC_POOL, SEC_ARENA, SEC_IGNORED } sec;
+    uint32_t sec_line;
+    uint32_t sec_problems;
+    eng_pool_config *pool_dst;
+    eng_pool_config pool_stage;
+    eng_arena_config *arena_dst;
+    eng_arena_config arena_stage;
+} eng__parse;
+
+ENG__PRINTF(3, 4)
+static void eng__problem_at(eng__parse *ps, uint32_t line, const char *fmt, ...) {
+    eng_config_diag *r = ps->rep;
+    r->problems++;
+    ps->sec_problems++;
+    size_t used = strlen(r->text);
+    size_t room = sizeof r->text - used;
+    if (room < 5) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int n = snprintf(r->text + used, room, "%s:%u: %s\n", ps->name, line, msg);
+    if (n < 0 || (size_t)n >= room) memcpy(r->text + sizeof r->text - 5, "...\n", 5);
+}
+
+#define eng__problem(ps, ...) eng__problem_at((ps), (ps)->line, __VA_ARGS__)
+
+static bool eng__parse_uint(const char *v, uint64_t lo, uint64_t hi, uint64_t *out, bool *range) {
+    *range = false;
+    if (!v || *v < '0' || *v > '9') return false;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || errno == ERANGE) {
+        if (errno == ERANGE && !*end) *range = true;
+        return false;
+    }
+    if (x < lo || x > hi) {
+        *range = true;
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+static bool eng__parse_bool(const char *v, bool *out) {
+    static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no", "off"};
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(v, yes[i]) == 0) return *out = true, true;
+        if (strcmp(v, no[i]) == 0) return *out = false, true;
+    }
+    return false;
+}
+
+/* Ends the open section: applied only when it had no problem. */
+static void eng__close_section(eng__parse *ps) {
+    if (ps->sec == SEC_POOL && !ps->sec_problems) {
+        eng_pool_config *s = &ps->pool_stage;
+        if (s->max_capacity && s->initial_capacity > s->max_capacity)
+            eng__problem_at(ps, ps->sec_line,
+                            "[pool.%s]: initial_capacity %u above max_capacity %u", s->name,
+                            s->initial_capacity, s->max_capacity);
+    }
+    if (ps->sec == SEC_ARENA && !ps->sec_problems) {
+        eng_arena_config *s = &ps->arena_stage;
+        if (s->commit_step > s->reserve)
+            eng__problem_at(ps, ps->sec_line, "[arena.%s]: commit_step %llu above reserve %llu",
+                            s->name, (unsigned long long)s->commit_step,
+                            (unsigned long long)s->reserve);
+    }
+    bool ok = ps->sec_problems == 0;
+    if (ps->sec == SEC_POOL) {
+        if (ok) *ps->pool_dst = ps->pool_stage;
+        else {
+            /* Not counted: a consequence of the problems above. */
+            ps->rep->problems--;
+            eng__problem_at(ps, ps->sec_line, "[pool.%s] not applied: its values stay as they were",
+                            ps->pool_stage.name);
+        }
+    } else if (ps->sec == SEC_ARENA) {
+        if (ok) *ps->arena_dst = ps->arena_stage;
+        else {
+            ps->rep->problems--;
+            eng__problem_at(ps, ps->sec_line,
+                            "[arena.%s] not applied: its values stay as they were",
+                            ps->arena_stage.name);
+        }
+    }
+    ps->sec = SEC_NONE;
+}
+
+static void eng__open_section(eng__parse *ps, const char *s, size_t n) {
+    eng__close_section(ps);
+    ps->sec_line = ps->line;
+    ps->sec_problems = 0;
+    char name[128];
+    if (n >= sizeof name) n = sizeof name - 1;
+    memcpy(name, s, n);
+    name[n] = 0;
+    ps->sec = SEC_IGNORED;
+    if (strncmp(name, "pool.", 5) == 0) {
+        eng_pool_config *p = eng_config_pool(ps->cfg, name + 5);
+        if (!p) {
+            char known[256] = "";
+            for (uint32_t i = 0; i < ps->cfg->pool_count; i++) {
+                size_t k = strlen(known);
+                snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", ps->cfg->pools[i].name);
+            }
+            eng__problem(ps, "unknown pool '%s' (known: %s)", name + 5, known);
+            return;
+        }
+        ps->sec = SEC_POOL;
+        ps->pool_dst = p;
+        ps->pool_stage = *p;
+    } else if (strncmp(name, "arena.", 6) == 0) {
+        eng_arena_config *a = eng_config_arena(ps->cfg, name + 6);
+        if (!a) {
+            eng__problem(ps, "unknown arena '%s' (known: frame)", name + 6);
+            return;
+        }
+        ps->sec = SEC_ARENA;
+        ps->arena_dst = a;
+        ps->arena_stage = *a;
+    } else {
+        eng__problem(ps, "unknown section [%s] (expected [pool.NAME] or [arena.NAME])", name);
+    }
+}
+
+static int eng__handler(void *user, const char *section, const char *key, const char *value) {
+    eng__parse *ps = user;
+    (void)section; /* sections are tracked by the reader, which sees the lines */
+    if (ps->sec == SEC_NONE) {
+        eng__problem(ps, "'%s' outside a section", key);
+        return 1;
+    }
+    if (ps->sec == SEC_IGNORED) return 1; /* the section was reported */
+    uint64_t v;
+    bool range;
+    if (ps->sec == SEC_POOL) {
+        eng_pool_config *s = &ps->pool_stage;
+        const char *sn = s->name;
+        if (!strcmp(key, "initial_capacity") || !strcmp(key, "max_capacity") ||
+            !strcmp(key, "grow_step")) {
+            uint64_t lo = !strcmp(key, "initial_capacity") ? 1 : 0;
+            if (!eng__parse_uint(value, lo, ENG__MAX_ITEMS, &v, &range)) {
+                if (range)
+                    eng__problem(ps, "[pool.%s] %s = %s out of range (%llu .. %u)", sn, key, value,
+                                 (unsigned long long)lo, ENG__MAX_ITEMS);
+                else
+                    eng__problem(ps, "[pool.%s] %s: bad number '%s' (whole number of items)", sn,
+                                 key, value);
+                return 1;
+            }
+            if (key[0] == 'i') s->initial_capacity = (uint32_t)v;
+            else if (key[0] == 'm') s->max_capacity = (uint32_t)v;
+            else s->grow_step = (uint32_t)v;
+        } else if (!strcmp(key, "growth")) {
+            if (!strcmp(value, "geometric")) s->growth = FM_GROWTH_GEOMETRIC;
+            else if (!strcmp(value, "linear")) s->growth = FM_GROWTH_LINEAR;
+            else if (!strcmp(value, "fixed")) s->growth = FM_GROWTH_FIXED;
+            else eng__problem(ps, "[pool.%s] growth: unknown policy '%s' (geometric, linear, fixed)",
+                              sn, value);
+        } else if (!strcmp(key, "grow_factor")) {
+            char *end;
+            errno = 0;
+            double f = strtod(value, &end);
+            if (end == value || *end || errno == ERANGE || !isfinite(f))
+                eng__problem(ps, "[pool.%s] grow_factor: bad number '%s'", sn, value);
+            else if (!(f > 1.0 && f <= 64.0))
+                eng__problem(ps, "[pool.%s] grow_factor = %s out of range (above 1, at most 64)",
+                             sn, value);
+            else s->grow_factor = (float)f;
+        } else if (!strcmp(key, "prefault") || !strcmp(key, "grow_ahead")) {
+            bool b;
+            if (!eng__parse_bool(value, &b))
+                eng__problem(ps, "[pool.%s] %s: bad value '%s' (true or false)", sn, key, value);
+            else if (key[0] == 'p') s->prefault = b;
+            else s->grow_ahead = b;
+        } else {
+            eng__problem(ps,
+                         "[pool.%s] unknown key '%s' (initial_capacity, max_capacity, growth, "
+                         "grow_factor, grow_step, prefault, grow_ahead)",
+                         sn, key);
+        }
+        return 1;
+    }
+    eng_arena_config *s = &ps->arena_stage;
+    if (!strcmp(key, "reserve") || !strcmp(key, "commit_step")) {
+        bool is_reserve = key[0] == 'r';
+        uint64_t lo = is_reserve ? ENG__MIN_RESERVE : ENG__MIN_COMMIT;
+        if (!eng__parse_uint(value, lo, ENG__MAX_RESERVE, &v, &range)) {
+            if (range)
+                eng__problem(ps, "[arena.%s] %s = %s out of range (%llu .. %llu bytes)", s->name,
+                             key, value, (unsigned long long)lo,
+                             (unsigned long long)ENG__MAX_RESERVE);
+            else
+                eng__problem(ps, "[arena.%s] %s: bad number '%s' (bytes)", s->name, key, value);
+            return 1;
+        }
+        if (is_reserve) s->reserve = v;
+        else s->commit_step = v;
+    } else {
+        eng__problem(ps, "[arena.%s] unknown key '%s' (reserve, commit_step)", s->name, key);
+    }
+    return 1;
+}
+
+/* inih's line reader. It sees every line first: counts lines (Debian's inih
+ * passes no line number to the handler), opens sections, and replaces lines
+ * inih would reject or cut (syntax errors, control bytes, over-long lines)
+ * by a comment after reporting them, so the handler only sees good lines. */
+static char *eng__reader(char *str, int num, void *stream) {
+    eng__parse *ps = stream;
+    if (ps->p >= ps->end) return NULL;
+    const char *nl = memchr(ps->p, '\n', (size_t)(ps->end - ps->p));
+    const char *le = nl ? nl : ps->end;
+    const char *s = ps->p;
+    ps->p = nl ? nl + 1 : ps->end;
+    ps->line++;
+    size_t n = (size_t)(le - s);
+    if (n && s[n - 1] == '\r') n--;
+    bool bad = false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            eng__problem(ps, "control byte 0x%02x in the line (not a text INI file?)", c);
+            bad = true;
+            break;
+        }
+    }
+    if (!bad && n + 2 > (size_t)num) {
+        eng__problem(ps, "line longer than %d characters", num - 2);
+        bad = true;
+    }
+    /* trimmed view */
+    const char *a = s, *b = s + n;
+    while (a < b && (*a == ' ' || *a == '\t')) a++;
+    while (b > a && (b[-1] == ' ' || b[-1] == '\t')) b--;
+    bool indented = a > s;
+    if (ps->line == 1 && b - a >= 3 && memcmp(a, "\xEF\xBB\xBF", 3) == 0) a += 3;
+    if (!bad && a < b && *a != ';' && *a != '#') {
+        if (*a == '[') {
+            const char *close = memchr(a, ']', (size_t)(b - a));
+            const char *after = close ? close + 1 : b;
+            while (after < b && (*after == ' ' || *after == '\t')) after++;
+            if (!close || (after < b && *after != ';' && *after != '#')) {
+                eng__problem(ps, "bad section header (expected [pool.NAME] or [arena.NAME])");
+                bad = true;
+                /* Keys below belong to no known section: skip them quietly. */
+                eng__close_section(ps);
+                ps->sec = SEC_IGNORED;
+            } else {
+                const char *ns = a + 1, *ne = close;
+                while (ns < ne && (*ns == ' ' || *ns == '\t')) ns++;
+                while (ne > ns && (ne[-1] == ' ' || ne[-1] == '\t')) ne--;
+                eng__open_section(ps, ns, (size_t)(ne - ns));
+            }
+        } else {
+            const char *eq = a;
+            while (eq < b && *eq != '=' && *eq != ':') eq++;
+            const char *ke = eq;
+            while (ke > a && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
+            if (eq == b || ke == a) {
+                eng__problem(ps, "syntax error: expected 'key = value', [section] or a comment");
+                bad = true;
+            } else if (indented) {
+                /* inih would take an indented line as the continuation of the
+                 * previous value; the format has no multi-line values. */
+                eng__problem(ps, "indented line (continuation lines are not allowed)");
+                bad = true;
+            }
+        }
+    }
+    if (bad) {
+        snprintf(str, (size_t)num, ";\n");
+        return str;
+    }
+    memcpy(str, s, n);
+    str[n] = '\n';
+    str[n + 1] = 0;
+    return str;
+}
+
+int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const char *name,
+                        eng_config_diag *rep) {
+    eng_config_diag local;
+    if (!rep) rep = &local;
+    rep->problems = 0;
+    rep->text[0] = 0;
+    eng__parse ps = {
+        .cfg = cfg,
+        .rep = rep,
+        .name = name ? name : "<config>",
+        .p = data ? data : "",
+        .end = data ? data + size : "",
+    };
+    ini_parse_stream(eng__reader, &ps, eng__handler, &ps);
+    eng__close_section(&ps);
+    return (int)rep->problems;
+}
+
+int eng_config_load(eng_config *cfg, const char *path, eng_config_diag *rep) {
+    eng_config_diag local;
+    if (!rep) rep = &local;
+    rep->problems = 0;
+    rep->text[0] = 0;
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) {
+        snprintf(rep->text, sizeof rep->text, "%s: cannot open config: %s", path ? path : "(null)",
+                 path ? strerror(errno) : "no path");
+        return -1;
+    }
+    /* Config files are small; a bigger one is not a pool config. */
+    enum { MAX_BYTES = 1 << 20 };
+    char *buf = malloc(MAX_BYTES + 1);
+    if (!buf) {
+        fclose(f);
+        snprintf(rep->text, sizeof rep->text, "%s: out of memory reading the config", path);
+        return -1;
+    }
+    size_t n = fread(buf, 1, MAX_BYTES + 1, f);
+    bool rerr = ferror(f);
+    fclose(f);
+    if (rerr || n > MAX_BYTES) {
+        free(buf);
+        snprintf(rep->text, sizeof rep->text, "%s: %s", path,
+                 rerr ? "read error" : "larger than 1 MiB, not a pool config");
+        return -1;
+    }
+    int r = eng_config_load_mem(cfg, buf, n, path, rep);
+    free(buf);
+    return r;
+}
+
+/* ------------------------------------------------------------ tuned output */
+
+static const char *eng__growth_key(fm_growth g) {
+    switch (g) {
+    case FM_GROWTH_LINEAR: return "linear";
+    case FM_GROWTH_FIXED: return "fixed";
+    default: return "geometric";
+    }
+}
+
+bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *runs,
+                            uint32_t run_count, double headroom, const char *path, char *err,
+                            size_t err_len) {
+    if (!cfg) {
+        eng__set_err(err, err_len, "no config given");
+        return false;
+    }
+    if (!(headroom >= 1.0)) headroom = 1.0;
+    char tmp[4096];
+    FILE *f = eng__open_temp(path, tmp, sizeof tmp, err, err_len);
+    if (!f) return false;
+    fprintf(f, "; framemem pool sizes, written by eng_config_write_tuned from %u run(s)\n"
+               "; with headroom x%.2f over the highest live count seen.\n",
+            run_count, headroom);
+    for (uint32_t i = 0; i < cfg->pool_count; i++) {
+        const eng_pool_config *p = &cfg->pools[i];
+        uint64_t peak = 0, chunk = 0, frames = 0;
+        uint32_t seen_in = 0;
+        for (uint32_t r = 0; r < run_count; r++) {
+            const eng_telemetry *t = runs ? runs[r] : NULL;
+            int s = eng_telemetry_find_source(t, p->name);
+            if (s < 0) continue;
+            const eng_source_info *si = eng_telemetry_source(t, (uint32_t)s);
+            if (si->kind != ENG_SOURCE_POOL) continue;
+            seen_in++;
+            if (si->peak_live > peak) peak = si->peak_live;
+            if (si->chunk_items > chunk) chunk = si->chunk_items;
+            frames += eng_telemetry_frames_pushed(t);
+        }
+        uint32_t cap = p->initial_capacity;
+        fprintf(f, "\n[pool.%s]\n", p->name);
+        if (!seen_in) {
+            fprintf(f, "; not in any run: initial_capacity kept from the current config\n");
+        } else {
+            uint64_t want = eng_suggest_capacity(peak, headroom, chunk);
+            if (want > ENG__MAX_ITEMS) want = ENG__MAX_ITEMS;
+            if (p->max_capacity && want > p->max_capacity) {
+                fprintf(f, "; capped at max_capacity %u\n", p->max_capacity);
+                want = p->max_capacity;
+            }
+            if (want < 1) want = 1;
+            cap = (uint32_t)want;
+            fprintf(f,
+                    "; peak live %llu over %llu frame(s) in %u run(s), x%.2f headroom, rounded up "
+                    "to whole chunks of %llu items\n",
+                    (unsigned long long)peak, (unsigned long long)frames, seen_in, headroom,
+                    (unsigned long long)(chunk ? chunk : 1));
+        }
+        fprintf(f, "initial_capacity = %u\n", cap);
+        fprintf(f, "max_capacity = %u\n", p->max_capacity);
+        fprintf(f, "growth = %s\n", eng__growth_key(p->growth));
+        fprintf(f, "grow_factor = %g\n", (double)(p->grow_factor > 1.0f ? p->grow_factor : 2.0f));
+        fprintf(f, "grow_step = %u\n", p->grow_step);
+        fprintf(f, "prefault = %s\n", p->prefault ? "true" : "false");
+        fprintf(f, "grow_ahead = %s\n", p->grow_ahead ? "true" : "false");
+    }
+    for (uint32_t i = 0; i < cfg->arena_count; i++) {
+        const eng_arena_config *a = &cfg->arenas[i];
+        uint64_t hw = 0;
+        for (uint32_t r = 0; r < run_count; r++) {
+            const eng_telemetry *t = runs ? runs[r] : NULL;
+            int s = eng_telemetry_find_source(t, a->name);
+            if (s < 0) continue;
+            for (uint32_t k = 0; k < eng_telemetry_frame_count(t); k++) {
+                const eng_sample *x = eng_telemetry_sample(t, k, (uint32_t)s);
+                if (x->high_water > hw) hw = x->high_water;
+            }
+        }
+        uint64_t reserve = a->reserve;
+        fprintf(f, "\n[arena.%s]\n", a->name);
+        /* A frame's bytes must fit its arena with room for a bigger frame. */
+        if (hw * 4 > reserve) {
+            reserve = ((hw * 4 + ENG__MIN_RESERVE - 1) / ENG__MIN_RESERVE) * ENG__MIN_RESERVE;
+            if (reserve > ENG__MAX_RESERVE) reserve = ENG__MAX_RESERVE;
+            fprintf(f, "; largest frame %llu bytes: reserve raised to 4x that, whole MiB\n",
+                    (unsigned long long)hw);
+        } else {
+            fprintf(f, "; largest frame %llu bytes: reserve kept (at least 4x that)\n",
+                    (unsigned long long)hw);
+        }
+        fprintf(f, "reserve = %llu\n", (unsigned long long)reserve);
+        fprintf(f, "commit_step = %llu\n", (unsigned long long)a->commit_step);
+    }
+    return eng__close_temp(f, true, tmp, path, err, err_len);
+}
