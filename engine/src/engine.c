@@ -386,7 +386,7 @@ void eng_get_info(const eng *e, eng_info *out) {
 const eng_telemetry *eng_get_telemetry(const eng *e) { return e->tel; }
 eng_telemetry *eng_get_telemetry_mut(eng *e) { return e->tel; }
 const eng_config *eng_get_config(const eng *e) { return &e->cfg; }
-const char *eng_config_report(const eng *e) { return e->report.text; }
+const char *eng_config_problems(const eng *e) { return e->report.text; }
 
 const fm_pool *eng_get_pool(const eng *e, const char *name) {
     for (int i = 0; i < ENG_ST_COUNT; i++) {

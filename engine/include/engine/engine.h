@@ -90,7 +90,7 @@ typedef struct eng_desc {
 /// Creates the engine and its world. NULL with a message in err for: a desc
 /// out of range (unknown scene or backend), a config file that cannot be
 /// read, out of memory. Problems inside a readable config do not fail: they
-/// are kept (eng_config_report) and defaults stay for the bad entries.
+/// are kept (eng_config_problems) and defaults stay for the bad entries.
 eng *eng_create(const eng_desc *desc, char *err, size_t err_len);
 /// Destroys the world, its pools and the telemetry. NULL: no-op.
 void eng_destroy(eng *e);
@@ -126,7 +126,7 @@ void eng_set_backend(eng *e, eng_backend backend);
 /// Re-reads the config file (desc.config_path or the last path given here;
 /// path NULL = the current one) and rebuilds the world. false with a message
 /// in err when the file cannot be read (the world is kept as it was); problems
-/// inside the file are in eng_config_report.
+/// inside the file are in eng_config_problems.
 bool eng_reload_config(eng *e, const char *path, char *err, size_t err_len);
 /// Writes a tuned config from the telemetry's peaks (eng_config_write_tuned
 /// with this engine's config and headroom; headroom <= 0 means 1.25).
@@ -169,7 +169,7 @@ const eng_config *eng_get_config(const eng *e);
 const fm_pool *eng_get_pool(const eng *e, const char *name);
 /// Problems found in the newest config load, "file:line: message\n" each;
 /// "" when none.
-const char *eng_config_report(const eng *e);
+const char *eng_config_problems(const eng *e);
 /// NULL-terminated list of scene names.
 const char *const *eng_scene_names(void);
 
