@@ -1,0 +1,142 @@
+/*
+ * tests/memory/sync_test_support.h: helpers for the arena and closure thread
+ * suites (test_arena_threads.c, test_closure_threads.c).
+ *
+ * fm_test.h's allocator and error capture are single-threaded; these are the
+ * thread-safe versions the stress tests need:
+ * - sync_errors: a process-wide error handler counting reports per code with
+ *   atomics, keeping the last message under a lock.
+ * - sync_alloc: a counting fm_allocator behind a mutex, with live byte and
+ *   block counts, fault injection (fail every call from the Nth) and a hook
+ *   that runs inside alloc (to hold a thread there).
+ * - sync_run: starts n threads on fn(arg + i * arg_size) and joins them.
+ */
+#ifndef SYNC_TEST_SUPPORT_H
+#define SYNC_TEST_SUPPORT_H
+
+#include "fm_test.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ errors */
+
+typedef struct sync_errors {
+    atomic_int count;
+    atomic_int by_code[FM_ERROR_COUNT];
+    pthread_mutex_t lock;
+    char last_message[512];
+} sync_errors;
+
+static inline void sync_errors_handler(fm_error err, const char *message, void *user) {
+    sync_errors *e = user;
+    atomic_fetch_add(&e->count, 1);
+    if ((unsigned)err < FM_ERROR_COUNT) atomic_fetch_add(&e->by_code[err], 1);
+    pthread_mutex_lock(&e->lock);
+    snprintf(e->last_message, sizeof e->last_message, "%s", message ? message : "");
+    pthread_mutex_unlock(&e->lock);
+}
+
+static inline void sync_errors_install(sync_errors *e) {
+    memset(e, 0, sizeof *e);
+    pthread_mutex_init(&e->lock, NULL);
+    fm_set_error_handler(sync_errors_handler, e);
+    fm_clear_error();
+}
+
+static inline void sync_errors_remove(sync_errors *e) {
+    fm_set_error_handler(NULL, NULL);
+    pthread_mutex_destroy(&e->lock);
+}
+
+/* Asserts that the reports since `before` were exactly n of code. */
+static inline void sync_expect_errors(sync_errors *e, int before, fm_error code, int n) {
+    int got = atomic_load(&e->count) - before;
+    if (got != n || atomic_load(&e->by_code[code]) < n) {
+        print_error("expected %d report(s) of %s, got %d (%d of that code); last: %s\n", n,
+                    fm_error_name(code), got, atomic_load(&e->by_code[code]), e->last_message);
+        fail();
+    }
+}
+
+/* ---------------------------------------------------- thread-safe allocator */
+
+typedef struct sync_alloc {
+    pthread_mutex_t lock;
+    size_t live_bytes;
+    size_t live_blocks;
+    uint64_t alloc_calls;
+    uint64_t fail_from; /* 0: never; else calls numbered from 1 fail from here */
+    void (*hook)(struct sync_alloc *a); /* runs inside alloc, unlocked */
+    void *hook_user;
+} sync_alloc;
+
+static inline void *sync_alloc_alloc(size_t size, size_t align, void *user) {
+    sync_alloc *a = user;
+    if (a->hook) a->hook(a);
+    pthread_mutex_lock(&a->lock);
+    a->alloc_calls++;
+    bool refuse = a->fail_from && a->alloc_calls >= a->fail_from;
+    void *p = NULL;
+    if (!refuse) {
+        size_t al = align < sizeof(void *) ? sizeof(void *) : align;
+        p = aligned_alloc(al, (size + al - 1) / al * al);
+        if (p) {
+            a->live_bytes += size;
+            a->live_blocks++;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return p;
+}
+
+static inline void sync_alloc_free(void *ptr, size_t size, void *user) {
+    sync_alloc *a = user;
+    if (!ptr) return;
+    pthread_mutex_lock(&a->lock);
+    a->live_bytes -= size;
+    a->live_blocks--;
+    pthread_mutex_unlock(&a->lock);
+    free(ptr);
+}
+
+static inline void sync_alloc_init(sync_alloc *a) {
+    memset(a, 0, sizeof *a);
+    pthread_mutex_init(&a->lock, NULL);
+}
+
+static inline fm_allocator sync_alloc_get(sync_alloc *a) {
+    return (fm_allocator){.alloc = sync_alloc_alloc, .free = sync_alloc_free, .user = a};
+}
+
+/* Asserts nothing is live, then releases the lock. */
+static inline void sync_alloc_finish(sync_alloc *a) {
+    assert_int_equal(a->live_bytes, 0);
+    assert_int_equal(a->live_blocks, 0);
+    pthread_mutex_destroy(&a->lock);
+}
+
+/* ----------------------------------------------------------------- threads */
+
+#define SYNC_MAX_THREADS 16
+
+static inline void sync_run(int n, void *(*fn)(void *), void *args, size_t arg_size) {
+    pthread_t t[SYNC_MAX_THREADS];
+    assert_true(n > 0 && n <= SYNC_MAX_THREADS);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * arg_size), 0);
+    for (int i = 0; i < n; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+}
+
+/* xorshift64*: per-thread random streams. */
+static inline uint64_t sync_rand(uint64_t *s) {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1Dull;
+}
+
+#endif /* SYNC_TEST_SUPPORT_H */
