@@ -6,12 +6,25 @@
  * slot starts with the pool's free-list link (and Debug builds fill the rest),
  * so what recognises a dead closure (owner, class, magic) sits past the first
  * 16 bytes and the magic is cleared by the last release.
+ *
+ * Threads: a closure pool with sync != NONE builds its class pools with the
+ * same policy and counts references with atomic read-modify-writes (NONE:
+ * plain loads and stores of the same atomic field). Events under MUTEX lock
+ * around their arrays and unlock while a subscriber runs, so callbacks may
+ * subscribe, unsubscribe and emit (the lock is never held across a call, so
+ * no recursive lock is needed). Defer queues under MUTEX lock around their
+ * array; under LOCKFREE fm_defer pushes into a bounded inbox (Vyukov's
+ * sequence-numbered ring, multi-producer) that fm_defer_run drains under the
+ * lock, and a push that finds the inbox full drains it itself, under the
+ * lock, before appending: each thread's defers keep their order.
  */
 #include "framemem/closure.h"
 
 #include "framemem/clock.h"
 #include "internal.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,7 +35,7 @@
 struct fm_closure {
     fm_closure_fn fn;
     uint32_t capture_size;
-    uint32_t refs;          /* pooled: references held; frame: 0 */
+    _Atomic uint32_t refs;  /* pooled: references held; frame: 0 */
     fm_closure_pool *owner; /* NULL for frame closures */
     uint16_t magic;
     uint16_t cls;
@@ -34,9 +47,10 @@ struct fm_closure {
 struct fm_closure_pool {
     fm_pool *classes[FM_CLOSURE_MAX_CLASSES];
     uint32_t n_classes;
+    fm_sync sync;
     size_t max_capture;
-    uint64_t total_made;
-    uint64_t refused;
+    _Atomic uint64_t total_made;
+    _Atomic uint64_t refused;
     fm_allocator allocator;
     size_t self_bytes;
     char name[];
@@ -45,6 +59,25 @@ struct fm_closure_pool {
 /* ============================================================ closures */
 
 static size_t fm__class_capture(uint32_t cls) { return (size_t)FM__MIN_CLASS << cls; }
+
+/* Counters and reference counts: an atomic add when threads share the
+ * object, a plain load and store of the same field when they do not. */
+static void fm__add64(_Atomic uint64_t *v, bool shared) {
+    if (shared) atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
+    else atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
+                               memory_order_relaxed);
+}
+
+static const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockfree) {
+    if ((unsigned)sync >= FM_SYNC_COUNT) return "unknown sync policy";
+    if (pool_policies) return NULL;
+    if (sync == FM_SYNC_THREAD_CACHE)
+        return lockfree ? "FM_SYNC_THREAD_CACHE is a pool policy; take NONE, MUTEX or LOCKFREE"
+                        : "FM_SYNC_THREAD_CACHE is a pool policy; take NONE or MUTEX";
+    if (sync == FM_SYNC_LOCKFREE && !lockfree)
+        return "FM_SYNC_LOCKFREE is not offered here; take NONE or MUTEX";
+    return NULL;
+}
 
 static void fm__closure_pool_free_all(fm_closure_pool *cp) {
     for (uint32_t i = 0; i < cp->n_classes; i++) fm_pool_destroy(cp->classes[i]);
@@ -61,9 +94,9 @@ fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc) {
     size_t max_capture = fm__def(desc->max_capture, (size_t)256);
     const char *why = NULL;
     if (max_capture > fm__class_capture(FM_CLOSURE_MAX_CLASSES - 1)) why = "max_capture above 65536";
-    else if (desc->sync != FM_SYNC_NONE) why = "sync policies other than FM_SYNC_NONE are not available yet";
     else if ((desc->allocator.alloc == NULL) != (desc->allocator.free == NULL))
         why = "allocator needs both alloc and free";
+    else why = fm__sync_problem(desc->sync, true, true);
     if (why) {
         fm__report(FM_ERR_INVALID_ARG, "closure pool '%s': %s", name, why);
         return NULL;
@@ -75,6 +108,7 @@ fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc) {
     cp->self_bytes = self_bytes;
     cp->allocator = desc->allocator;
     cp->max_capture = max_capture;
+    cp->sync = desc->sync;
     while (cp->n_classes == 0 || fm__class_capture(cp->n_classes - 1) < max_capture) {
         uint32_t cls = cp->n_classes;
         char class_name[96];
@@ -84,6 +118,7 @@ fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc) {
             .item_size = sizeof(fm_closure) + fm__class_capture(cls),
             .item_align = 16,
             .initial_capacity = desc->initial_capacity,
+            .sync = desc->sync,
             .allocator = desc->allocator,
         });
         if (!cp->classes[cls]) {
@@ -120,7 +155,7 @@ static bool fm__closure_args_ok(const char *kind, const char *name, fm_closure_f
 fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
                             size_t capture_size) {
     if (capture_size && !capture) {
-        cp->refused++;
+        fm__add64(&cp->refused, cp->sync != FM_SYNC_NONE);
         fm__report(FM_ERR_INVALID_ARG, "closure pool '%s': make: capture is NULL", cp->name);
         return NULL;
     }
@@ -129,23 +164,24 @@ fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *c
 
 fm_closure *fm_closure_alloc(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
                              size_t capture_size) {
+    bool shared = cp->sync != FM_SYNC_NONE;
     if (!fm__closure_args_ok("closure pool", cp->name, fn, capture_size, cp->max_capture)) {
-        cp->refused++;
+        fm__add64(&cp->refused, shared);
         return NULL;
     }
     uint32_t cls = 0;
     while (fm__class_capture(cls) < capture_size) cls++;
     fm_closure *c = fm_pool_alloc(cp->classes[cls]);
     if (!c) {
-        cp->refused++; /* the class pool reported why */
+        fm__add64(&cp->refused, shared); /* the class pool reported why */
         return NULL;
     }
     c->owner = cp;
     c->cls = (uint16_t)cls;
     c->flags = 0;
-    c->refs = 1;
+    atomic_init(&c->refs, 1);
     fm__closure_init(c, fn, capture, capture_size);
-    cp->total_made++;
+    fm__add64(&cp->total_made, shared);
     return c;
 }
 
@@ -167,7 +203,7 @@ fm_closure *fm_closure_alloc_frame(fm_frame_arena *fa, fm_closure_fn fn, const v
     c->owner = NULL;
     c->cls = 0;
     c->flags = FM__CLOSURE_FRAME;
-    c->refs = 0;
+    atomic_init(&c->refs, 0);
     fm__closure_init(c, fn, capture, capture_size);
     return c;
 }
@@ -212,11 +248,19 @@ static bool fm__closure_take(fm_closure *c) {
     bool ok;
     fm_pool *home = fm__closure_home(c, "retain", &ok);
     if (!home) return ok; /* frame closures: nothing to count */
-    if (c->refs == UINT32_MAX) {
-        fm__report(FM_ERR_REFCOUNT, "closure %p: retain: count at its maximum", (void *)c);
-        return false;
-    }
-    c->refs++;
+    bool shared = c->owner->sync != FM_SYNC_NONE;
+    uint32_t refs = atomic_load_explicit(&c->refs, memory_order_relaxed);
+    do {
+        if (refs == UINT32_MAX) {
+            fm__report(FM_ERR_REFCOUNT, "closure %p: retain: count at its maximum", (void *)c);
+            return false;
+        }
+        if (!shared) {
+            atomic_store_explicit(&c->refs, refs + 1, memory_order_relaxed);
+            return true;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&c->refs, &refs, refs + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
     return true;
 }
 
@@ -226,7 +270,14 @@ bool fm_closure_release(fm_closure *c) {
     bool ok;
     fm_pool *home = fm__closure_home(c, "release", &ok);
     if (!home) return false;
-    if (--c->refs > 0) return false;
+    if (c->owner->sync != FM_SYNC_NONE) {
+        /* acq_rel: every write by the other holders is seen before the free. */
+        if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) > 1) return false;
+    } else {
+        uint32_t refs = atomic_load_explicit(&c->refs, memory_order_relaxed) - 1;
+        atomic_store_explicit(&c->refs, refs, memory_order_relaxed);
+        if (refs > 0) return false;
+    }
     /* The magic goes with the last reference, so a later release of this
      * pointer is recognised even where the slot's bytes survive. */
     c->magic = 0;
@@ -243,8 +294,8 @@ void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats 
     }
     out->name = cp->name;
     out->classes = cp->n_classes;
-    out->total_made = cp->total_made;
-    out->refused = cp->refused;
+    out->total_made = atomic_load_explicit(&cp->total_made, memory_order_relaxed);
+    out->refused = atomic_load_explicit(&cp->refused, memory_order_relaxed);
     for (uint32_t i = 0; i < cp->n_classes; i++) {
         fm_pool_stats st;
         fm_pool_get_stats(cp->classes[i], &st);
@@ -291,13 +342,30 @@ struct fm_event {
     fm__sub_slot *slots;
     uint32_t n_slots, slots_cap, free_slot;
     uint32_t live;
-    uint32_t emitting;
+    uint32_t emitting; /* emits under way, on any thread */
     uint32_t salt; /* xored into handles: another event's handles do not match */
     bool dirty;
+    fm_sync sync;
+    pthread_mutex_t lock; /* MUTEX: around everything but the callbacks */
     fm_allocator allocator;
     size_t self_bytes;
     char name[];
 };
+
+static void fm__ev_lock(const fm_event *ev) {
+    if (ev->sync != FM_SYNC_NONE) pthread_mutex_lock((pthread_mutex_t *)&ev->lock);
+}
+static void fm__ev_unlock(const fm_event *ev) {
+    if (ev->sync != FM_SYNC_NONE) pthread_mutex_unlock((pthread_mutex_t *)&ev->lock);
+}
+
+static void fm__event_free(fm_event *ev) {
+    fm_allocator a = ev->allocator;
+    pthread_mutex_destroy(&ev->lock);
+    fm__mem_free(&a, ev->subs, (size_t)ev->subs_cap * sizeof *ev->subs);
+    fm__mem_free(&a, ev->slots, (size_t)ev->slots_cap * sizeof *ev->slots);
+    fm__mem_free(&a, ev, ev->self_bytes);
+}
 
 fm_event *fm_event_create(const fm_event_desc *desc) {
     if (!desc) {
@@ -305,10 +373,11 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
         return NULL;
     }
     const char *name = fm__def(desc->name, "event");
-    if (desc->sync != FM_SYNC_NONE || (desc->allocator.alloc == NULL) != (desc->allocator.free == NULL)) {
-        fm__report(FM_ERR_INVALID_ARG, "event '%s': %s", name,
-                   desc->sync != FM_SYNC_NONE ? "sync policies other than FM_SYNC_NONE are not available yet"
-                                              : "allocator needs both alloc and free");
+    const char *why = fm__sync_problem(desc->sync, false, false);
+    if (!why && (desc->allocator.alloc == NULL) != (desc->allocator.free == NULL))
+        why = "allocator needs both alloc and free";
+    if (why) {
+        fm__report(FM_ERR_INVALID_ARG, "event '%s': %s", name, why);
         return NULL;
     }
     size_t self_bytes;
@@ -316,13 +385,15 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
     if (!ev) return NULL;
     ev->self_bytes = self_bytes;
     ev->allocator = desc->allocator;
+    ev->sync = desc->sync;
+    pthread_mutex_init(&ev->lock, NULL);
     ev->free_slot = UINT32_MAX;
     ev->salt = (uint32_t)((((uint64_t)(uintptr_t)ev ^ fm_clock_now()) * 0x9E3779B97F4A7C15ull) >> 32);
     uint32_t cap = fm__def(desc->initial_capacity, 8u);
     if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, cap, sizeof *ev->subs) ||
         !fm__grow_array(&ev->allocator, (void **)&ev->slots, &ev->slots_cap, cap, sizeof *ev->slots)) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "event '%s': no memory for %u subscribers", name, cap);
-        fm_event_destroy(ev);
+        fm__event_free(ev);
         return NULL;
     }
     return ev;
@@ -330,22 +401,18 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
 
 void fm_event_destroy(fm_event *ev) {
     if (!ev) return;
+    fm__ev_lock(ev);
     if (ev->emitting) {
-        fm__report(FM_ERR_INVALID_ARG, "event '%s': destroyed from inside its own emit", ev->name);
+        fm__ev_unlock(ev);
+        fm__report(FM_ERR_INVALID_ARG, "event '%s': destroyed during an emit", ev->name);
         return;
     }
     for (uint32_t i = 0; i < ev->n_subs; i++) fm_closure_release(ev->subs[i].c);
-    fm_allocator a = ev->allocator;
-    fm__mem_free(&a, ev->subs, (size_t)ev->subs_cap * sizeof *ev->subs);
-    fm__mem_free(&a, ev->slots, (size_t)ev->slots_cap * sizeof *ev->slots);
-    fm__mem_free(&a, ev, ev->self_bytes);
+    fm__ev_unlock(ev);
+    fm__event_free(ev);
 }
 
-fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
-    if (!c) {
-        fm__report(FM_ERR_INVALID_ARG, "event '%s': subscribe(NULL)", ev->name);
-        return FM_HANDLE_NULL;
-    }
+static fm_handle fm__event_subscribe_locked(fm_event *ev, fm_closure *c) {
     uint32_t slot = ev->free_slot;
     if (!fm__closure_take(c)) return FM_HANDLE_NULL; /* reported */
     if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, ev->n_subs + 1,
@@ -371,7 +438,18 @@ fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
     return (fm_handle){(uint64_t)(s->gen ^ ev->salt) << 32 | (slot + 1u)};
 }
 
-bool fm_event_unsubscribe(fm_event *ev, fm_handle sub) {
+fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
+    if (!c) {
+        fm__report(FM_ERR_INVALID_ARG, "event '%s': subscribe(NULL)", ev->name);
+        return FM_HANDLE_NULL;
+    }
+    fm__ev_lock(ev);
+    fm_handle h = fm__event_subscribe_locked(ev, c);
+    fm__ev_unlock(ev);
+    return h;
+}
+
+static bool fm__event_unsubscribe_locked(fm_event *ev, fm_handle sub) {
     uint32_t slot = (uint32_t)sub.bits - 1u, gen = (uint32_t)(sub.bits >> 32) ^ ev->salt;
     if (slot >= ev->n_slots || ev->slots[slot].gen != gen || !(gen & 1u)) {
         fm__report(FM_ERR_STALE_HANDLE, "event '%s': unsubscribe of an unknown or removed subscription",
@@ -400,6 +478,13 @@ bool fm_event_unsubscribe(fm_event *ev, fm_handle sub) {
     return true;
 }
 
+bool fm_event_unsubscribe(fm_event *ev, fm_handle sub) {
+    fm__ev_lock(ev);
+    bool ok = fm__event_unsubscribe_locked(ev, sub);
+    fm__ev_unlock(ev);
+    return ok;
+}
+
 static void fm__event_compact(fm_event *ev) {
     uint32_t out = 0;
     for (uint32_t i = 0; i < ev->n_subs; i++) {
@@ -416,16 +501,28 @@ static void fm__event_compact(fm_event *ev) {
 }
 
 void fm_event_emit(fm_event *ev, void *arg) {
+    fm__ev_lock(ev);
     uint32_t n = ev->n_subs; /* subscribers added during the emit wait for the next */
     ev->emitting++;
     for (uint32_t i = 0; i < n; i++) {
         fm__sub e = ev->subs[i]; /* re-read: a subscribe may move the array */
-        if (!e.dead) fm_closure_call(e.c, arg);
+        if (e.dead) continue;
+        /* No lock across the call: the callback may use this event, and a
+         * subscriber removed meanwhile stays alive until the emits end. */
+        fm__ev_unlock(ev);
+        fm_closure_call(e.c, arg);
+        fm__ev_lock(ev);
     }
     if (--ev->emitting == 0 && ev->dirty) fm__event_compact(ev);
+    fm__ev_unlock(ev);
 }
 
-uint32_t fm_event_count(const fm_event *ev) { return ev->live; }
+uint32_t fm_event_count(const fm_event *ev) {
+    fm__ev_lock(ev);
+    uint32_t live = ev->live;
+    fm__ev_unlock(ev);
+    return live;
+}
 
 /* ========================================================= deferred calls */
 
@@ -434,15 +531,44 @@ typedef struct fm__deferred {
     uint64_t due;
 } fm__deferred;
 
+/* LOCKFREE inbox cell: seq == index when free for the push at that index,
+ * index + 1 once that push has published its entry. */
+typedef struct fm__inbox_cell {
+    _Atomic size_t seq;
+    fm__deferred d;
+} fm__inbox_cell;
+
 struct fm_defer_queue {
     fm__deferred *items;
     uint32_t n, cap;
-    uint64_t frame;
+    _Atomic uint64_t frame; /* read by pushes on any thread */
     bool running;
+    fm_sync sync;
+    pthread_mutex_t lock; /* MUTEX, LOCKFREE: items, n, running, draining */
+    /* LOCKFREE */
+    fm__inbox_cell *inbox;
+    size_t inbox_mask;
+    _Atomic size_t inbox_head; /* next push */
+    size_t inbox_tail;         /* next drain (under the lock) */
     fm_allocator allocator;
     size_t self_bytes;
     char name[];
 };
+
+static void fm__q_lock(fm_defer_queue *q) {
+    if (q->sync != FM_SYNC_NONE) pthread_mutex_lock(&q->lock);
+}
+static void fm__q_unlock(fm_defer_queue *q) {
+    if (q->sync != FM_SYNC_NONE) pthread_mutex_unlock(&q->lock);
+}
+
+static void fm__defer_queue_free(fm_defer_queue *q) {
+    fm_allocator a = q->allocator;
+    pthread_mutex_destroy(&q->lock);
+    if (q->inbox) fm__mem_free(&a, q->inbox, (q->inbox_mask + 1) * sizeof *q->inbox);
+    fm__mem_free(&a, q->items, (size_t)q->cap * sizeof *q->items);
+    fm__mem_free(&a, q, q->self_bytes);
+}
 
 fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
     if (!desc) {
@@ -450,9 +576,11 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
         return NULL;
     }
     const char *name = fm__def(desc->name, "defer");
-    if ((desc->allocator.alloc == NULL) != (desc->allocator.free == NULL)) {
-        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': allocator needs both alloc and free",
-                   name);
+    const char *why = fm__sync_problem(desc->sync, false, true);
+    if (!why && (desc->allocator.alloc == NULL) != (desc->allocator.free == NULL))
+        why = "allocator needs both alloc and free";
+    if (why) {
+        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': %s", name, why);
         return NULL;
     }
     size_t self_bytes;
@@ -461,26 +589,83 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
     if (!q) return NULL;
     q->self_bytes = self_bytes;
     q->allocator = desc->allocator;
-    if (!fm__grow_array(&q->allocator, (void **)&q->items, &q->cap,
-                        fm__def(desc->initial_capacity, 64u), sizeof *q->items)) {
+    q->sync = desc->sync;
+    pthread_mutex_init(&q->lock, NULL);
+    uint32_t cap = fm__def(desc->initial_capacity, 64u);
+    bool ok = fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, cap, sizeof *q->items);
+    if (ok && q->sync == FM_SYNC_LOCKFREE) {
+        size_t cells = 2;
+        while (cells < cap && cells < ((size_t)1 << 30)) cells *= 2;
+        q->inbox = fm__mem_alloc(&q->allocator, cells * sizeof *q->inbox, alignof(fm__inbox_cell));
+        if (q->inbox) {
+            q->inbox_mask = cells - 1;
+            for (size_t i = 0; i < cells; i++) atomic_init(&q->inbox[i].seq, i);
+        }
+        ok = q->inbox != NULL;
+    }
+    if (!ok) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "defer queue '%s': no memory for its entries", name);
-        fm_defer_queue_destroy(q);
+        fm__defer_queue_free(q);
         return NULL;
     }
     return q;
 }
 
+/* LOCKFREE: moves published inbox entries to items, oldest first, while
+ * items can hold them. Under the lock (the inbox has one consumer at a time). */
+static void fm__inbox_drain(fm_defer_queue *q) {
+    if (!q->inbox) return;
+    for (;;) {
+        fm__inbox_cell *cell = &q->inbox[q->inbox_tail & q->inbox_mask];
+        if (atomic_load_explicit(&cell->seq, memory_order_acquire) != q->inbox_tail + 1) return;
+        if (!fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items))
+            return; /* stays in the inbox until items can grow */
+        q->items[q->n++] = cell->d;
+        atomic_store_explicit(&cell->seq, q->inbox_tail + q->inbox_mask + 1, memory_order_release);
+        q->inbox_tail++;
+    }
+}
+
+/* LOCKFREE: publishes d in the inbox; false when it is full. */
+static bool fm__inbox_push(fm_defer_queue *q, fm__deferred d) {
+    size_t pos = atomic_load_explicit(&q->inbox_head, memory_order_relaxed);
+    for (;;) {
+        fm__inbox_cell *cell = &q->inbox[pos & q->inbox_mask];
+        size_t seq = atomic_load_explicit(&cell->seq, memory_order_acquire);
+        intptr_t dif = (intptr_t)seq - (intptr_t)pos;
+        if (dif == 0) {
+            if (atomic_compare_exchange_weak_explicit(&q->inbox_head, &pos, pos + 1,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+                cell->d = d;
+                atomic_store_explicit(&cell->seq, pos + 1, memory_order_release);
+                return true;
+            }
+        } else if (dif < 0) {
+            return false; /* full: the cell still holds an entry from a lap ago */
+        } else {
+            pos = atomic_load_explicit(&q->inbox_head, memory_order_relaxed);
+        }
+    }
+}
+
 void fm_defer_queue_destroy(fm_defer_queue *q) {
     if (!q) return;
+    fm__q_lock(q);
     if (q->running) {
-        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': destroyed from inside its own run",
-                   q->name);
+        fm__q_unlock(q);
+        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': destroyed during its run", q->name);
         return;
     }
     for (uint32_t i = 0; i < q->n; i++) fm_closure_release(q->items[i].c);
-    fm_allocator a = q->allocator;
-    fm__mem_free(&a, q->items, (size_t)q->cap * sizeof *q->items);
-    fm__mem_free(&a, q, q->self_bytes);
+    if (q->inbox) {
+        /* Entries items could not take (no memory) are still references. */
+        for (; atomic_load_explicit(&q->inbox[q->inbox_tail & q->inbox_mask].seq,
+                                    memory_order_acquire) == q->inbox_tail + 1;
+             q->inbox_tail++)
+            fm_closure_release(q->inbox[q->inbox_tail & q->inbox_mask].d.c);
+    }
+    fm__q_unlock(q);
+    fm__defer_queue_free(q);
 }
 
 bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
@@ -488,29 +673,42 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
         fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': defer(NULL)", q->name);
         return false;
     }
-    if (!fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items)) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "defer queue '%s': no memory for another entry", q->name);
-        return false;
-    }
     if (!fm__closure_take(c)) return false; /* reported */
-    q->items[q->n++] = (fm__deferred){c, q->frame + 1 + delay_frames};
-    return true;
+    fm__deferred d = {c, atomic_load_explicit(&q->frame, memory_order_acquire) + 1 + delay_frames};
+    if (q->inbox && fm__inbox_push(q, d)) return true;
+    fm__q_lock(q);
+    /* LOCKFREE with a full inbox: what it holds was deferred first. */
+    fm__inbox_drain(q);
+    bool ok = fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items);
+    if (ok) q->items[q->n++] = d;
+    fm__q_unlock(q);
+    if (!ok) {
+        fm__report(FM_ERR_OUT_OF_MEMORY, "defer queue '%s': no memory for another entry", q->name);
+        fm_closure_release(c);
+    }
+    return ok;
 }
 
 uint32_t fm_defer_run(fm_defer_queue *q) {
+    fm__q_lock(q);
     if (q->running) {
-        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': run from inside its own run", q->name);
+        fm__q_unlock(q);
+        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': run during its own run", q->name);
         return 0;
     }
-    uint64_t frame = ++q->frame;
+    fm__inbox_drain(q);
+    uint64_t frame = atomic_load_explicit(&q->frame, memory_order_relaxed) + 1;
+    atomic_store_explicit(&q->frame, frame, memory_order_release);
     uint32_t n = q->n, ran = 0; /* entries added while running wait */
     q->running = true;
     for (uint32_t i = 0; i < n; i++) {
         fm__deferred d = q->items[i]; /* re-read: a defer may move the array */
         if (d.due > frame) continue;
-        fm_closure_call(d.c, NULL);
         q->items[i].c = NULL;
+        fm__q_unlock(q);
+        fm_closure_call(d.c, NULL);
         fm_closure_release(d.c);
+        fm__q_lock(q);
         ran++;
     }
     q->running = false;
@@ -519,7 +717,18 @@ uint32_t fm_defer_run(fm_defer_queue *q) {
         if (q->items[i].c) q->items[out++] = q->items[i];
     }
     q->n = out;
+    fm__q_unlock(q);
     return ran;
 }
 
-uint32_t fm_defer_pending(const fm_defer_queue *q) { return q->n; }
+uint32_t fm_defer_pending(const fm_defer_queue *q) {
+    fm_defer_queue *m = (fm_defer_queue *)q;
+    fm__q_lock(m);
+    uint32_t n = q->n;
+    if (q->inbox) {
+        size_t head = atomic_load_explicit(&q->inbox_head, memory_order_acquire);
+        n += (uint32_t)(head - q->inbox_tail); /* reserved pushes count as waiting */
+    }
+    fm__q_unlock(m);
+    return n;
+}

@@ -178,10 +178,8 @@ static void test_closure_pool_create_rejects_bad_descs_with_invalid_arg(void **s
     const fm_closure_pool_desc bad[] = {
         {.name = "too_big", .max_capture = 65537, .allocator = counting},
         {.name = "huge", .max_capture = SIZE_MAX, .allocator = counting},
-        {.name = "mutex", .sync = FM_SYNC_MUTEX, .allocator = counting},
-        {.name = "cache", .sync = FM_SYNC_THREAD_CACHE, .allocator = counting},
-        {.name = "lockfree", .sync = FM_SYNC_LOCKFREE, .allocator = counting},
         {.name = "unknown_sync", .sync = FM_SYNC_COUNT, .allocator = counting},
+        {.name = "negative_sync", .sync = (fm_sync)-1, .allocator = counting},
         {.name = "half_allocator", .allocator = {.alloc = counting.alloc, .user = &env->alloc}},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

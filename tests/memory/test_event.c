@@ -704,7 +704,8 @@ static void test_event_create_rejects_bad_descs_and_fails_cleanly_under_faults(v
     fm_test_env *env = *state;
     fm_allocator counting = fm_test_allocator_get(&env->alloc);
     const fm_event_desc bad[] = {
-        {.name = "mutex_event", .sync = FM_SYNC_MUTEX, .allocator = counting},
+        {.name = "lockfree_event", .sync = FM_SYNC_LOCKFREE, .allocator = counting},
+        {.name = "cache_event", .sync = FM_SYNC_THREAD_CACHE, .allocator = counting},
         {.name = "unknown_sync_event", .sync = FM_SYNC_COUNT, .allocator = counting},
         {.name = "half_allocator_event", .allocator = {.alloc = counting.alloc}},
     };

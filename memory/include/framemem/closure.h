@@ -15,7 +15,31 @@
  * Defer queues run closures a number of frames later, in the order deferred.
  *
  * After warm-up none of these calls the backing allocator: pools and arrays
- * keep their memory. Threads: FM_SYNC_NONE only, for now.
+ * keep their memory.
+ *
+ * Threads (each desc's sync; FM_SYNC_NONE, the default, is one thread at a
+ * time with no atomics and no locks):
+ * - Closure pools take any pool policy (MUTEX, THREAD_CACHE, LOCKFREE): their
+ *   class pools use it and reference counts become atomic, so closures are
+ *   made, called, retained and released on any thread, the last release
+ *   returning the slot to its own pool. Frame closures follow their frame
+ *   arena's rules.
+ * - Events take NONE or MUTEX. Under MUTEX subscribe, unsubscribe, emit and
+ *   count are safe from any thread at once; the lock is not held while a
+ *   subscriber runs, so callbacks may subscribe, unsubscribe or emit. An emit
+ *   calls those subscribed when it started and still subscribed when it
+ *   reaches them; an unsubscribe from another thread may overlap that
+ *   subscriber's call already under way (its closure stays alive until every
+ *   emit has ended). Emits on several threads run subscribers concurrently.
+ * - Defer queues take NONE, MUTEX or LOCKFREE. Under either, fm_defer is safe
+ *   from any thread, also during a run (LOCKFREE: a lock-free push into a
+ *   bounded inbox of initial_capacity entries; a push that finds it full
+ *   takes the lock). One fm_defer_run at a time; a defer racing a run counts
+ *   its delay from the frame before or after that run.
+ * - Closures shared by threads should come from a closure pool with a
+ *   matching policy: events and queues release their references on whatever
+ *   thread removes or runs them.
+ * Other values are rejected with FM_ERR_INVALID_ARG naming the object.
  */
 #ifndef FRAMEMEM_CLOSURE_H
 #define FRAMEMEM_CLOSURE_H
@@ -36,7 +60,7 @@ typedef struct fm_closure_pool_desc {
     const char *name;          /* 0 = "closures" */
     size_t max_capture;        /* 0 = 256; at most 65536 */
     uint32_t initial_capacity; /* per size class; 0 = one chunk each */
-    fm_sync sync;              /* FM_SYNC_NONE only, for now */
+    fm_sync sync;              /* any pool policy: see Threads above */
     fm_allocator allocator;
 } fm_closure_pool_desc;
 
@@ -52,7 +76,8 @@ typedef struct fm_closure_pool_stats {
     uint64_t class_live[FM_CLOSURE_MAX_CLASSES];
 } fm_closure_pool_stats;
 
-/// NULL with FM_ERR_INVALID_ARG / FM_ERR_OUT_OF_MEMORY.
+/// NULL with FM_ERR_INVALID_ARG (max_capture, unknown sync, half an
+/// allocator; a class pool's refusal) / FM_ERR_OUT_OF_MEMORY.
 fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc);
 /// Destroys the pools; live closures are reported (FM_ERR_LEAK) and dropped.
 void fm_closure_pool_destroy(fm_closure_pool *cp);
@@ -111,13 +136,13 @@ typedef struct fm_event fm_event;
 typedef struct fm_event_desc {
     const char *name;          /* 0 = "event" */
     uint32_t initial_capacity; /* subscribers; 0 = 8 */
-    fm_sync sync;              /* FM_SYNC_NONE only, for now */
+    fm_sync sync;              /* NONE or MUTEX: see Threads above */
     fm_allocator allocator;
 } fm_event_desc;
 
 fm_event *fm_event_create(const fm_event_desc *desc);
-/// Releases every subscriber's closure. Not from inside its own emit
-/// (reported, FM_ERR_INVALID_ARG, nothing destroyed).
+/// Releases every subscriber's closure. Not during an emit (reported,
+/// FM_ERR_INVALID_ARG, nothing destroyed).
 void fm_event_destroy(fm_event *ev);
 /// Subscribes c (the event retains it); the handle unsubscribes. Null handle
 /// with FM_ERR_INVALID_ARG (NULL closure) or FM_ERR_OUT_OF_MEMORY.
@@ -136,7 +161,8 @@ typedef struct fm_defer_queue fm_defer_queue;
 
 typedef struct fm_defer_queue_desc {
     const char *name;          /* 0 = "defer" */
-    uint32_t initial_capacity; /* 0 = 64 */
+    uint32_t initial_capacity; /* 0 = 64 (LOCKFREE: also the inbox size) */
+    fm_sync sync;              /* NONE, MUTEX or LOCKFREE: see Threads above */
     fm_allocator allocator;
 } fm_defer_queue_desc;
 
@@ -149,7 +175,8 @@ void fm_defer_queue_destroy(fm_defer_queue *q);
 bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames);
 /// Advances one frame and runs what is due, in the order deferred; closures
 /// deferred while it runs wait for a later run. Returns how many ran. From
-/// inside its own run: FM_ERR_INVALID_ARG, 0, nothing runs.
+/// inside its own run (or beside another run): FM_ERR_INVALID_ARG, 0,
+/// nothing runs.
 uint32_t fm_defer_run(fm_defer_queue *q);
 /// Closures waiting.
 uint32_t fm_defer_pending(const fm_defer_queue *q);
