@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# fm-bench --quick: every experiment of --list prints its section with a
+# markdown table whose rows have as many cells as its header; the glibc rows
+# and, for each peer executable built beside fm-bench, the peer's rows are in
+# the churn, bulk and regrowth tables; bad options exit 2.
+#
+#   check_bench.sh PATH/TO/fm-bench EXPECT_LIBC(0|1)
+set -u
+bench=$1
+expect_libc=$2
+dir=$(dirname "$bench")
+fail=0
+err() { echo "FAIL: $*" >&2; fail=1; }
+
+out=$("$bench" --quick --no-pin) || { echo "FAIL: fm-bench --quick exited $?" >&2; exit 1; }
+names=$("$bench" --list | awk '{print $1}')
+[ -n "$names" ] || err "--list printed no experiment"
+
+# The lines of section "## NAME" up to the next "## ".
+section() { awk -v h="## $1" '$0 == h {on = 1; next} on && /^## / {exit} on' <<<"$out"; }
+
+for name in $names; do
+    body=$(section "$name")
+    [ -n "$body" ] || { err "no '## $name' section"; continue; }
+    # Every table in the section: header cells == cells of each row.
+    bad=$(awk -F'|' '
+        BEGIN { t = 0 }
+        /^\|/ { if (!intable) { cols = NF; intable = 1; rows[t] = 0; next }
+                if ($0 ~ /^\|[-:| ]+\|$/) next
+                rows[t]++
+                if (NF != cols) printf "row with %d cells, header %d: %s\n", NF, cols, $0
+                next }
+        { if (intable) { t++; intable = 0 } }
+        END { if (intable) t++
+              if (t == 0) print "no table"
+              for (i = 0; i < t; i++) if (rows[i] < 1) printf "table %d has no rows\n", i + 1 }' <<<"$body")
+    [ -z "$bad" ] || err "$name: $bad"
+done
+
+has_row() { # experiment, row prefix
+    section "$1" | grep -qF -- "| $2" || err "$1: no row starting '| $2'"
+}
+has_row churn "fm_pool | 16 B | alloc+free pairs |"
+has_row churn "malloc/free | 1024 B | random free, 10,000 live |"
+has_row bulk "fm_pool geometric, default initial |"
+has_row bulk "glibc malloc/free |"
+has_row regrowth "malloc(1024) |"
+
+if [ "$expect_libc" = 1 ]; then
+    grep -q '^- malloc in fm-bench: libc\.so' <<<"$out" || err "fm-bench's malloc is not glibc's"
+fi
+
+# Each peer built: its header line and its rows in churn, bulk and regrowth.
+check_peer() { # executable, variant name
+    [ -x "$dir/$1" ] || return 0
+    grep -q "^- peer $1: " <<<"$out" || err "no header line for peer $1"
+    for e in churn bulk regrowth; do has_row "$e" "$2"; done
+    "$dir/$1" --peer nosuch >/dev/null 2>&1; [ $? = 2 ] || err "$1 --peer nosuch: exit is not 2"
+}
+check_peer fm-bench-peer-mimalloc "mimalloc mi_malloc/mi_free"
+check_peer fm-bench-peer-mimalloc-heap "mimalloc mi_heap per workload"
+check_peer fm-bench-peer-jemalloc "jemalloc malloc/free"
+check_peer fm-bench-peer-tcmalloc "tcmalloc malloc/free"
+check_peer fm-bench-boost "boost::pool<> malloc/free"
+if [ -x "$dir/fm-bench-boost" ]; then
+    has_row bulk "std::allocate_shared, fast_pool_allocator, null_mutex |"
+    has_row churn "boost::pool_allocator, default mutex | 16 B | alloc+free pairs |"
+    alone=$("$dir/fm-bench-boost" --quick --only bulk) || err "fm-bench-boost alone failed"
+    grep -qF "| malloc/free (glibc, in fm-bench-boost) |" <<<"$alone" ||
+        err "fm-bench-boost alone: no glibc baseline row"
+fi
+
+# Without peers: no peer row.
+noout=$("$bench" --quick --no-pin --no-peers --only bulk) || err "--no-peers run failed"
+grep -q "mimalloc\|jemalloc\|tcmalloc\|boost::" <<<"$noout" && err "--no-peers still printed peer rows"
+
+for bad in "--only nosuch" "--repeat 0" "--repeat x" "--frobnicate"; do
+    # shellcheck disable=SC2086
+    "$bench" $bad >/dev/null 2>&1
+    [ $? = 2 ] || err "fm-bench $bad: exit is not 2"
+done
+
+[ $fail = 0 ] && echo "fm-bench --quick: every experiment printed its tables"
+exit $fail

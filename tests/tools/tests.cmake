@@ -1,0 +1,13 @@
+# tools/: fm-bench's smoke run, fm-tune and fm-plot (tests/tools/).
+# tests/ is configured before tools/, so the targets are named, not tested for.
+if(FM_BUILD_TOOLS)
+  if(FM_SANITIZE)
+    set(fm_bench_libc 0) # the sanitizer runtime provides malloc
+  else()
+    set(fm_bench_libc 1)
+  endif()
+  add_test(NAME tools_fm_bench_quick
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_bench.sh
+            $<TARGET_FILE:fm-bench> ${fm_bench_libc})
+  set_tests_properties(tools_fm_bench_quick PROPERTIES TIMEOUT 600)
+endif()
