@@ -23,7 +23,9 @@
 #include "framemem/clock.h"
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -37,6 +39,21 @@
  * to any of its earlier items can ever match a later one. A free slot's
  * generation is never 0 (freeing bumps it), so 0 marks retirement. */
 #define FM__RETIRED 0u
+/* A chunk-table entry whose chunk was trimmed: probes go on past it. */
+#define FM__TOMB (UINT32_MAX - 1u)
+
+/* Wrong-thread detection of FM_SYNC_NONE pools: debug and sanitized builds. */
+#if !defined(NDEBUG) || defined(FM__SANITIZED)
+#define FM__THREAD_CHECKS 1
+#endif
+
+/* Words that lock-free paths read while others write them (meta words,
+ * chunk-table entries, chunk bases, the arrays holding them) are accessed
+ * atomically under every policy; relaxed loads and stores are plain moves. */
+#define FM__LOAD(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
+#define FM__LOAD_ACQ(ptr) __atomic_load_n((ptr), __ATOMIC_ACQUIRE)
+#define FM__STORE(ptr, v) __atomic_store_n((ptr), (v), __ATOMIC_RELAXED)
+#define FM__STORE_REL(ptr, v) __atomic_store_n((ptr), (v), __ATOMIC_RELEASE)
 
 enum {
     FM__CHUNK_UNUSED = 0, /* record slot free for reuse */
@@ -70,8 +87,26 @@ typedef struct fm__chunk {
     uint64_t *refs;     /* lazily: per slot, generation << 32 | (count - 1) */
 } fm__chunk;
 
+typedef struct fm__tc_entry fm__tc_entry;
+
+/* FM_SYNC_LOCKFREE: the shared stack of free slots, on a cache line of its
+ * own with the counters every alloc and free bumps anyway. */
+typedef struct fm__lf_state {
+    _Alignas(64) uint64_t head; /* tag << 32 | global slot index, FM__NONE: empty */
+    uint64_t allocs;
+    uint64_t frees;
+} fm__lf_state;
+
+/* Arrays replaced by growth that lock-free readers may still hold
+ * (sync != NONE): kept until destroy. Sizes double, so a few dozen at most. */
+enum { FM__MAX_RETIRED_ARRAYS = 96 };
+
 struct fm_pool {
     _Alignas(64) fm__pool_hot hot; /* first, one cache line: the inline fast paths read it */
+    /* The current-chunk state the core works on: &hot for FM_SYNC_NONE;
+     * &shadow otherwise, with hot's current chunk kept empty so the inline
+     * fast paths of pool.h always call the library. */
+    fm__pool_hot *cs;
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     uint32_t cur_gen_floor;
@@ -95,8 +130,27 @@ struct fm_pool {
     fm__list partial;     /* FIFO: a chunk waits longest, gathers most frees */
     fm__list empty;       /* used last, so they stay empty for fm_pool_trim */
     fm__list fresh;       /* never handed out a slot */
-    uint32_t *table; /* open addressing: chunk base -> record index */
+    uint32_t *table; /* open addressing: chunk base -> record index; the
+                        capacity is also stored in table[-1] for lock-free
+                        readers, which must see the pair consistent */
     uint32_t table_cap;
+    uint32_t table_used; /* entries that are not FM__NONE (tombstones too) */
+
+    /* ---- threads */
+    fm_sync sync;
+    uintptr_t owner;  /* FM_SYNC_NONE, debug builds: the owning thread's token, 0 = none */
+    uint64_t id;      /* unique among all pools ever created: thread caches key on it */
+    pthread_mutex_t lock; /* sync != NONE: recursive, so dtors and foreach callbacks
+                             may call back into the pool */
+    fm__pool_hot shadow;
+    uint32_t **lf_links;  /* LOCKFREE: per record, see fm__links_of */
+    uint32_t n_retired_arrays;
+    void *retired_arrays[FM__MAX_RETIRED_ARRAYS];
+    size_t retired_bytes[FM__MAX_RETIRED_ARRAYS];
+    fm__lf_state lf;
+    fm__tc_entry *tc_entries;     /* THREAD_CACHE: caches of threads using the pool */
+    uint64_t tc_gone_allocs;      /* counters of caches whose thread exited */
+    uint64_t tc_gone_frees;
 
     /* ---- counters */
     uint64_t capacity; /* sum of limits of held chunks, minus retired slots */
@@ -116,7 +170,9 @@ struct fm_pool {
 
 /* ======================================================== geometry helpers */
 
-static inline uint64_t fm__live(const fm_pool *p) { return p->hot.peak_live - p->hot.headroom; }
+/* Slots out of the core: live items, plus (THREAD_CACHE, LOCKFREE) free slots
+ * held by the caches or the shared stack. */
+static inline uint64_t fm__live(const fm_pool *p) { return p->cs->peak_live - p->cs->headroom; }
 
 static uint32_t fm__ctz32(uint32_t v) {
     uint32_t n = 0;
@@ -132,6 +188,12 @@ static inline uint8_t *fm__slot(const fm_pool *p, const uint8_t *base, uint32_t 
 }
 
 static inline uint32_t *fm__meta(uintptr_t base) { return (uint32_t *)base; }
+static inline uint32_t fm__meta_get(uintptr_t base, uint32_t slot) {
+    return FM__LOAD(&fm__meta(base)[slot]);
+}
+static inline void fm__meta_set(uintptr_t base, uint32_t slot, uint32_t v) {
+    FM__STORE(&fm__meta(base)[slot], v);
+}
 
 /* Bytes of a live item that ASan leaves addressable: the item, and at least
  * the free-list link the slot held. */
@@ -157,9 +219,15 @@ static fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) { return &p->chun
 /* The record array and, behind it, the chunk base of each record that
  * handles resolve through (NULL until the chunk first becomes current). */
 static size_t fm__records_bytes(uint32_t cap) {
-    return (size_t)cap * (sizeof(fm__chunk) + sizeof(uint8_t *));
+    return (size_t)cap * (sizeof(fm__chunk) + sizeof(uint8_t *) + sizeof(uint32_t *));
 }
 static uint8_t **fm__bases_of(fm__chunk *recs, uint32_t cap) { return (uint8_t **)(void *)(recs + cap); }
+/* LOCKFREE: per record, the links of the shared stack (one index per slot).
+ * A record's link array lives as long as the pool, so a thread that read a
+ * stale stack head may still read a link: its CAS then fails on the tag. */
+static uint32_t **fm__links_of(fm__chunk *recs, uint32_t cap) {
+    return (uint32_t **)(void *)(fm__bases_of(recs, cap) + cap);
+}
 
 static void fm__list_init(fm__list *l) { l->head = l->tail = FM__NONE; }
 
@@ -215,18 +283,18 @@ static void fm__file_chunk(fm_pool *p, uint32_t idx) {
 static void fm__park_current(fm_pool *p) {
     if (p->cur_idx == FM__NONE) return;
     fm__chunk *c = fm__chunk_at(p, p->cur_idx);
-    c->free_head = p->hot.cur_free;
-    c->bump = (uint32_t)p->hot.cur_bump;
+    c->free_head = p->cs->cur_free;
+    c->bump = (uint32_t)p->cs->cur_bump;
     c->live = (uint32_t)(fm__live(p) - p->live_other);
     p->live_other = fm__live(p);
     uint32_t idx = p->cur_idx;
     p->cur_idx = FM__NONE;
     fm__file_chunk(p, idx);
-    p->hot.cur_base = 1;
-    p->hot.cur_slots = NULL;
-    p->hot.cur_free = FM__NONE;
-    p->hot.cur_bump = 0;
-    p->hot.cur_limit = 0;
+    p->cs->cur_base = 1;
+    p->cs->cur_slots = NULL;
+    p->cs->cur_free = FM__NONE;
+    p->cs->cur_bump = 0;
+    p->cs->cur_limit = 0;
 }
 
 static void fm__make_current(fm_pool *p, uint32_t idx) {
@@ -236,16 +304,16 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
          * slots read as dead. Fresh pages from the OS are zero already; memory
          * from an allocator gets 4 bytes per slot written, once per chunk. */
         if (!p->use_os) memset(c->base, 0, (size_t)p->hot.per_chunk * sizeof(uint32_t));
-        p->hot.bases[idx] = c->base;
+        FM__STORE_REL(&p->hot.bases[idx], c->base);
     }
     c->state = FM__CHUNK_CURRENT;
     c->prev = c->next = FM__NONE;
     p->cur_idx = idx;
-    p->hot.cur_base = (uintptr_t)c->base;
-    p->hot.cur_slots = c->base + p->hot.slots_off;
-    p->hot.cur_free = c->free_head;
-    p->hot.cur_bump = c->bump;
-    p->hot.cur_limit = c->limit;
+    p->cs->cur_base = (uintptr_t)c->base;
+    p->cs->cur_slots = c->base + p->hot.slots_off;
+    p->cs->cur_free = c->free_head;
+    p->cs->cur_bump = c->bump;
+    p->cs->cur_limit = c->limit;
     p->cur_gen_floor = c->gen_floor;
     p->live_other -= c->live;
 }
@@ -257,7 +325,7 @@ static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx) {
 }
 
 static uint32_t fm__chunk_bump(const fm_pool *p, uint32_t idx) {
-    return idx == p->cur_idx ? (uint32_t)p->hot.cur_bump : p->chunks[idx].bump;
+    return idx == p->cur_idx ? (uint32_t)p->cs->cur_bump : p->chunks[idx].bump;
 }
 
 /* ========================================================== chunk table */
@@ -267,26 +335,65 @@ static uint32_t fm__hash(const fm_pool *p, uintptr_t base, uint32_t cap) {
     return (uint32_t)(key >> 32) & (cap - 1);
 }
 
-static void fm__table_insert(uint32_t *table, uint32_t cap, const fm_pool *p, uint32_t idx) {
+/* Inserts into the first empty or tombstone entry; true when that entry was
+ * empty (the table holds one more non-empty entry). */
+static bool fm__table_insert(uint32_t *table, uint32_t cap, const fm_pool *p, uint32_t idx) {
     uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, cap);
-    while (table[i] != FM__NONE) i = (i + 1) & (cap - 1);
-    table[i] = idx;
+    uint32_t e;
+    while ((e = FM__LOAD(&table[i])) != FM__NONE && e != FM__TOMB) i = (i + 1) & (cap - 1);
+    FM__STORE_REL(&table[i], idx);
+    return e == FM__NONE;
 }
 
-static void fm__table_fill(fm_pool *p, uint32_t *table, uint32_t cap) {
+/* A table built privately (not yet visible to other threads). */
+static uint32_t fm__table_fill(fm_pool *p, uint32_t *table, uint32_t cap) {
     memset(table, 0xFF, (size_t)cap * sizeof *table);
+    uint32_t used = 0;
     for (uint32_t i = 0; i < p->chunk_top; i++) {
-        if (p->chunks[i].state != FM__CHUNK_UNUSED) fm__table_insert(table, cap, p, i);
+        if (p->chunks[i].state != FM__CHUNK_UNUSED) used += fm__table_insert(table, cap, p, i);
     }
+    return used;
+}
+
+/* Trim: the entry becomes a tombstone, so concurrent probes for other chunks
+ * still reach them (no rebuild in place). */
+static void fm__table_remove(fm_pool *p, uint32_t idx) {
+    uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, p->table_cap);
+    uint32_t e;
+    while ((e = FM__LOAD(&p->table[i])) != idx) {
+        if (e == FM__NONE) return;
+        i = (i + 1) & (p->table_cap - 1);
+    }
+    FM__STORE_REL(&p->table[i], FM__TOMB);
 }
 
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base) {
     if (!p->table) return FM__NONE;
     uint32_t i = fm__hash(p, base, p->table_cap);
     for (;;) {
-        uint32_t idx = p->table[i];
-        if (idx == FM__NONE || (uintptr_t)p->chunks[idx].base == base) return idx;
+        uint32_t idx = FM__LOAD(&p->table[i]);
+        if (idx == FM__NONE) return idx;
+        if (idx != FM__TOMB && (uintptr_t)p->chunks[idx].base == base) return idx;
         i = (i + 1) & (p->table_cap - 1);
+    }
+}
+
+/* The same lookup without the pool's lock: the table (with its capacity in
+ * table[-1]) and the chunk bases are read as published; a fresh chunk's base
+ * is not published yet, and no item can point into it. */
+static uint32_t fm__table_find_shared(const fm_pool *p, uintptr_t base) {
+    const uint32_t *table = FM__LOAD_ACQ(&p->table);
+    if (!table) return FM__NONE;
+    uint32_t cap = table[-1];
+    uint32_t i = fm__hash(p, base, cap);
+    for (;;) {
+        uint32_t idx = __atomic_load_n(&table[i], __ATOMIC_ACQUIRE);
+        if (idx == FM__NONE) return idx;
+        if (idx != FM__TOMB) {
+            uint8_t **bases = FM__LOAD_ACQ(&p->hot.bases);
+            if ((uintptr_t)FM__LOAD(&bases[idx]) == base) return idx;
+        }
+        i = (i + 1) & (cap - 1);
     }
 }
 
@@ -298,13 +405,23 @@ typedef struct fm__loc {
     uint32_t meta;
 } fm__loc;
 
+/* The policies (section "threads" below), used before it. */
+static bool fm__cached_policy(const fm_pool *p);
+static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out);
+static fm_error fm__locate_shared(const fm_pool *p, const void *ptr, fm__loc *out);
+static void *fm__sync_alloc(fm_pool *p);
+static void fm__sync_free(fm_pool *p, void *item, const char *op);
+static bool fm__owner_ok(const fm_pool *p, const char *op);
+static bool fm__enter(const fm_pool *p, const char *op);
+static void fm__leave(const fm_pool *p);
+
 /* Finds the chunk and slot of ptr and says what is wrong with it, without
  * reporting: FM_OK (a live item), FOREIGN, INTERIOR or DOUBLE_FREE (a slot
  * that was handed out before and is free now). Never reads foreign memory. */
 static fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t a = (uintptr_t)ptr;
     uintptr_t base = a & p->base_mask;
-    uint32_t idx = base == p->hot.cur_base ? p->cur_idx : fm__table_find(p, base);
+    uint32_t idx = base == p->cs->cur_base ? p->cur_idx : fm__table_find(p, base);
     if (idx == FM__NONE) return FM_ERR_FOREIGN_POINTER;
     /* Valid items take the multiply-and-rotate path of pool.h; division
      * only runs to tell an interior pointer from a foreign one. */
@@ -320,12 +437,12 @@ static fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
     }
     out->chunk = idx;
     out->slot = (uint32_t)slot;
-    out->meta = fm__meta(base)[slot];
+    out->meta = fm__meta_get(base, (uint32_t)slot);
     return (out->meta & FM__LIVE) ? FM_OK : FM_ERR_DOUBLE_FREE;
 }
 
 FM__COLD static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const char *op) {
-    p->misuse_count++;
+    __atomic_fetch_add(&p->misuse_count, 1, __ATOMIC_RELAXED);
     switch (err) {
     case FM_ERR_FOREIGN_POINTER:
         fm__report(err, "pool '%s': %s(%p): not an item of this pool", p->name, op, ptr);
@@ -355,15 +472,15 @@ static uint32_t fm__take_record(fm_pool *p) {
     memset(&p->chunks[idx], 0, sizeof p->chunks[idx]);
     p->chunks[idx].gen_floor = floor;
     p->chunks[idx].prev = p->chunks[idx].next = FM__NONE;
-    p->hot.bases[idx] = NULL;
-    p->hot.n_bases = p->chunk_top;
+    FM__STORE(&p->hot.bases[idx], NULL);
+    FM__STORE_REL(&p->hot.n_bases, p->chunk_top);
     return idx;
 }
 
 static void fm__drop_record(fm_pool *p, uint32_t idx) {
     p->chunks[idx].state = FM__CHUNK_UNUSED;
     p->chunks[idx].base = NULL;
-    p->hot.bases[idx] = NULL;
+    FM__STORE(&p->hot.bases[idx], NULL);
     /* A record whose generations are nearly used up is never reused, so no
      * handle to its old slots can ever resolve again. */
     if (p->chunks[idx].gen_floor >= FM__GEN_MAX - 1) return;
@@ -381,13 +498,16 @@ static fm__site *fm__sites(const fm_pool *p, const uint8_t *base) {
 /* Returns a chunk's memory; the record is dropped. */
 static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
+    /* Unpublish first: lock-free lookups stop finding the chunk. */
+    fm__table_remove(p, idx);
+    FM__STORE_REL(&p->hot.bases[idx], NULL);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
     uint32_t bump = fm__chunk_bump(p, idx);
-    const uint32_t *meta = fm__meta((uintptr_t)c->base);
     for (uint32_t s = 0; s < bump; s++) {
-        uint32_t gen = meta[s] & FM__GEN_MAX;
-        if (meta[s] == FM__RETIRED) gen = FM__GEN_MAX;
+        uint32_t m = fm__meta_get((uintptr_t)c->base, s);
+        uint32_t gen = m & FM__GEN_MAX;
+        if (m == FM__RETIRED) gen = FM__GEN_MAX;
         if (gen >= c->gen_floor) c->gen_floor = gen == FM__GEN_MAX ? FM__GEN_MAX : gen + 1;
     }
     if (c->refs) fm__mem_free(&p->desc.allocator, c->refs, (size_t)p->hot.per_chunk * sizeof *c->refs);
@@ -415,6 +535,7 @@ typedef struct fm__growth_plan {
     uint32_t table_cap;
     uint8_t *block;  /* use_os: all k chunks, contiguous */
     uint8_t *chain;  /* allocator: chunks linked through their first bytes */
+    uint8_t *links;  /* LOCKFREE: link arrays for new records, chained likewise */
     uint32_t k;
 } fm__growth_plan;
 
@@ -423,6 +544,36 @@ typedef struct fm__growth_plan {
 typedef struct fm__pending {
     uint8_t *next;
 } fm__pending;
+
+/* Chunk tables carry their capacity in the word before entry 0. */
+static size_t fm__table_bytes(uint32_t cap) { return ((size_t)cap + 1) * sizeof(uint32_t); }
+static uint32_t *fm__table_new(const fm_allocator *a, uint32_t cap) {
+    uint32_t *t = fm__mem_alloc(a, fm__table_bytes(cap), alignof(uint32_t));
+    if (!t) return NULL;
+    t[0] = cap;
+    return t + 1;
+}
+static void fm__table_delete(const fm_allocator *a, uint32_t *table, uint32_t cap) {
+    if (table) fm__mem_free(a, table - 1, fm__table_bytes(cap));
+}
+
+/* An array replaced by growth: freed now when no other thread can read it,
+ * else kept until destroy (it stays in bytes_reserved). */
+static void fm__retire_array(fm_pool *p, void *ptr, size_t bytes) {
+    if (!ptr) return;
+    if (p->sync == FM_SYNC_NONE || p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS) {
+        fm__mem_free(&p->desc.allocator, ptr, bytes);
+        p->bytes_reserved -= bytes;
+        return;
+    }
+    p->retired_arrays[p->n_retired_arrays] = ptr;
+    p->retired_bytes[p->n_retired_arrays++] = bytes;
+}
+
+static size_t fm__links_bytes(const fm_pool *p) {
+    size_t n = (size_t)p->hot.per_chunk * sizeof(uint32_t);
+    return n > sizeof(fm__pending) ? n : sizeof(fm__pending);
+}
 
 static uint32_t fm__unused_records(const fm_pool *p) {
     uint32_t n = 0;
@@ -433,7 +584,13 @@ static uint32_t fm__unused_records(const fm_pool *p) {
 static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     const fm_allocator *a = &p->desc.allocator;
     fm__mem_free(a, g->recs, fm__records_bytes(g->recs_cap));
-    fm__mem_free(a, g->table, (size_t)g->table_cap * sizeof *g->table);
+    fm__table_delete(a, g->table, g->table_cap);
+    while (g->links) {
+        fm__pending pend;
+        memcpy(&pend, g->links, sizeof pend);
+        fm__mem_free(a, g->links, fm__links_bytes(p));
+        g->links = pend.next;
+    }
     if (g->block) fm__os_unmap(g->block, (size_t)g->k * p->chunk_bytes);
     while (g->chain) {
         fm__pending pend;
@@ -455,14 +612,24 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
         if (!g->recs) return false;
         g->recs_cap = (uint32_t)cap;
     }
-    /* The table stays at most half full so probes stay short. */
-    uint64_t slots_needed = ((uint64_t)p->chunk_count + g->k) * 2;
-    if (slots_needed > p->table_cap) {
-        uint64_t cap = p->table_cap ? p->table_cap : 16;
+    /* The table stays at most half full (tombstones included) so probes stay
+     * short; a new table holds no tombstones. */
+    if (((uint64_t)p->table_used + g->k) * 2 > p->table_cap) {
+        uint64_t slots_needed = ((uint64_t)p->chunk_count + g->k) * 2;
+        uint64_t cap = 16;
         while (cap < slots_needed) cap *= 2;
-        g->table = fm__mem_alloc(a, (size_t)cap * sizeof *g->table, alignof(uint32_t));
+        g->table = fm__table_new(a, (uint32_t)cap);
         if (!g->table) return false;
         g->table_cap = (uint32_t)cap;
+    }
+    if (p->sync == FM_SYNC_LOCKFREE) {
+        for (uint32_t i = unused; i < g->k; i++) {
+            uint8_t *links = fm__mem_alloc(a, fm__links_bytes(p), alignof(uint32_t *));
+            if (!links) return false;
+            fm__pending pend = {g->links};
+            memcpy(links, &pend, sizeof pend);
+            g->links = links;
+        }
     }
     if (p->use_os) {
         g->block = fm__os_map_aligned(g->k, p->chunk_bytes);
@@ -514,17 +681,20 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
     }
 
     /* Install: nothing below can fail. */
-    const fm_allocator *a = &p->desc.allocator;
     if (g.recs) {
         uint8_t **bases = fm__bases_of(g.recs, g.recs_cap);
+        uint32_t **links = fm__links_of(g.recs, g.recs_cap);
+        memset(links, 0, (size_t)g.recs_cap * sizeof *links);
         if (p->chunks) {
             memcpy(g.recs, p->chunks, (size_t)p->chunk_top * sizeof *g.recs);
             memcpy(bases, p->hot.bases, (size_t)p->chunk_top * sizeof *bases);
+            memcpy(links, p->lf_links, (size_t)p->chunk_top * sizeof *links);
         }
-        fm__mem_free(a, p->chunks, fm__records_bytes(p->chunk_cap));
-        p->bytes_reserved += fm__records_bytes(g.recs_cap) - fm__records_bytes(p->chunk_cap);
-        p->chunks = g.recs;
-        p->hot.bases = bases;
+        fm__retire_array(p, p->chunks, fm__records_bytes(p->chunk_cap));
+        p->bytes_reserved += fm__records_bytes(g.recs_cap);
+        FM__STORE_REL(&p->chunks, g.recs);
+        FM__STORE_REL(&p->hot.bases, bases);
+        FM__STORE_REL(&p->lf_links, links);
         p->chunk_cap = g.recs_cap;
     }
     if (g.block && p->desc.prefault) fm__os_prefault(g.block, (size_t)g.k * p->chunk_bytes);
@@ -532,6 +702,12 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
     for (uint32_t i = 0; i < g.k; i++) {
         uint32_t idx = fm__take_record(p);
         fm__chunk *c = fm__chunk_at(p, idx);
+        if (g.links && !p->lf_links[idx]) {
+            fm__pending pend;
+            memcpy(&pend, g.links, sizeof pend);
+            FM__STORE_REL(&p->lf_links[idx], (uint32_t *)(void *)g.links);
+            g.links = pend.next;
+        }
         if (g.block) {
             c->base = g.block + (size_t)i * p->chunk_bytes;
         } else {
@@ -552,14 +728,14 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         p->capacity += c->limit;
         p->chunk_count++;
         p->bytes_reserved += p->chunk_bytes;
-        if (!g.table) fm__table_insert(p->table, p->table_cap, p, idx);
+        if (!g.table) p->table_used += fm__table_insert(p->table, p->table_cap, p, idx);
     }
     if (g.table) {
-        fm__table_fill(p, g.table, g.table_cap);
-        fm__mem_free(a, p->table, (size_t)p->table_cap * sizeof *p->table);
-        p->bytes_reserved += ((size_t)g.table_cap - p->table_cap) * sizeof *g.table;
-        p->table = g.table;
+        p->table_used = fm__table_fill(p, g.table, g.table_cap);
+        fm__retire_array(p, p->table ? p->table - 1 : NULL, fm__table_bytes(p->table_cap));
+        p->bytes_reserved += fm__table_bytes(g.table_cap);
         p->table_cap = g.table_cap;
+        FM__STORE_REL(&p->table, g.table);
     }
     if (count_event) {
         uint64_t ticks = fm_clock_now() - start;
@@ -611,20 +787,19 @@ static bool fm__next_chunk(fm_pool *p) {
 /* Takes a slot of the current chunk: its free list first, then never-used
  * slots. NULL when the chunk is exhausted (or there is none). */
 static inline void *fm__alloc_fast(fm_pool *p) {
-    fm__pool_hot *h = &p->hot;
+    fm__pool_hot *h = p->cs;
     uint32_t idx = h->cur_free;
     uint8_t *slot;
-    uint32_t *meta = fm__meta(h->cur_base);
     if (FM__LIKELY(idx != FM__NONE)) {
         slot = h->cur_slots + (size_t)idx * h->stride;
         FM__UNPOISON(slot, sizeof(uint32_t));
         FM__VG_DEFINED(slot, sizeof(uint32_t));
         memcpy(&h->cur_free, slot, sizeof(uint32_t));
-        meta[idx] |= FM__LIVE;
+        fm__meta_set(h->cur_base, idx, fm__meta_get(h->cur_base, idx) | FM__LIVE);
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
         idx = (uint32_t)h->cur_bump++;
         slot = h->cur_slots + (size_t)idx * h->stride;
-        meta[idx] = FM__LIVE | p->cur_gen_floor; /* first use of this slot */
+        fm__meta_set(h->cur_base, idx, FM__LIVE | p->cur_gen_floor); /* first use */
     } else {
         return NULL;
     }
@@ -646,10 +821,18 @@ FM__NOINLINE static void *fm__alloc_next_chunk(fm_pool *p) {
     return fm__alloc_fast(p);
 }
 
-void *fm__pool_alloc_slow(fm_pool *pool) {
+static void *fm__alloc_core(fm_pool *pool) {
     void *item = fm__alloc_fast(pool);
     if (FM__LIKELY(item != NULL)) return item;
     return fm__alloc_next_chunk(pool);
+}
+
+void *fm__pool_alloc_slow(fm_pool *pool) {
+    if (FM__UNLIKELY(pool->hot.sync != FM_SYNC_NONE)) return fm__sync_alloc(pool);
+#ifdef FM__THREAD_CHECKS
+    if (!fm__owner_ok(pool, "alloc")) return NULL;
+#endif
+    return fm__alloc_core(pool);
 }
 
 #ifdef FM_TRACK_SITES
@@ -666,7 +849,10 @@ static void fm__record_site(fm_pool *p, void *item, const char *file, int line) 
 void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line) {
     void *item = fm__pool_alloc_slow(pool);
 #ifdef FM_TRACK_SITES
-    fm__record_site(pool, item, file, line);
+    if (item && fm__enter(pool, "alloc")) {
+        fm__record_site(pool, item, file, line);
+        fm__leave(pool);
+    }
 #else
     (void)file, (void)line;
 #endif
@@ -706,23 +892,23 @@ static void fm__slot_to_free(const fm_pool *p, void *item, const uint32_t *link)
 /* Frees a located live item of any chunk. */
 static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
     fm__chunk *c = fm__chunk_at(p, loc->chunk);
-    uint32_t *meta = fm__meta((uintptr_t)c->base);
+    uintptr_t base = (uintptr_t)c->base;
     bool current = loc->chunk == p->cur_idx;
-    p->hot.headroom++;
+    p->cs->headroom++;
     if (!current) {
         p->live_other--;
         c->live--;
     }
     if (loc->meta == (FM__LIVE | FM__GEN_MAX)) {
         /* Generation exhausted: retire the slot instead of reusing it. */
-        meta[loc->slot] = FM__RETIRED;
+        fm__meta_set(base, loc->slot, FM__RETIRED);
         c->retired++;
         p->retired++;
         p->capacity--;
         fm__slot_to_free(p, item, NULL);
     } else {
-        meta[loc->slot] = (loc->meta & FM__GEN_MAX) + 1;
-        uint32_t *head = current ? &p->hot.cur_free : &c->free_head;
+        fm__meta_set(base, loc->slot, (loc->meta & FM__GEN_MAX) + 1);
+        uint32_t *head = current ? &p->cs->cur_free : &c->free_head;
         fm__slot_to_free(p, item, head);
         *head = loc->slot;
     }
@@ -746,25 +932,38 @@ FM__NOINLINE static void fm__free_checked(fm_pool *p, void *item, const char *op
     fm__free_located(p, item, &loc);
 }
 
-void fm__pool_free_slow(fm_pool *pool, void *item) { fm__free_checked(pool, item, "free"); }
+void fm__pool_free_slow(fm_pool *pool, void *item) {
+    if (FM__UNLIKELY(pool->hot.sync != FM_SYNC_NONE)) {
+        fm__sync_free(pool, item, "free");
+        return;
+    }
+#ifdef FM__THREAD_CHECKS
+    if (!fm__owner_ok(pool, "free")) return;
+#endif
+    fm__free_checked(pool, item, "free");
+}
 
 /* The out-of-line free: the same fast path as pool.h's inline one, plus the
- * debug fill and sanitizer annotations. */
+ * debug fill and sanitizer annotations. Under sync != NONE hot's current
+ * chunk is empty, so every free goes through fm__pool_free_slow. */
 void fm_pool_free(fm_pool *pool, void *item) {
+#ifdef FM__THREAD_CHECKS
+    if (pool->hot.sync == FM_SYNC_NONE && !fm__owner_ok(pool, "free")) return;
+#endif
     fm__pool_hot *h = &pool->hot;
     uint64_t idx = fm__pool_hot_index(h, item);
     if (FM__LIKELY(idx < h->cur_bump)) {
         uint32_t *meta = fm__meta(h->cur_base) + idx;
-        int32_t next = (int32_t)(*meta + FM__LIVE + 1u);
+        int32_t next = (int32_t)(FM__LOAD(meta) + FM__LIVE + 1u);
         if (FM__LIKELY(next > 0)) {
-            *meta = (uint32_t)next;
+            FM__STORE(meta, (uint32_t)next);
             fm__slot_to_free(pool, item, &h->cur_free);
             h->cur_free = (uint32_t)idx;
             h->headroom++;
             return;
         }
     }
-    fm__free_checked(pool, item, "free");
+    fm__pool_free_slow(pool, item);
 }
 
 void *fm_pool_new_at(fm_pool *pool, const char *file, int line) {
@@ -779,12 +978,19 @@ void *fm_pool_new(fm_pool *pool) {
     return item;
 }
 
-void fm_pool_delete(fm_pool *pool, void *item) {
+static void fm__delete_core(fm_pool *pool, void *item) {
     if (!item) return;
     fm__loc loc;
-    fm_error err = fm__locate(pool, item, &loc);
+    fm_error err = fm__locate_for(pool, item, &loc);
     if (err != FM_OK) {
         fm__misuse(pool, err, item, "delete");
+        return;
+    }
+    if (fm__cached_policy(pool)) {
+        /* No lock held: the dtor runs, then the policy's free (which reports
+         * the item if the dtor freed it). */
+        if (pool->desc.dtor) pool->desc.dtor(item, pool->desc.user);
+        fm__sync_free(pool, item, "delete");
         return;
     }
     if (pool->desc.dtor) {
@@ -800,6 +1006,665 @@ void fm_pool_delete(fm_pool *pool, void *item) {
     fm__free_located(pool, item, &loc);
 }
 
+/* ================================================================ threads
+ *
+ * FM_SYNC_NONE: nothing here but, in debug builds, the owner check.
+ * MUTEX: every entry point takes p->lock around the single-threaded code.
+ * THREAD_CACHE and LOCKFREE: slots leave the single-threaded core ("the
+ * depot") in batches under p->lock and are then handed out and taken back
+ * without it, from per-thread magazines or from one shared lock-free stack.
+ * The core counts those slots as live; their meta words say free (live bit
+ * clear, generation bumped), so double frees and stale handles are caught
+ * exactly as in the core. The core's counters then describe slots out of the
+ * depot; the user's counters are kept beside (per thread, or on the stack's
+ * cache line) and summed when read. */
+
+static uint64_t fm__pool_ids; /* source of fm_pool.id (atomic) */
+
+static bool fm__lock_init(fm_pool *p) {
+    pthread_mutexattr_t attr;
+    if (pthread_mutexattr_init(&attr) != 0) return false;
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    bool ok = pthread_mutex_init(&p->lock, &attr) == 0;
+    pthread_mutexattr_destroy(&attr);
+    return ok;
+}
+
+static bool fm__cached_policy(const fm_pool *p) {
+    return p->sync == FM_SYNC_THREAD_CACHE || p->sync == FM_SYNC_LOCKFREE;
+}
+
+static void fm__lock(const fm_pool *p) {
+    if (p->sync != FM_SYNC_NONE) pthread_mutex_lock(&((fm_pool *)p)->lock);
+}
+static void fm__unlock(const fm_pool *p) {
+    if (p->sync != FM_SYNC_NONE) pthread_mutex_unlock(&((fm_pool *)p)->lock);
+}
+
+/* ---- FM_SYNC_NONE owner (debug builds) */
+
+#ifdef FM__THREAD_CHECKS
+static _Thread_local char fm__thread_token;
+/* The address of a thread-local byte names the calling thread. */
+static uintptr_t fm__self(void) { return (uintptr_t)&fm__thread_token; }
+#endif
+
+/* true when the calling thread may use p: it owns p, or p had no owner and
+ * the calling thread claims it. Otherwise FM_ERR_WRONG_THREAD is reported and
+ * nothing of p changes (no counter either: that write would race). */
+static bool fm__owner_ok(const fm_pool *p, const char *op) {
+#ifdef FM__THREAD_CHECKS
+    if (!p || p->sync != FM_SYNC_NONE) return true;
+    uintptr_t me = fm__self();
+    uintptr_t owner = __atomic_load_n(&p->owner, __ATOMIC_ACQUIRE);
+    if (FM__LIKELY(owner == me)) return true;
+    if (owner == 0 && __atomic_compare_exchange_n(&((fm_pool *)p)->owner, &owner, me, false,
+                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return true;
+    fm__report(FM_ERR_WRONG_THREAD,
+               "pool '%s': %s from a thread that does not own it (an FM_SYNC_NONE pool "
+               "belongs to one thread at a time: hand it over with "
+               "fm_pool_release_owner_thread / fm_pool_set_owner_thread)",
+               p->name, op);
+    return false;
+#else
+    (void)p, (void)op;
+    return true;
+#endif
+}
+
+/* Around the single-threaded code of an entry point: the owner check (NONE)
+ * or the lock (every other policy). false: refused and reported. */
+static bool fm__enter(const fm_pool *p, const char *op) {
+    if (!p) return true; /* the core reports the NULL pool */
+    if (p->sync == FM_SYNC_NONE) return fm__owner_ok(p, op);
+    fm__lock(p);
+    return true;
+}
+static void fm__leave(const fm_pool *p) {
+    if (p) fm__unlock(p);
+}
+
+void fm_pool_set_owner_thread(fm_pool *pool) {
+    if (!pool) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_set_owner_thread(NULL)");
+        return;
+    }
+#ifdef FM__THREAD_CHECKS
+    __atomic_store_n(&pool->owner, fm__self(), __ATOMIC_RELEASE);
+#endif
+}
+
+void fm_pool_release_owner_thread(fm_pool *pool) {
+    if (!pool) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_release_owner_thread(NULL)");
+        return;
+    }
+#ifdef FM__THREAD_CHECKS
+    if (!fm__owner_ok(pool, "release_owner_thread")) return;
+    __atomic_store_n(&pool->owner, (uintptr_t)0, __ATOMIC_RELEASE);
+#endif
+}
+
+/* ---- locating without the lock */
+
+static inline uint32_t fm__slot_of(const fm_pool *p, uintptr_t base, const void *ptr) {
+    uint64_t x = ((uintptr_t)ptr - (base + p->hot.slots_off)) * p->hot.inv;
+    uint32_t k = p->hot.inv_shift;
+    uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
+    return slot < p->hot.per_chunk ? (uint32_t)slot : FM__NONE;
+}
+
+/* fm__locate for THREAD_CACHE and LOCKFREE, without the lock: the chunk
+ * through the published table, the meta word read atomically. Every problem
+ * is told apart precisely (under the lock) by fm__shared_problem. */
+static fm_error fm__locate_shared(const fm_pool *p, const void *ptr, fm__loc *out) {
+    uintptr_t base = (uintptr_t)ptr & p->base_mask;
+    uint32_t idx = fm__table_find_shared(p, base);
+    if (idx == FM__NONE) return FM_ERR_FOREIGN_POINTER;
+    uint32_t slot = fm__slot_of(p, base, ptr);
+    if (slot == FM__NONE) return FM_ERR_FOREIGN_POINTER;
+    out->chunk = idx;
+    out->slot = slot;
+    out->meta = __atomic_load_n(&fm__meta(base)[slot], __ATOMIC_ACQUIRE);
+    return (out->meta & FM__LIVE) ? FM_OK : FM_ERR_DOUBLE_FREE;
+}
+
+/* Which problem a bad pointer found without the lock has: the core, under
+ * the lock, tells foreign, interior, never handed out and freed apart. */
+FM__COLD static fm_error fm__shared_problem(const fm_pool *p, fm_error err, const void *ptr) {
+    fm__lock(p);
+    fm__loc loc;
+    fm_error precise = fm__locate(p, ptr, &loc);
+    fm__unlock(p);
+    return precise != FM_OK ? precise : err;
+}
+
+/* ---- the depot: the core, under p->lock */
+
+/* Moves one slot out of the core for a cache or the stack: allocated from
+ * the core, then freed into the cache (generation bumped, live bit clear).
+ * may_grow false: only slots the core has without growing. NULL when none
+ * (reported only when growth was allowed and failed). */
+static void *fm__depot_take(fm_pool *p, bool may_grow) {
+    for (;;) {
+        void *slot = fm__alloc_fast(p);
+        if (!slot) {
+            if (!may_grow && p->partial.head == FM__NONE && p->empty.head == FM__NONE &&
+                p->fresh.head == FM__NONE)
+                return NULL;
+            slot = fm__alloc_next_chunk(p);
+            if (!slot) return NULL;
+        }
+        fm__loc loc;
+        (void)fm__locate(p, slot, &loc);
+        if ((loc.meta & FM__GEN_MAX) == FM__GEN_MAX) {
+            fm__free_located(p, slot, &loc); /* generations used up: retired */
+            continue;
+        }
+        fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, (loc.meta & FM__GEN_MAX) + 1);
+        fm__scrub(p, slot);
+        FM__VG_FREE(p, slot);
+        FM__POISON(slot, p->hot.stride);
+        return slot;
+    }
+}
+
+/* Returns a free slot of a cache or the stack to the core. */
+static void fm__depot_put(fm_pool *p, void *slot) {
+    fm__loc loc;
+    (void)fm__locate(p, slot, &loc); /* reads as freed: FM_ERR_DOUBLE_FREE */
+    loc.meta = FM__LIVE | (loc.meta & FM__GEN_MAX);
+    fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, loc.meta);
+    FM__UNPOISON(slot, fm__link_bytes(p));
+    FM__VG_ALLOC(p, slot, p->item_size);
+    fm__free_located(p, slot, &loc);
+}
+
+/* A free slot of a cache or the stack becomes a live item. */
+static inline void *fm__cached_to_live(const fm_pool *p, void *slot) {
+    uintptr_t base = (uintptr_t)slot & p->base_mask;
+    uint32_t s = fm__slot_of(p, base, slot);
+    fm__meta_set(base, s, fm__meta_get(base, s) | FM__LIVE);
+    FM__UNPOISON(slot, fm__link_bytes(p));
+    FM__VG_ALLOC(p, slot, p->item_size);
+    return slot;
+}
+
+/* What fm__live_to_cached did. */
+enum { FM__NOT_FREED, FM__FREED_TO_CACHE, FM__FREED_RETIRED };
+
+/* A live item found by fm__locate_shared becomes a free slot for a cache or
+ * the stack: its meta word goes from live to the next generation with one
+ * CAS, so of two racing frees exactly one wins (the other is reported).
+ * A slot whose generations are used up is retired through the core. */
+static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const char *op) {
+    uintptr_t base = (uintptr_t)item & p->base_mask;
+    uint32_t m = loc->meta;
+    if (FM__UNLIKELY((m & FM__GEN_MAX) == FM__GEN_MAX)) {
+        /* Generations used up: the core retires the slot. */
+        fm__lock(p);
+        fm__loc core;
+        fm_error err = fm__locate(p, item, &core);
+        if (err == FM_OK) fm__free_located(p, item, &core);
+        fm__unlock(p);
+        if (err != FM_OK) fm__misuse(p, err, item, op);
+        return err == FM_OK ? FM__FREED_RETIRED : FM__NOT_FREED;
+    }
+    if (!__atomic_compare_exchange_n(&fm__meta(base)[loc->slot], &m, (m & FM__GEN_MAX) + 1,
+                                     false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        fm__misuse(p, FM_ERR_DOUBLE_FREE, item, op);
+        return FM__NOT_FREED;
+    }
+    fm__scrub(p, item);
+    FM__VG_FREE(p, item);
+    FM__POISON(item, p->hot.stride);
+    return FM__FREED_TO_CACHE;
+}
+
+/* ---- FM_SYNC_THREAD_CACHE: per-thread magazines
+ *
+ * Each thread keeps, per pool it used, an entry with up to FM__TC_SLOTS free
+ * slots of that pool: alloc pops, free pushes, and only a full or empty
+ * magazine exchanges FM__TC_BATCH slots with the depot under the lock. A
+ * slot freed on another thread joins that thread's entry for the same pool
+ * (entries are keyed by the pool's unique id, never by its address, so a
+ * pool re-created at the same address never sees an old entry). Entries are
+ * the thread's (C heap); the pool lists them under its lock so stats can sum
+ * their counters and destroy can detach them. A thread's exit (pthread key
+ * destructor) returns its slots and counters to the pools still alive; the
+ * registry lock orders that against destroy. */
+
+enum { FM__TC_SLOTS = 64, FM__TC_BATCH = 32 };
+
+struct fm__tc_entry {
+    uint64_t id;     /* the pool's id; 0 once the pool is destroyed (atomic) */
+    fm_pool *pool;
+    uint64_t allocs; /* written by the owning thread only; read by stats (atomic) */
+    uint64_t frees;
+    uint32_t count;  /* slots[0, count) are free slots of the pool */
+    fm__tc_entry *prev, *next; /* the pool's list, under its lock */
+    void *slots[FM__TC_SLOTS];
+};
+
+typedef struct fm__tcache {
+    fm__tc_entry *last; /* the entry used last: the fast path's one compare */
+    fm__tc_entry **entries;
+    uint32_t n, cap;
+} fm__tcache;
+
+static _Thread_local fm__tcache *fm__tc;
+static pthread_key_t fm__tc_key;
+static pthread_once_t fm__tc_once = PTHREAD_ONCE_INIT;
+static bool fm__tc_key_ok;
+/* Orders thread exit against pool destroy (taken before any pool lock). */
+static pthread_mutex_t fm__tc_registry = PTHREAD_MUTEX_INITIALIZER;
+
+/* Lock held: count slots from the bottom of the magazine (the coldest) go
+ * back to the depot. */
+static void fm__tc_flush_locked(fm_pool *p, fm__tc_entry *e, uint32_t count) {
+    if (count > e->count) count = e->count;
+    for (uint32_t i = 0; i < count; i++) fm__depot_put(p, e->slots[i]);
+    memmove(e->slots, e->slots + count, (size_t)(e->count - count) * sizeof e->slots[0]);
+    e->count -= count;
+}
+
+static void fm__tc_thread_exit(void *arg) {
+    fm__tcache *tc = arg;
+    fm__tc = NULL;
+    pthread_mutex_lock(&fm__tc_registry);
+    for (uint32_t i = 0; i < tc->n; i++) {
+        fm__tc_entry *e = tc->entries[i];
+        if (__atomic_load_n(&e->id, __ATOMIC_ACQUIRE) != 0) {
+            fm_pool *p = e->pool;
+            pthread_mutex_lock(&p->lock);
+            fm__tc_flush_locked(p, e, e->count);
+            p->tc_gone_allocs += e->allocs;
+            p->tc_gone_frees += e->frees;
+            if (e->prev) e->prev->next = e->next;
+            else p->tc_entries = e->next;
+            if (e->next) e->next->prev = e->prev;
+            pthread_mutex_unlock(&p->lock);
+        }
+        free(e);
+    }
+    pthread_mutex_unlock(&fm__tc_registry);
+    free(tc->entries);
+    free(tc);
+}
+
+static void fm__tc_key_create(void) {
+    fm__tc_key_ok = pthread_key_create(&fm__tc_key, fm__tc_thread_exit) == 0;
+}
+
+/* Destroy: every entry forgets the pool (its thread frees it later). */
+static void fm__tc_detach_all(fm_pool *p) {
+    pthread_mutex_lock(&fm__tc_registry);
+    pthread_mutex_lock(&p->lock);
+    for (fm__tc_entry *e = p->tc_entries, *next; e; e = next) {
+        next = e->next;
+        p->tc_gone_allocs += __atomic_load_n(&e->allocs, __ATOMIC_RELAXED);
+        p->tc_gone_frees += __atomic_load_n(&e->frees, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->id, 0, __ATOMIC_RELEASE); /* last write to e */
+    }
+    p->tc_entries = NULL;
+    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(&fm__tc_registry);
+}
+
+/* The calling thread's entry for p, made on first use; NULL (reported) when
+ * there is no memory for it. */
+FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p) {
+    pthread_once(&fm__tc_once, fm__tc_key_create);
+    if (!fm__tc_key_ok) {
+        fm__report(FM_ERR_UNSUPPORTED, "pool '%s': no thread-specific key for thread caches",
+                   p->name);
+        return NULL;
+    }
+    fm__tcache *tc = fm__tc;
+    if (!tc) {
+        tc = calloc(1, sizeof *tc);
+        if (!tc || pthread_setspecific(fm__tc_key, tc) != 0) {
+            free(tc);
+            fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for this thread's cache",
+                       p->name);
+            return NULL;
+        }
+        fm__tc = tc;
+    }
+    /* Find p's entry; entries of destroyed pools are freed on the way. */
+    fm__tc_entry *found = NULL;
+    for (uint32_t i = 0; i < tc->n;) {
+        fm__tc_entry *e = tc->entries[i];
+        uint64_t id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
+        if (id == 0) {
+            if (tc->last == e) tc->last = NULL;
+            free(e);
+            tc->entries[i] = tc->entries[--tc->n];
+            continue;
+        }
+        if (id == p->id) found = e;
+        i++;
+    }
+    if (!found) {
+        if (tc->n == tc->cap) {
+            uint32_t cap = tc->cap ? tc->cap * 2 : 8;
+            fm__tc_entry **entries = realloc(tc->entries, cap * sizeof *entries);
+            if (!entries) goto oom;
+            tc->entries = entries;
+            tc->cap = cap;
+        }
+        if (posix_memalign((void **)&found, 64, sizeof *found) != 0) goto oom;
+        memset(found, 0, sizeof *found);
+        found->id = p->id;
+        found->pool = p;
+        pthread_mutex_lock(&p->lock);
+        found->next = p->tc_entries;
+        if (found->next) found->next->prev = found;
+        p->tc_entries = found;
+        pthread_mutex_unlock(&p->lock);
+        tc->entries[tc->n++] = found;
+    }
+    tc->last = found;
+    return found;
+oom:
+    fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for this thread's cache", p->name);
+    return NULL;
+}
+
+static inline fm__tc_entry *fm__tc_entry_of(fm_pool *p) {
+    fm__tcache *tc = fm__tc;
+    if (FM__LIKELY(tc != NULL)) {
+        fm__tc_entry *e = tc->last;
+        if (FM__LIKELY(e != NULL && __atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id)) return e;
+    }
+    return fm__tc_find(p);
+}
+
+static inline void fm__count(uint64_t *c) {
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
+    pthread_mutex_lock(&p->lock);
+    uint32_t n = 0;
+    void *slot = fm__depot_take(p, true);
+    while (slot) {
+        e->slots[n++] = slot;
+        slot = n < FM__TC_BATCH ? fm__depot_take(p, false) : NULL;
+    }
+    pthread_mutex_unlock(&p->lock);
+    e->count = n;
+    return n > 0;
+}
+
+static void *fm__tc_alloc(fm_pool *p) {
+    fm__tc_entry *e = fm__tc_entry_of(p);
+    if (FM__UNLIKELY(!e)) {
+        pthread_mutex_lock(&p->lock);
+        p->failed_allocs++;
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+    }
+    if (FM__UNLIKELY(e->count == 0) && !fm__tc_refill(p, e)) return NULL;
+    fm__count(&e->allocs);
+    return fm__cached_to_live(p, e->slots[--e->count]);
+}
+
+static void fm__tc_free(fm_pool *p, void *item, const char *op) {
+    fm__loc loc;
+    fm_error err = fm__locate_shared(p, item, &loc);
+    if (FM__UNLIKELY(err != FM_OK)) {
+        fm__misuse(p, fm__shared_problem(p, err, item), item, op);
+        return;
+    }
+    fm__tc_entry *e = fm__tc_entry_of(p);
+    if (FM__UNLIKELY(!e)) {
+        /* No cache for this thread: straight back to the depot. */
+        pthread_mutex_lock(&p->lock);
+        fm__loc core;
+        err = fm__locate(p, item, &core);
+        if (err == FM_OK) {
+            fm__free_located(p, item, &core);
+            p->tc_gone_frees++;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (err != FM_OK) fm__misuse(p, err, item, op);
+        return;
+    }
+    int done = fm__live_to_cached(p, item, &loc, op);
+    if (done != FM__FREED_TO_CACHE) {
+        if (done == FM__FREED_RETIRED) fm__count(&e->frees);
+        return;
+    }
+    if (FM__UNLIKELY(e->count == FM__TC_SLOTS)) {
+        pthread_mutex_lock(&p->lock);
+        fm__tc_flush_locked(p, e, FM__TC_BATCH);
+        pthread_mutex_unlock(&p->lock);
+    }
+    e->slots[e->count++] = item;
+    fm__count(&e->frees);
+}
+
+void fm_pool_flush_thread_cache(fm_pool *pool) {
+    if (!pool) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_flush_thread_cache(NULL)");
+        return;
+    }
+    if (pool->sync != FM_SYNC_THREAD_CACHE) return;
+    fm__tcache *tc = fm__tc;
+    if (!tc) return;
+    for (uint32_t i = 0; i < tc->n; i++) {
+        fm__tc_entry *e = tc->entries[i];
+        if (__atomic_load_n(&e->id, __ATOMIC_RELAXED) != pool->id) continue;
+        pthread_mutex_lock(&pool->lock);
+        fm__tc_flush_locked(pool, e, e->count);
+        pthread_mutex_unlock(&pool->lock);
+    }
+}
+
+/* ---- FM_SYNC_LOCKFREE: one shared stack of free slots
+ *
+ * The head is one 64-bit word: a tag that every successful push and pop
+ * bumps, and the global index (record << slot_bits | slot) of the top slot.
+ * A pop reads the top slot's link and swaps the head for (tag + 1, link) in
+ * one CAS; if the slot was popped and pushed again meanwhile (ABA), the tag
+ * differs and the CAS fails. Links live in per-record arrays that outlive
+ * their chunks, so a stale read is harmless. An empty stack is refilled from
+ * the depot under the lock (which is where growth happens); trim drains the
+ * stack into the depot under the lock first. */
+
+enum { FM__LF_BATCH = 32 };
+
+static inline uint32_t *fm__lf_link(const fm_pool *p, uint32_t g) {
+    uint32_t **links = __atomic_load_n(&p->lf_links, __ATOMIC_ACQUIRE);
+    uint32_t *arr = __atomic_load_n(&links[g >> p->hot.slot_bits], __ATOMIC_ACQUIRE);
+    return &arr[g & ((1u << p->hot.slot_bits) - 1u)];
+}
+
+static inline uint8_t *fm__lf_slot(const fm_pool *p, uint32_t g) {
+    uint8_t **bases = __atomic_load_n(&p->hot.bases, __ATOMIC_ACQUIRE);
+    uint8_t *base = __atomic_load_n(&bases[g >> p->hot.slot_bits], __ATOMIC_ACQUIRE);
+    return fm__slot(p, base, g & ((1u << p->hot.slot_bits) - 1u));
+}
+
+static inline uint32_t fm__lf_index(const fm_pool *p, uint32_t chunk, uint32_t slot) {
+    return chunk << p->hot.slot_bits | slot;
+}
+
+/* Pushes the chain first..last (linked already) onto the stack. */
+static void fm__lf_push(fm_pool *p, uint32_t first, uint32_t last) {
+    uint32_t *last_link = fm__lf_link(p, last);
+    uint64_t old = __atomic_load_n(&p->lf.head, __ATOMIC_RELAXED);
+    for (;;) {
+        __atomic_store_n(last_link, (uint32_t)old, __ATOMIC_RELAXED);
+        uint64_t next = ((old >> 32) + 1) << 32 | first;
+        if (__atomic_compare_exchange_n(&p->lf.head, &old, next, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+/* Lock held: the whole stack becomes private (one CAS) and goes back to the
+ * depot. */
+static void fm__lf_drain(fm_pool *p) {
+    uint64_t old = __atomic_load_n(&p->lf.head, __ATOMIC_ACQUIRE);
+    uint64_t empty;
+    do {
+        empty = ((old >> 32) + 1) << 32 | FM__NONE;
+    } while (!__atomic_compare_exchange_n(&p->lf.head, &old, empty, true, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE));
+    for (uint32_t g = (uint32_t)old; g != FM__NONE;) {
+        uint32_t next = __atomic_load_n(fm__lf_link(p, g), __ATOMIC_RELAXED);
+        fm__depot_put(p, fm__lf_slot(p, g));
+        g = next;
+    }
+}
+
+FM__NOINLINE static void *fm__lf_refill(fm_pool *p) {
+    pthread_mutex_lock(&p->lock);
+    void *mine = fm__depot_take(p, true);
+    if (!mine) {
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+    }
+    uint32_t first = FM__NONE, last = FM__NONE;
+    for (uint32_t n = 1; n < FM__LF_BATCH; n++) {
+        void *slot = fm__depot_take(p, false);
+        if (!slot) break;
+        fm__loc loc;
+        (void)fm__locate(p, slot, &loc);
+        uint32_t g = fm__lf_index(p, loc.chunk, loc.slot);
+        __atomic_store_n(fm__lf_link(p, g), first, __ATOMIC_RELAXED);
+        if (first == FM__NONE) last = g;
+        first = g;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (first != FM__NONE) fm__lf_push(p, first, last);
+    return mine;
+}
+
+static void *fm__lf_alloc(fm_pool *p) {
+    uint64_t old = __atomic_load_n(&p->lf.head, __ATOMIC_ACQUIRE);
+    void *slot;
+    for (;;) {
+        uint32_t g = (uint32_t)old;
+        if (g == FM__NONE) {
+            slot = fm__lf_refill(p);
+            if (!slot) return NULL;
+            break;
+        }
+        uint32_t next = __atomic_load_n(fm__lf_link(p, g), __ATOMIC_RELAXED);
+        uint64_t desired = ((old >> 32) + 1) << 32 | next;
+        if (__atomic_compare_exchange_n(&p->lf.head, &old, desired, true, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_ACQUIRE)) {
+            slot = fm__lf_slot(p, g);
+            break;
+        }
+    }
+    __atomic_fetch_add(&p->lf.allocs, 1, __ATOMIC_RELAXED);
+    return fm__cached_to_live(p, slot);
+}
+
+static void fm__lf_free(fm_pool *p, void *item, const char *op) {
+    fm__loc loc;
+    fm_error err = fm__locate_shared(p, item, &loc);
+    if (FM__UNLIKELY(err != FM_OK)) {
+        fm__misuse(p, fm__shared_problem(p, err, item), item, op);
+        return;
+    }
+    int done = fm__live_to_cached(p, item, &loc, op);
+    if (done != FM__FREED_TO_CACHE) {
+        if (done == FM__FREED_RETIRED) __atomic_fetch_add(&p->lf.frees, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    __atomic_fetch_add(&p->lf.frees, 1, __ATOMIC_RELAXED);
+    uint32_t g = fm__lf_index(p, loc.chunk, loc.slot);
+    fm__lf_push(p, g, g);
+}
+
+/* ---- dispatch */
+
+static void *fm__sync_alloc(fm_pool *p) {
+    switch (p->sync) {
+    case FM_SYNC_THREAD_CACHE: return fm__tc_alloc(p);
+    case FM_SYNC_LOCKFREE: return fm__lf_alloc(p);
+    default: {
+        pthread_mutex_lock(&p->lock);
+        void *item = fm__alloc_core(p);
+        pthread_mutex_unlock(&p->lock);
+        return item;
+    }
+    }
+}
+
+static void fm__sync_free(fm_pool *p, void *item, const char *op) {
+    if (!item) return;
+    switch (p->sync) {
+    case FM_SYNC_THREAD_CACHE: fm__tc_free(p, item, op); break;
+    case FM_SYNC_LOCKFREE: fm__lf_free(p, item, op); break;
+    default:
+        pthread_mutex_lock(&p->lock);
+        fm__free_checked(p, item, op);
+        pthread_mutex_unlock(&p->lock);
+        break;
+    }
+}
+
+/* Items live for the user: the core's count, or under THREAD_CACHE and
+ * LOCKFREE the user's allocs minus frees (caches' free slots excluded). */
+static void fm__user_counts(const fm_pool *p, uint64_t *allocs, uint64_t *frees) {
+    if (p->sync == FM_SYNC_LOCKFREE) {
+        /* frees first: every free follows its alloc, so allocs >= frees. */
+        *frees = __atomic_load_n(&p->lf.frees, __ATOMIC_ACQUIRE);
+        *allocs = __atomic_load_n(&p->lf.allocs, __ATOMIC_ACQUIRE);
+    } else if (p->sync == FM_SYNC_THREAD_CACHE) {
+        uint64_t a = p->tc_gone_allocs, f = p->tc_gone_frees;
+        for (const fm__tc_entry *e = p->tc_entries; e; e = e->next) {
+            f += __atomic_load_n(&e->frees, __ATOMIC_ACQUIRE);
+            a += __atomic_load_n(&e->allocs, __ATOMIC_ACQUIRE);
+        }
+        *allocs = a;
+        *frees = f;
+    } else {
+        *allocs = p->cs->total_allocs;
+        *frees = p->cs->total_allocs - fm__live(p);
+    }
+}
+
+static uint64_t fm__user_live(const fm_pool *p) {
+    uint64_t allocs, frees;
+    fm__lock(p);
+    fm__user_counts(p, &allocs, &frees);
+    fm__unlock(p);
+    return allocs > frees ? allocs - frees : 0;
+}
+
+/* Handle resolution without the lock (every policy but NONE): the words the
+ * inline resolve of pool.h reads, read atomically; n_bases before bases, so
+ * the array read is at least as large as n_bases says. */
+static void *fm__resolve_shared(const fm_pool *p, fm_handle h) {
+    uint32_t loc = (uint32_t)h.bits;
+    uint32_t rec = (loc >> p->hot.slot_bits) - 1u;
+    uint32_t slot = loc & ((1u << p->hot.slot_bits) - 1u);
+    if (rec >= __atomic_load_n(&p->hot.n_bases, __ATOMIC_ACQUIRE) || slot >= p->hot.per_chunk)
+        return NULL;
+    uint8_t **bases = __atomic_load_n(&p->hot.bases, __ATOMIC_ACQUIRE);
+    uint8_t *base = __atomic_load_n(&bases[rec], __ATOMIC_ACQUIRE);
+    if (!base) return NULL;
+    uint32_t want = FM__META_LIVE ^ ((uint32_t)(h.bits >> 32) ^ p->hot.salt);
+    if (__atomic_load_n(&fm__meta((uintptr_t)base)[slot], __ATOMIC_ACQUIRE) != want) return NULL;
+    return fm__slot(p, base, slot);
+}
+
+/* The caller holds the lock or owns the pool, except under THREAD_CACHE and
+ * LOCKFREE, where the lookup needs no lock and only a problem takes it. */
+static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out) {
+    if (!fm__cached_policy(p)) return fm__locate(p, ptr, out);
+    fm_error err = fm__locate_shared(p, ptr, out);
+    return err == FM_OK ? err : fm__shared_problem(p, err, ptr);
+}
+
 /* ================================================================ create */
 
 static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
@@ -812,7 +1677,6 @@ static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
     else if (d->grow_factor != 0.0f && !(d->grow_factor > 1.0f && d->grow_factor <= 64.0f))
         why = "grow_factor must be in (1, 64]";
     else if ((unsigned)d->sync >= FM_SYNC_COUNT) why = "unknown sync policy";
-    else if (d->sync != FM_SYNC_NONE) why = "sync policies other than FM_SYNC_NONE are not available yet";
     else if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL))
         why = "allocator needs both alloc and free";
     else if (d->max_capacity && d->initial_capacity > d->max_capacity)
@@ -891,9 +1755,25 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
 #ifdef FM__HAVE_VM
     p->use_os = fm__allocator_is_system(&desc->allocator);
 #endif
+    p->sync = desc->sync;
+    p->hot.sync = (uint32_t)desc->sync;
+    p->id = __atomic_add_fetch(&fm__pool_ids, 1, __ATOMIC_RELAXED);
+#ifdef FM__THREAD_CHECKS
+    p->owner = fm__self();
+#endif
     p->hot.cur_base = 1;
-    p->cur_idx = FM__NONE;
     p->hot.cur_free = FM__NONE;
+    /* The core works on hot (NONE) or on the shadow; hot's current chunk
+     * stays empty (cur_free NONE, cur_bump 0) for every other policy. */
+    p->shadow = p->hot;
+    p->cs = p->sync == FM_SYNC_NONE ? &p->hot : &p->shadow;
+    p->cur_idx = FM__NONE;
+    p->lf.head = FM__NONE;
+    if (p->sync != FM_SYNC_NONE && !fm__lock_init(p)) {
+        fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': cannot create its lock", name);
+        fm__mem_free(&desc->allocator, p, self_bytes);
+        return NULL;
+    }
     p->unused_head = FM__NONE;
     fm__list_init(&p->partial);
     fm__list_init(&p->empty);
@@ -924,10 +1804,10 @@ typedef struct fm__leak_site {
 } fm__leak_site;
 #endif
 
-static void fm__report_leaks(fm_pool *p) {
+static void fm__report_leaks(fm_pool *p, uint64_t live) {
     char msg[1024];
     int n = snprintf(msg, sizeof msg, "pool '%s': destroyed with %llu live item(s)", p->name,
-                     (unsigned long long)fm__live(p));
+                     (unsigned long long)live);
 #ifdef FM_TRACK_SITES
     fm__leak_site sites[FM__LEAK_SITES];
     uint32_t n_sites = 0;
@@ -937,7 +1817,7 @@ static void fm__report_leaks(fm_pool *p) {
         if (c->state == FM__CHUNK_UNUSED || c->state == FM__CHUNK_FRESH) continue;
         uint32_t bump = fm__chunk_bump(p, ci);
         for (uint32_t s = 0; s < bump; s++) {
-            if (!(fm__meta((uintptr_t)c->base)[s] & FM__LIVE)) continue;
+            if (!(fm__meta_get((uintptr_t)c->base, s) & FM__LIVE)) continue;
             const fm__site *site = &fm__sites(p, c->base)[s];
             uint32_t j = 0;
             while (j < n_sites && !(sites[j].file == site->file && sites[j].line == site->line))
@@ -964,14 +1844,18 @@ static void fm__report_leaks(fm_pool *p) {
 void fm_pool_destroy(fm_pool *pool) {
     if (!pool) return;
     fm_pool *p = pool;
-    if (fm__live(p) && !p->desc.silent_destroy) fm__report_leaks(p);
-    if (fm__live(p) && p->desc.dtor) {
+    /* Caches of other threads forget the pool; what they hold is returned
+     * with the chunks. */
+    if (p->sync == FM_SYNC_THREAD_CACHE) fm__tc_detach_all(p);
+    uint64_t live = fm__user_live(p);
+    if (live && !p->desc.silent_destroy) fm__report_leaks(p, live);
+    if (live && p->desc.dtor) {
         for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
             fm__chunk *c = &p->chunks[ci];
             if (c->state == FM__CHUNK_UNUSED || c->state == FM__CHUNK_FRESH) continue;
             uint32_t bump = fm__chunk_bump(p, ci);
             for (uint32_t s = 0; s < bump; s++) {
-                if (fm__meta((uintptr_t)c->base)[s] & FM__LIVE)
+                if (fm__meta_get((uintptr_t)c->base, s) & FM__LIVE)
                     p->desc.dtor(fm__slot(p, c->base, s), p->desc.user);
             }
         }
@@ -980,15 +1864,20 @@ void fm_pool_destroy(fm_pool *pool) {
         if (p->chunks[ci].state != FM__CHUNK_UNUSED) fm__release_chunk(p, ci);
     }
     fm_allocator a = p->desc.allocator;
+    for (uint32_t i = 0; p->lf_links && i < p->chunk_top; i++)
+        if (p->lf_links[i]) fm__mem_free(&a, p->lf_links[i], fm__links_bytes(p));
     fm__mem_free(&a, p->chunks, fm__records_bytes(p->chunk_cap));
-    fm__mem_free(&a, p->table, (size_t)p->table_cap * sizeof *p->table);
+    fm__table_delete(&a, p->table, p->table_cap);
+    for (uint32_t i = 0; i < p->n_retired_arrays; i++)
+        fm__mem_free(&a, p->retired_arrays[i], p->retired_bytes[i]);
+    if (p->sync != FM_SYNC_NONE) pthread_mutex_destroy(&p->lock);
     FM__VG_DESTROY_POOL(p);
     fm__mem_free(&a, p, p->self_bytes);
 }
 
 /* ====================================================== reserve and trim */
 
-bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
+static bool fm__reserve_core(fm_pool *pool, uint32_t capacity) {
     if (!pool) {
         fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_reserve(NULL)");
         return false;
@@ -1013,7 +1902,7 @@ static bool fm__trimmable(const fm_pool *p, uint32_t idx) {
     return p->capacity - usable >= p->desc.initial_capacity;
 }
 
-size_t fm_pool_trim(fm_pool *pool) {
+static size_t fm__trim_core(fm_pool *pool) {
     if (!pool) {
         fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_trim(NULL)");
         return 0;
@@ -1039,7 +1928,6 @@ size_t fm_pool_trim(fm_pool *pool) {
     }
     size_t released = before - p->bytes_reserved;
     if (released) {
-        fm__table_fill(p, p->table, p->table_cap);
         p->trim_events++;
         p->bytes_trimmed += released;
     }
@@ -1048,13 +1936,14 @@ size_t fm_pool_trim(fm_pool *pool) {
 
 /* ================================================================ queries */
 
-bool fm_pool_owns(const fm_pool *pool, const void *item) {
+static bool fm__owns_core(const fm_pool *pool, const void *item) {
     if (!pool || !item) return false;
     fm__loc loc;
+    if (fm__cached_policy(pool)) return fm__locate_shared(pool, item, &loc) == FM_OK;
     return fm__locate(pool, item, &loc) == FM_OK;
 }
 
-void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user) {
+static void fm__foreach_core(fm_pool *pool, fm_item_fn fn, void *user) {
     if (!pool || !fn) {
         fm__report(FM_ERR_INVALID_ARG, "pool '%s': fm_pool_foreach needs a pool and a function",
                    pool ? pool->name : "?");
@@ -1069,12 +1958,12 @@ void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user) {
         uint32_t bump = fm__chunk_bump(pool, ci);
         for (uint32_t s = 0; s < bump; s++) {
             if (pool->chunks[ci].base != base) break; /* trimmed by fn */
-            if (fm__meta((uintptr_t)base)[s] & FM__LIVE) fn(fm__slot(pool, base, s), user);
+            if (fm__meta_get((uintptr_t)base, s) & FM__LIVE) fn(fm__slot(pool, base, s), user);
         }
     }
 }
 
-void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
+static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
     if (!out) return;
     memset(out, 0, sizeof *out);
     if (!pool) {
@@ -1091,11 +1980,11 @@ void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
     out->chunk_count = p->chunk_count;
     out->capacity = p->capacity;
     out->live = fm__live(p);
-    out->peak_live = p->hot.peak_live;
-    out->total_allocs = p->hot.total_allocs;
-    out->total_frees = p->hot.total_allocs - fm__live(p);
+    out->peak_live = p->cs->peak_live;
+    out->total_allocs = p->cs->total_allocs;
+    out->total_frees = p->cs->total_allocs - fm__live(p);
     out->failed_allocs = p->failed_allocs;
-    out->misuse_count = p->misuse_count;
+    out->misuse_count = FM__LOAD(&p->misuse_count);
     out->grow_events = p->grow_events;
     out->grow_ns_total = fm_clock_to_ns(p->grow_ticks_total);
     out->grow_ns_max = fm_clock_to_ns(p->grow_ticks_max);
@@ -1117,13 +2006,13 @@ const char *fm_pool_name(const fm_pool *pool) { return pool ? pool->name : "(nul
 
 /* ============================================================ handles */
 
-fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
+static fm_handle fm__handle_core(const fm_pool *pool, const void *item) {
     if (!pool) {
         fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_handle(NULL, ...)");
         return FM_HANDLE_NULL;
     }
     fm__loc loc;
-    fm_error err = item ? fm__locate(pool, item, &loc) : FM_ERR_FOREIGN_POINTER;
+    fm_error err = item ? fm__locate_for(pool, item, &loc) : FM_ERR_FOREIGN_POINTER;
     if (err != FM_OK) {
         /* A freed slot is "not a live item", like any foreign pointer. */
         fm__misuse((fm_pool *)pool, err == FM_ERR_DOUBLE_FREE ? FM_ERR_FOREIGN_POINTER : err,
@@ -1135,9 +2024,6 @@ fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
     return (fm_handle){gen << 32 | where};
 }
 
-void *(fm_pool_resolve)(const fm_pool *pool, fm_handle h) {
-    return fm__pool_resolve_inline(pool, h);
-}
 
 /* ======================================================= reference counts */
 
@@ -1147,13 +2033,14 @@ static uint64_t *fm__ref_word(fm_pool *p, const fm__loc *loc) {
     fm__chunk *c = fm__chunk_at(p, loc->chunk);
     if (!c->refs) {
         size_t bytes = (size_t)p->hot.per_chunk * sizeof *c->refs;
-        c->refs = fm__mem_alloc(&p->desc.allocator, bytes, alignof(uint64_t));
-        if (!c->refs) {
+        uint64_t *refs = fm__mem_alloc(&p->desc.allocator, bytes, alignof(uint64_t));
+        if (!refs) {
             fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for reference counts",
                        p->name);
             return NULL;
         }
-        memset(c->refs, 0, bytes);
+        memset(refs, 0, bytes);
+        FM__STORE_REL(&c->refs, refs); /* lock-free readers: see fm__refs_shared */
     }
     return &c->refs[loc->slot];
 }
@@ -1168,11 +2055,11 @@ static uint32_t fm__ref_count(const fm_pool *p, const fm__loc *loc) {
 }
 
 static fm_error fm__ref_locate(const fm_pool *p, const void *item, fm__loc *loc) {
-    fm_error err = item ? fm__locate(p, item, loc) : FM_ERR_FOREIGN_POINTER;
+    fm_error err = item ? fm__locate_for(p, item, loc) : FM_ERR_FOREIGN_POINTER;
     return err == FM_ERR_DOUBLE_FREE ? FM_ERR_REFCOUNT : err;
 }
 
-void fm_pool_retain(fm_pool *pool, void *item) {
+static void fm__retain_core(fm_pool *pool, void *item) {
     fm__loc loc;
     fm_error err = fm__ref_locate(pool, item, &loc);
     if (err != FM_OK) {
@@ -1188,7 +2075,7 @@ void fm_pool_retain(fm_pool *pool, void *item) {
     if (w) *w = (uint64_t)(loc.meta & FM__GEN_MAX) << 32 | count;
 }
 
-bool fm_pool_release(fm_pool *pool, void *item) {
+static bool fm__release_core(fm_pool *pool, void *item) {
     fm__loc loc;
     fm_error err = fm__ref_locate(pool, item, &loc);
     if (err != FM_OK) {
@@ -1212,7 +2099,7 @@ bool fm_pool_release(fm_pool *pool, void *item) {
     return true;
 }
 
-uint32_t fm_pool_refcount(const fm_pool *pool, const void *item) {
+static uint32_t fm__refcount_core(const fm_pool *pool, const void *item) {
     fm__loc loc;
     fm_error err = fm__ref_locate(pool, item, &loc);
     if (err != FM_OK) {
@@ -1232,7 +2119,7 @@ uint32_t fm_pool_refcount(const fm_pool *pool, const void *item) {
         }                                                                                      \
     } while (0)
 
-fm_error fm_pool_check(const fm_pool *pool) {
+static fm_error fm__check_core(const fm_pool *pool) {
     if (!pool) {
         fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_check(NULL)");
         return FM_ERR_INVALID_ARG;
@@ -1249,7 +2136,7 @@ fm_error fm_pool_check(const fm_pool *pool) {
         FM__CHECK(fm_is_aligned(c->base, p->chunk_bytes), "pool '%s': chunk %u misaligned",
                   p->name, ci);
         uint32_t bump = fm__chunk_bump(p, ci);
-        uint32_t head = ci == p->cur_idx ? p->hot.cur_free : c->free_head;
+        uint32_t head = ci == p->cur_idx ? p->cs->cur_free : c->free_head;
         FM__CHECK(bump <= c->limit && c->limit <= p->hot.per_chunk,
                   "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
                   c->limit);
@@ -1257,33 +2144,40 @@ fm_error fm_pool_check(const fm_pool *pool) {
                   "pool '%s': fresh chunk %u has been used", p->name, ci);
         FM__CHECK((c->state == FM__CHUNK_CURRENT) == (ci == p->cur_idx),
                   "pool '%s': chunk %u current state disagrees", p->name, ci);
-        const uint32_t *meta = fm__meta((uintptr_t)c->base);
+        uintptr_t base = (uintptr_t)c->base;
         uint32_t n_live = 0, n_retired = 0, n_free = 0;
         for (uint32_t s = 0; s < bump; s++) {
-            if (meta[s] & FM__LIVE) n_live++;
-            else if (meta[s] == FM__RETIRED) n_retired++;
+            uint32_t m = fm__meta_get(base, s);
+            if (m & FM__LIVE) n_live++;
+            else if (m == FM__RETIRED) n_retired++;
         }
         for (uint32_t s = head; s != FM__NONE; s = fm__read_link(p, fm__slot(p, c->base, s))) {
             FM__CHECK(s < bump, "pool '%s': chunk %u free list points past the bump index",
                       p->name, ci);
-            FM__CHECK(!(meta[s] & FM__LIVE) && meta[s] != FM__RETIRED,
+            FM__CHECK(!(fm__meta_get(base, s) & FM__LIVE) && fm__meta_get(base, s) != FM__RETIRED,
                       "pool '%s': chunk %u free list holds a live slot %u", p->name, ci, s);
             FM__CHECK(++n_free <= bump, "pool '%s': chunk %u free list has a cycle", p->name, ci);
         }
-        FM__CHECK(n_live + n_retired + n_free == bump,
+        /* Under THREAD_CACHE and LOCKFREE the slots out of the core are
+         * live items or free slots held by caches or the shared stack. */
+        bool cached = fm__cached_policy(p);
+        FM__CHECK(n_retired + n_free <= bump &&
+                      (cached ? n_live <= bump - n_retired - n_free
+                              : n_live + n_retired + n_free == bump),
                   "pool '%s': chunk %u: %u live + %u retired + %u free != %u used slots", p->name,
                   ci, n_live, n_retired, n_free, bump);
-        FM__CHECK(n_live == fm__chunk_live(p, ci) && n_retired == c->retired,
+        uint32_t n_out = bump - n_retired - n_free;
+        FM__CHECK(n_out == fm__chunk_live(p, ci) && n_retired == c->retired,
                   "pool '%s': chunk %u live count %u, live bits %u", p->name, ci,
                   fm__chunk_live(p, ci), n_live);
         FM__CHECK(c->state != FM__CHUNK_FULL || (head == FM__NONE && bump == c->limit),
                   "pool '%s': chunk %u marked full but has room", p->name, ci);
-        FM__CHECK(c->state != FM__CHUNK_PARTIAL || (n_live > 0 && !fm__chunk_exhausted(c)),
+        FM__CHECK(c->state != FM__CHUNK_PARTIAL || (n_out > 0 && !fm__chunk_exhausted(c)),
                   "pool '%s': chunk %u in the partial list is empty or full", p->name, ci);
-        FM__CHECK(c->state != FM__CHUNK_EMPTY || (n_live == 0 && !fm__chunk_exhausted(c)),
+        FM__CHECK(c->state != FM__CHUNK_EMPTY || (n_out == 0 && !fm__chunk_exhausted(c)),
                   "pool '%s': chunk %u in the empty list has live items", p->name, ci);
         in_state[c->state]++;
-        live += n_live;
+        live += n_out;
         retired += n_retired;
         capacity += c->limit - n_retired;
     }
@@ -1316,7 +2210,206 @@ fm_error fm_pool_check(const fm_pool *pool) {
     FM__CHECK(capacity == p->capacity && retired == p->retired,
               "pool '%s': capacity %llu, counted %llu", p->name,
               (unsigned long long)p->capacity, (unsigned long long)capacity);
-    FM__CHECK(p->hot.headroom >= 0 && (uint64_t)p->hot.headroom <= p->hot.peak_live,
+    FM__CHECK(p->cs->headroom >= 0 && (uint64_t)p->cs->headroom <= p->cs->peak_live,
               "pool '%s': live count out of range", p->name);
     return FM_OK;
+}
+
+/* ===================================================== atomic reference counts
+ *
+ * THREAD_CACHE and LOCKFREE: the count words change by CAS, without the lock;
+ * only the first retain of a chunk takes it, to allocate the chunk's words. A
+ * reader with a records array older than the one holding a new refs pointer
+ * can only be one whose item has count 1 (anyone holding a second reference
+ * got it after that retain), which is what a missing array says. */
+
+static uint64_t *fm__refs_shared(fm_pool *p, const fm__loc *loc, bool create) {
+    fm__chunk *chunks = __atomic_load_n(&p->chunks, __ATOMIC_ACQUIRE);
+    uint64_t *refs = __atomic_load_n(&chunks[loc->chunk].refs, __ATOMIC_ACQUIRE);
+    if (refs) return &refs[loc->slot];
+    if (!create) return NULL;
+    pthread_mutex_lock(&p->lock);
+    uint64_t *w = fm__ref_word(p, loc);
+    pthread_mutex_unlock(&p->lock);
+    return w;
+}
+
+static uint32_t fm__count_of(uint64_t w, uint32_t gen) {
+    return (uint32_t)(w >> 32) == gen ? (uint32_t)w + 1 : 1;
+}
+
+static void fm__retain_shared(fm_pool *p, void *item) {
+    fm__loc loc;
+    fm_error err = fm__ref_locate(p, item, &loc);
+    if (err != FM_OK) {
+        fm__misuse(p, err, item, "retain");
+        return;
+    }
+    uint64_t *w = fm__refs_shared(p, &loc, true);
+    if (!w) return;
+    uint32_t gen = loc.meta & FM__GEN_MAX;
+    uint64_t old = __atomic_load_n(w, __ATOMIC_RELAXED);
+    for (;;) {
+        uint32_t count = fm__count_of(old, gen);
+        if (count == UINT32_MAX) {
+            fm__misuse(p, FM_ERR_REFCOUNT, item, "retain (count at its maximum)");
+            return;
+        }
+        if (__atomic_compare_exchange_n(w, &old, (uint64_t)gen << 32 | count, true,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+static bool fm__release_shared(fm_pool *p, void *item) {
+    fm__loc loc;
+    fm_error err = fm__ref_locate(p, item, &loc);
+    if (err != FM_OK) {
+        fm__misuse(p, err, item, "release");
+        return false;
+    }
+    uint64_t *w = fm__refs_shared(p, &loc, false);
+    uint32_t gen = loc.meta & FM__GEN_MAX;
+    if (w) {
+        uint64_t old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+        for (;;) {
+            uint32_t count = fm__count_of(old, gen);
+            if (count <= 1) break;
+            /* Release: this holder's writes to the item happen before the
+             * last holder's dtor and free. */
+            if (__atomic_compare_exchange_n(w, &old, (uint64_t)gen << 32 | (count - 2), true,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return false;
+        }
+    }
+    if (p->desc.dtor) p->desc.dtor(item, p->desc.user);
+    fm__sync_free(p, item, "release");
+    return true;
+}
+
+static uint32_t fm__refcount_shared(const fm_pool *p, const void *item) {
+    fm__loc loc;
+    fm_error err = fm__ref_locate(p, item, &loc);
+    if (err != FM_OK) {
+        fm__misuse((fm_pool *)p, err, item, "refcount");
+        return 0;
+    }
+    const uint64_t *w = fm__refs_shared((fm_pool *)p, &loc, false);
+    return w ? fm__count_of(__atomic_load_n(w, __ATOMIC_ACQUIRE), loc.meta & FM__GEN_MAX) : 1;
+}
+
+/* ============================================================ entry points
+ *
+ * The single-threaded code above behind fm__enter / fm__leave (the owner
+ * check for NONE, the lock otherwise), except where THREAD_CACHE and
+ * LOCKFREE need no lock. */
+
+void fm_pool_delete(fm_pool *pool, void *item) {
+    if (!item) return;
+    if (fm__cached_policy(pool)) {
+        fm__delete_core(pool, item);
+        return;
+    }
+    if (!fm__enter(pool, "delete")) return;
+    fm__delete_core(pool, item);
+    fm__leave(pool);
+}
+
+bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
+    if (!fm__enter(pool, "reserve")) return false;
+    bool ok = fm__reserve_core(pool, capacity);
+    fm__leave(pool);
+    return ok;
+}
+
+size_t fm_pool_trim(fm_pool *pool) {
+    if (!fm__enter(pool, "trim")) return 0;
+    /* Free slots held outside the core go back first: the caller's own
+     * magazine, or the whole shared stack. */
+    if (pool && pool->sync == FM_SYNC_THREAD_CACHE) fm_pool_flush_thread_cache(pool);
+    if (pool && pool->sync == FM_SYNC_LOCKFREE) fm__lf_drain(pool);
+    size_t released = fm__trim_core(pool);
+    fm__leave(pool);
+    return released;
+}
+
+bool fm_pool_owns(const fm_pool *pool, const void *item) {
+    if (!pool || !item) return false;
+    if (fm__cached_policy(pool)) return fm__owns_core(pool, item);
+    if (!fm__enter(pool, "owns")) return false;
+    bool owns = fm__owns_core(pool, item);
+    fm__leave(pool);
+    return owns;
+}
+
+void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user) {
+    if (!fm__enter(pool, "foreach")) return;
+    fm__foreach_core(pool, fn, user);
+    fm__leave(pool);
+}
+
+void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
+    if (!fm__enter(pool, "get_stats")) {
+        if (out) memset(out, 0, sizeof *out);
+        return;
+    }
+    fm__stats_core(pool, out);
+    if (pool && out && fm__cached_policy(pool)) {
+        /* The user's view; capacity and peak_live count slots out of the
+         * depot (live items plus free slots held by caches or the stack). */
+        uint64_t allocs, frees;
+        fm__user_counts(pool, &allocs, &frees);
+        out->total_allocs = allocs;
+        out->total_frees = frees;
+        out->live = allocs > frees ? allocs - frees : 0;
+        if (out->peak_live < out->live) out->peak_live = out->live;
+    }
+    fm__leave(pool);
+}
+
+fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
+    if (pool && fm__cached_policy(pool)) return fm__handle_core(pool, item);
+    if (!fm__enter(pool, "handle")) return FM_HANDLE_NULL;
+    fm_handle h = fm__handle_core(pool, item);
+    fm__leave(pool);
+    return h;
+}
+
+void *(fm_pool_resolve)(const fm_pool *pool, fm_handle h) {
+    if (pool->sync != FM_SYNC_NONE) return fm__resolve_shared(pool, h);
+    if (!fm__owner_ok(pool, "resolve")) return NULL;
+    return fm__pool_resolve_inline(pool, h);
+}
+
+void fm_pool_retain(fm_pool *pool, void *item) {
+    if (fm__cached_policy(pool)) {
+        fm__retain_shared(pool, item);
+        return;
+    }
+    if (!fm__enter(pool, "retain")) return;
+    fm__retain_core(pool, item);
+    fm__leave(pool);
+}
+
+bool fm_pool_release(fm_pool *pool, void *item) {
+    if (fm__cached_policy(pool)) return fm__release_shared(pool, item);
+    if (!fm__enter(pool, "release")) return false;
+    bool freed = fm__release_core(pool, item);
+    fm__leave(pool);
+    return freed;
+}
+
+uint32_t fm_pool_refcount(const fm_pool *pool, const void *item) {
+    if (fm__cached_policy(pool)) return fm__refcount_shared(pool, item);
+    if (!fm__enter(pool, "refcount")) return 0;
+    uint32_t count = fm__refcount_core(pool, item);
+    fm__leave(pool);
+    return count;
+}
+
+fm_error fm_pool_check(const fm_pool *pool) {
+    if (!fm__enter(pool, "check")) return FM_ERR_WRONG_THREAD;
+    fm_error err = fm__check_core(pool);
+    fm__leave(pool);
+    return err;
 }

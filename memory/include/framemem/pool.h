@@ -13,8 +13,34 @@
  * live item and reports (FM_ERR_LEAK) how many there were unless the desc says
  * silent_destroy; with FM_TRACK_SITES each leak is listed with its file:line.
  *
- * Threads: FM_SYNC_NONE pools belong to one thread at a time. Other sync
- * policies are a later addition; create rejects them with FM_ERR_INVALID_ARG.
+ * Threads (desc.sync, chosen per pool):
+ * - FM_SYNC_NONE: one thread at a time, nothing atomic and no lock. The
+ *   owner is the creating thread; fm_pool_release_owner_thread on the owner
+ *   leaves the pool unowned and the next thread to use it becomes the owner;
+ *   fm_pool_set_owner_thread makes the caller the owner at once. A handover
+ *   needs the usual happens-before (join, a mutex, a queue) between the last
+ *   use and the first. Debug and sanitizer builds report any other use as
+ *   FM_ERR_WRONG_THREAD and change nothing; release builds do not check.
+ * - FM_SYNC_MUTEX: every call takes the pool's lock (recursive: a dtor or a
+ *   foreach callback may call back into the pool).
+ * - FM_SYNC_THREAD_CACHE: each thread keeps up to 64 free slots per pool and
+ *   trades 32 at a time with the pool under its lock; alloc and free of a
+ *   warm thread touch only that thread's cache. A slot freed on another
+ *   thread joins that thread's cache for the same pool. A thread's slots go
+ *   back when it exits or calls fm_pool_flush_thread_cache. A thread may see
+ *   FM_ERR_POOL_FULL at max_capacity while other threads' caches hold free
+ *   slots.
+ * - FM_SYNC_LOCKFREE: one shared lock-free stack of free slots (ABA-safe,
+ *   tagged 64-bit CAS), refilled in batches under the lock, where growth is.
+ * Under every policy but NONE, any call may come from any thread at any
+ * time, except: destroy (no other call may run or follow), and resolve of a
+ * handle or a bad pointer racing an fm_pool_trim that releases that item's
+ * chunk (it would read released memory). Handles, reference counts (atomic),
+ * stats (live = allocs - frees summed over threads, exact once the threads
+ * are quiet; capacity and peak_live count slots held by caches as used)
+ * and trim work under every policy. The inline fast paths below serve only
+ * FM_SYNC_NONE pools; other pools keep their hot state empty so every call
+ * goes into the library.
  *
  * Defaults (zero fields): name "pool", item_align alignof(max_align_t),
  * initial_capacity one chunk, unbounded, geometric growth by 2.0.
@@ -62,7 +88,8 @@ typedef struct fm_pool_desc {
     float grow_factor;         /* GEOMETRIC: 0 = 2.0; otherwise in (1, 64] */
     bool prefault;             /* touch new pages at growth, not at first use */
     bool silent_destroy;       /* destroy with live items is not reported */
-    fm_sync sync;              /* FM_SYNC_NONE only, for now */
+    fm_sync sync;              /* NONE (default), MUTEX, THREAD_CACHE or LOCKFREE:
+                                  see "Threads" above */
     fm_item_fn ctor;           /* run by fm_pool_new */
     fm_item_fn dtor;           /* run by fm_pool_delete and on live items at destroy */
     void *user;                /* passed to ctor and dtor */
@@ -135,7 +162,11 @@ void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
  * from or push onto the current chunk's free list, with the live bit,
  * double-free and foreign-pointer checks and the counters, all exactly as the
  * out-of-line functions do them. Everything else calls into the library.
- * The functions themselves stay callable as (fm_pool_alloc)(pool). */
+ * The functions themselves stay callable as (fm_pool_alloc)(pool).
+ * Pools with sync != NONE keep cur_free UINT32_MAX and cur_bump 0 here, so
+ * both fast paths fall through to the library; the inline resolve reads
+ * words the library only ever replaces whole (old arrays of such pools are
+ * kept until destroy). */
 #define FM__META_LIVE 0x80000000u /* meta word: live bit | 31-bit generation */
 
 typedef struct fm__pool_hot {
@@ -161,7 +192,7 @@ typedef struct fm__pool_hot {
     uint32_t per_chunk;
     uint32_t slots_off;
     uint32_t salt;      /* xored into the generation bits of this pool's handles */
-    uint32_t unused2;
+    uint32_t sync;      /* the fm_sync policy: the library dispatches on it */
 } fm__pool_hot;
 
 /* Handle bits: 0..31 location ((record + 1) << slot_bits | slot), 32..62 the
@@ -245,7 +276,9 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
 /// FM_ERR_OUT_OF_MEMORY; the pool is unchanged on failure.
 bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
 /// Gives fully empty chunks back to the backing allocator, never going below
-/// initial_capacity; returns the bytes released.
+/// initial_capacity; returns the bytes released. THREAD_CACHE flushes the
+/// caller's cache first, LOCKFREE drains the shared stack first (other
+/// threads' caches keep their chunks).
 size_t fm_pool_trim(fm_pool *pool);
 /// true when item is a live item of this pool (no error is reported). O(1).
 bool fm_pool_owns(const fm_pool *pool, const void *item);
@@ -281,6 +314,19 @@ bool fm_pool_release(fm_pool *pool, void *item);
 /// The item's count; 0 with FM_ERR_REFCOUNT / FM_ERR_FOREIGN_POINTER for an
 /// item that is not live.
 uint32_t fm_pool_refcount(const fm_pool *pool, const void *item);
+
+/* ----------------------------------------------------------------- threads */
+
+/// FM_SYNC_NONE: the calling thread becomes the pool's owner (see Threads).
+/// No effect under other policies or in release builds.
+void fm_pool_set_owner_thread(fm_pool *pool);
+/// FM_SYNC_NONE, called by the owner: the pool has no owner until a thread
+/// next uses it. FM_ERR_WRONG_THREAD (debug builds) from a non-owner.
+void fm_pool_release_owner_thread(fm_pool *pool);
+/// FM_SYNC_THREAD_CACHE: returns the calling thread's cached free slots of
+/// this pool to the pool (so trim can release their chunks). Other policies:
+/// nothing to do.
+void fm_pool_flush_thread_cache(fm_pool *pool);
 
 /// Walks every chunk and checks the pool's invariants (counts, free lists,
 /// live bits); FM_OK or the first problem found, reported. O(capacity).
