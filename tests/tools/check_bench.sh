@@ -72,7 +72,7 @@ fi
 
 # Without peers: no peer row.
 noout=$("$bench" --quick --no-pin --no-peers --only bulk) || err "--no-peers run failed"
-grep -q "mimalloc\|jemalloc\|tcmalloc\|boost::" <<<"$noout" && err "--no-peers still printed peer rows"
+grep -qE "^\| (mimalloc|jemalloc|tcmalloc|boost::|std::)" <<<"$noout" && err "--no-peers still printed peer rows"
 
 for bad in "--only nosuch" "--repeat 0" "--repeat x" "--frobnicate"; do
     # shellcheck disable=SC2086
