@@ -195,17 +195,22 @@ void eng_destroy(eng *e) {
 
 /* --------------------------------------------------------------- frames */
 
-/* The scene's load multiplier for the coming update. */
+/* The scene's load multiplier for the coming update (entities). */
 static double eng__load(const eng *e) {
     double load = e->scale;
     if (strcmp(e->scene, "ramp") == 0) {
         /* 10 % to 100 % over the first 600 frames (10 s at 60 Hz). */
         double f = (double)e->scene_frame / 600.0;
         load *= f >= 1.0 ? 1.0 : 0.1 + 0.9 * f;
-    } else if (strcmp(e->scene, "bursts") == 0) {
-        /* Half a second of 10x every five seconds. */
-        if (e->scene_frame % 300 >= 270) load *= 10.0;
     }
+    return load;
+}
+
+/* Particles: the same, times the bursts. */
+static double eng__particle_load(const eng *e) {
+    double load = eng__load(e);
+    /* "bursts": half a second of 10x every five seconds. */
+    if (strcmp(e->scene, "bursts") == 0 && e->scene_frame % 300 >= 270) load *= 10.0;
     if (e->burst_left > 0.0) load *= 10.0;
     return load;
 }
@@ -225,7 +230,7 @@ void eng_update(eng *e, double dt) {
     if (!(dt >= 0.0)) dt = 0.0;
     if (dt > 0.1) dt = 0.1;
     uint64_t t0 = fm_clock_now();
-    eng_world_update(e->world, dt, eng__load(e));
+    eng_world_update(e->world, dt, eng__load(e), eng__particle_load(e));
     e->update_ticks += fm_clock_now() - t0;
     if (e->burst_left > 0.0) e->burst_left = e->burst_left > dt ? e->burst_left - dt : 0.0;
 }

@@ -461,10 +461,10 @@ static void eng__init_particle(eng_world *w, eng__particle *p, float x, float y,
     p->rgba = rgba;
 }
 
-void eng_world_update(eng_world *w, double dt_in, double load) {
+void eng_world_update(eng_world *w, double dt_in, double entity_load, double load) {
     float dt = (float)dt_in;
     uint32_t n_em = 0;
-    eng__entity **emitters = eng__update_entities(w, dt, load, &n_em);
+    eng__entity **emitters = eng__update_entities(w, dt, entity_load, &n_em);
     uint32_t n_pairs = 0;
     eng__pair *pairs = emitters ? eng__collide(w, &n_pairs) : NULL;
     if (!pairs) {

@@ -49,8 +49,9 @@ void eng_world_destroy(eng_world *w);
 
 /// Frame boundary: advance the frame arena, run due timers.
 void eng_world_begin(eng_world *w);
-/// Simulates dt seconds with the given load multiplier (scale x burst).
-void eng_world_update(eng_world *w, double dt, double load);
+/// Simulates dt seconds: entities kept at entity_load x 300, particles born
+/// at particle_load x 2,000 per 60 Hz frame (bursts raise only the latter).
+void eng_world_update(eng_world *w, double dt, double entity_load, double particle_load);
 eng_render_list eng_world_render_list(const eng_world *w);
 
 eng_store *eng_world_store(eng_world *w, int i);

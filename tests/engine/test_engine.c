@@ -1,0 +1,485 @@
+/* tests/engine/test_engine.c: frame lifecycle, determinism, telemetry vs pool stats,
+ * grow-ahead, backends, controls, headless runner. */
+#include "fm_test.h"
+
+#include "engine/engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DT (1.0 / 60.0)
+/* Most suites run a fifth of the default load: the same code paths, fast
+ * enough for Valgrind; the load target itself is checked at scale 1. */
+#define SMALL 0.2
+
+static eng *make(const eng_desc *d) {
+    char err[512] = "";
+    eng *e = eng_create(d, err, sizeof err);
+    if (!e) print_error("eng_create: %s\n", err);
+    assert_non_null(e);
+    return e;
+}
+
+static void run(eng *e, int frames) {
+    for (int i = 0; i < frames; i++) eng_tick(e, DT);
+}
+
+static int source(const eng *e, const char *name) {
+    int s = eng_telemetry_find_source(eng_get_telemetry(e), name);
+    assert_true(s >= 0);
+    return s;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+static void test_engine_frame_lifecycle_records_one_frame_per_begin_end(void **state) {
+    (void)state;
+    eng *e = make(&(eng_desc){.seed = 1});
+    const eng_telemetry *t = eng_get_telemetry(e);
+    assert_int_equal(eng_telemetry_source_count(t), 7);
+    assert_int_equal(eng_get_render_list(e).count, 0);
+    eng_frame_begin(e);
+    eng_update(e, DT);
+    eng_render_list rl = eng_get_render_list(e);
+    assert_true(rl.count > 0);
+    assert_int_equal(eng_telemetry_frame_count(t), 0); /* not sampled before the end */
+    eng_frame_end(e);
+    assert_int_equal(eng_telemetry_frame_count(t), 1);
+    eng_frame_end(e); /* no open frame: nothing */
+    assert_int_equal(eng_telemetry_frame_count(t), 1);
+    /* the render list: layers in order, each sprite in its layer and in the world */
+    rl = eng_get_render_list(e);
+    assert_int_equal(rl.layer_start[0], 0);
+    assert_int_equal(rl.layer_start[ENG_LAYER_COUNT], rl.count);
+    for (uint32_t l = 0; l < ENG_LAYER_COUNT; l++) {
+        assert_true(rl.layer_start[l] <= rl.layer_start[l + 1]);
+        for (uint32_t i = rl.layer_start[l]; i < rl.layer_start[l + 1]; i++)
+            assert_int_equal(rl.items[i].layer, l);
+    }
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_int_equal(in.frame, 1);
+    assert_int_equal(rl.layer_start[1], in.particles);
+    assert_int_equal(rl.layer_start[2] - rl.layer_start[1], in.entities);
+    /* update without begin opens the frame; begin twice closes the first */
+    eng_update(e, DT);
+    eng_frame_begin(e);
+    eng_frame_end(e);
+    assert_int_equal(eng_telemetry_frame_count(t), 3);
+    const eng_frame_record *r = eng_telemetry_frame(t, 0);
+    assert_int_equal(r->frame, 0);
+    assert_true(r->frame_ns >= r->sim_ns);
+    assert_true(r->frame_ns > 0);
+    /* render time from the platform lands in the newest frame */
+    eng_set_render_ns(e, 1234);
+    assert_int_equal(eng_telemetry_frame(t, 2)->render_ns, 1234);
+    eng_destroy(e);
+    eng_destroy(NULL);
+}
+
+static void test_engine_default_scale_meets_the_load_target(void **state) {
+    (void)state;
+    eng *e = make(&(eng_desc){.seed = 5});
+    run(e, 120);
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_true(in.particles >= 20000);
+    assert_true(in.spawned >= 2000);
+    assert_true(in.died >= 1500);
+    assert_int_equal(in.entities, 300);
+    assert_true(in.emitters > 50);
+    eng_set_scale(e, 5.0);
+    run(e, 20);
+    eng_get_info(e, &in);
+    assert_true(in.particles >= 100000);
+    assert_true(in.spawned >= 10000);
+    assert_int_equal(in.entities, 1500);
+    eng_destroy(e);
+}
+
+static void test_engine_same_seed_same_world_other_seed_differs(void **state) {
+    (void)state;
+    eng_run_result a, b, c;
+    char err[256];
+    eng_telemetry *ta = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 9, .scene = "bursts"}, 400, &a, err, sizeof err);
+    eng_telemetry *tb = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 9, .scene = "bursts"}, 400, &b, err, sizeof err);
+    eng_telemetry *tc = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 10, .scene = "bursts"}, 400, &c, err, sizeof err);
+    assert_non_null(ta);
+    assert_non_null(tb);
+    assert_non_null(tc);
+    assert_int_equal(a.frames, 400);
+    assert_int_equal(a.checksum, b.checksum);
+    assert_int_equal(a.particles, b.particles);
+    assert_int_equal(a.total_spawned, b.total_spawned);
+    assert_int_equal(a.total_collisions, b.total_collisions);
+    assert_int_equal(a.total_timers, b.total_timers);
+    assert_true(a.total_collisions > 0);
+    assert_true(a.total_timers > 0);
+    assert_true(a.checksum != c.checksum);
+    /* same counts frame by frame */
+    for (uint32_t i = 0; i < eng_telemetry_frame_count(ta); i++) {
+        for (uint32_t s = 0; s < eng_telemetry_source_count(ta); s++) {
+            assert_int_equal(eng_telemetry_sample(ta, i, s)->allocs, eng_telemetry_sample(tb, i, s)->allocs);
+            assert_int_equal(eng_telemetry_sample(ta, i, s)->live, eng_telemetry_sample(tb, i, s)->live);
+        }
+    }
+    eng_telemetry_destroy(ta);
+    eng_telemetry_destroy(tb);
+    eng_telemetry_destroy(tc);
+}
+
+static void test_engine_malloc_backend_simulates_the_same_world(void **state) {
+    (void)state;
+    eng_run_result p, m;
+    char err[256];
+    eng_telemetry *tp = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp"}, 300, &p, err, sizeof err);
+    eng_telemetry *tm = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp", .backend = ENG_BACKEND_MALLOC},
+                                         300, &m, err, sizeof err);
+    assert_non_null(tp);
+    assert_non_null(tm);
+    assert_int_equal(p.checksum, m.checksum);
+    assert_int_equal(p.total_spawned, m.total_spawned);
+    assert_int_equal(p.total_timers, m.total_timers);
+    /* counted and timed the same way: same counts, time measured on both */
+    for (uint32_t s = 0; s < eng_telemetry_source_count(tp); s++) {
+        const eng_source_info *a = eng_telemetry_source(tp, s), *b = eng_telemetry_source(tm, s);
+        assert_string_equal(a->name, b->name);
+        assert_int_equal(a->total_allocs, b->total_allocs);
+        assert_int_equal(a->total_frees, b->total_frees);
+        assert_int_equal(a->peak_live, b->peak_live);
+        if (a->kind == ENG_SOURCE_POOL) {
+            assert_int_equal(a->backend, ENG_BACKEND_POOL);
+            assert_int_equal(b->backend, ENG_BACKEND_MALLOC);
+            assert_true(a->total_alloc_ns > 0);
+            assert_true(b->total_alloc_ns > 0);
+            assert_int_equal(b->total_grow_events, 0);
+            assert_int_equal(b->chunk_items, 1);
+        }
+    }
+    eng_telemetry_destroy(tp);
+    eng_telemetry_destroy(tm);
+}
+
+/* ------------------------------------------------------------- telemetry */
+
+static void test_engine_telemetry_sums_equal_the_pools_own_stats(void **state) {
+    (void)state;
+    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 2, .scene = "ramp", .grow_ahead = true, .telemetry_frames = 1000});
+    run(e, 500);
+    const eng_telemetry *t = eng_get_telemetry(e);
+    assert_int_equal(eng_telemetry_frame_count(t), 500);
+    const char *pools[] = {"entities", "transforms", "velocities", "lifetimes", "emitters", "particles"};
+    uint64_t all_growth = 0;
+    for (size_t k = 0; k < 6; k++) {
+        int s = source(e, pools[k]);
+        uint64_t allocs = 0, frees = 0, grow = 0, ahead = 0, grow_ns = 0, ahead_ns = 0;
+        for (uint32_t i = 0; i < 500; i++) {
+            const eng_sample *x = eng_telemetry_sample(t, i, (uint32_t)s);
+            allocs += x->allocs;
+            frees += x->frees;
+            grow += x->grow_events;
+            ahead += x->ahead_grow_events;
+            grow_ns += x->grow_ns;
+            ahead_ns += x->ahead_grow_ns;
+        }
+        fm_pool_stats st;
+        fm_pool_get_stats(eng_get_pool(e, pools[k]), &st);
+        assert_int_equal(allocs, st.total_allocs);
+        assert_int_equal(frees, st.total_frees);
+        assert_int_equal(grow + ahead, st.grow_events);
+        assert_int_equal(grow_ns + ahead_ns, st.grow_ns_total);
+        const eng_sample *last = eng_telemetry_sample(t, 499, (uint32_t)s);
+        assert_int_equal(last->live, st.live);
+        assert_int_equal(last->capacity, st.capacity);
+        assert_int_equal(last->peak_live, st.peak_live);
+        assert_int_equal(eng_telemetry_source(t, (uint32_t)s)->item_size, st.stride);
+        assert_int_equal(eng_telemetry_source(t, (uint32_t)s)->chunk_items, st.items_per_chunk);
+        all_growth += grow + ahead;
+    }
+    assert_true(all_growth > 0);
+    /* frame records: alloc total is the sum of the sources' alloc_ns */
+    for (uint32_t i = 0; i < 500; i++) {
+        uint64_t sum = 0;
+        for (uint32_t s = 0; s < eng_telemetry_source_count(t); s++) sum += eng_telemetry_sample(t, i, s)->alloc_ns;
+        assert_int_equal(eng_telemetry_frame(t, i)->alloc_total_ns, sum);
+    }
+    /* the frame arena's source */
+    int fa = source(e, "frame");
+    const eng_sample *x = eng_telemetry_sample(t, 499, (uint32_t)fa);
+    assert_true(x->bytes_used > 4000 * sizeof(void *));
+    assert_true(x->high_water >= x->bytes_used);
+    assert_true(x->allocs > 5);
+    uint64_t commits = 0;
+    for (uint32_t i = 0; i < 500; i++) commits += eng_telemetry_sample(t, i, (uint32_t)fa)->commit_events;
+    assert_true(commits > 0);
+    eng_destroy(e);
+}
+
+static void test_engine_ring_wraps_and_totals_cover_every_frame(void **state) {
+    (void)state;
+    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 2, .telemetry_frames = 50});
+    run(e, 130);
+    const eng_telemetry *t = eng_get_telemetry(e);
+    assert_int_equal(eng_telemetry_frame_count(t), 50);
+    assert_int_equal(eng_telemetry_frames_pushed(t), 130);
+    assert_int_equal(eng_telemetry_frame(t, 0)->frame, 80);
+    assert_int_equal(eng_telemetry_frame(t, 49)->frame, 129);
+    /* The totals still cover all 130 frames. */
+    int s = source(e, "particles");
+    fm_pool_stats st;
+    fm_pool_get_stats(eng_get_pool(e, "particles"), &st);
+    assert_int_equal(eng_telemetry_source(t, (uint32_t)s)->total_allocs, st.total_allocs);
+    eng_reset_stats(e);
+    assert_int_equal(eng_telemetry_frame_count(t), 0);
+    run(e, 3);
+    assert_int_equal(eng_telemetry_frame_count(t), 3);
+    assert_int_equal(eng_telemetry_frame(t, 0)->frame, 130);
+    eng_destroy(e);
+}
+
+static void test_engine_csv_and_trace_of_a_run_are_well_formed(void **state) {
+    (void)state;
+    char err[256];
+    eng_telemetry *t = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 8}, 120, NULL, err, sizeof err);
+    assert_non_null(t);
+    assert_true(eng_telemetry_write_csv(t, "eng_run.csv", err, sizeof err));
+    assert_true(eng_telemetry_write_trace(t, "eng_run.json", err, sizeof err));
+    eng_telemetry *u = eng_telemetry_read_csv("eng_run.csv", err, sizeof err);
+    assert_non_null(u);
+    assert_int_equal(eng_telemetry_frame_count(u), 120);
+    assert_int_equal(eng_telemetry_source_count(u), 7);
+    for (uint32_t s = 0; s < 7; s++)
+        assert_int_equal(eng_telemetry_source(u, s)->total_allocs, eng_telemetry_source(t, s)->total_allocs);
+    eng_telemetry_destroy(u);
+    eng_telemetry_destroy(t);
+}
+
+/* ------------------------------------------------------------- grow-ahead */
+
+static uint64_t in_alloc_growth_after(const eng_telemetry *t, uint64_t frame) {
+    uint64_t g = 0;
+    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++)
+        if (eng_telemetry_frame(t, i)->frame > frame) g += eng_telemetry_frame(t, i)->grow_events;
+    return g;
+}
+
+static uint64_t ahead_growth(const eng_telemetry *t) {
+    uint64_t g = 0;
+    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++) g += eng_telemetry_frame(t, i)->ahead_grow_events;
+    return g;
+}
+
+static void test_engine_grow_ahead_moves_growth_out_of_allocations(void **state) {
+    (void)state;
+    char err[256];
+    /* Without grow-ahead the ramping scene regrows inside allocations after warm-up. */
+    eng_telemetry *off = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"}, 700, NULL, err, sizeof err);
+    eng_telemetry *on = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp", .grow_ahead = true}, 700,
+                                         NULL, err, sizeof err);
+    assert_non_null(off);
+    assert_non_null(on);
+    assert_true(in_alloc_growth_after(off, 10) > 0);
+    assert_int_equal(ahead_growth(off), 0);
+    /* With it, after warm-up every growth happens at the frame boundary... */
+    assert_int_equal(in_alloc_growth_after(on, 10), 0);
+    assert_true(ahead_growth(on) > 0);
+    /* ...and its time shows as maintenance. */
+    uint64_t maint = 0;
+    for (uint32_t i = 0; i < eng_telemetry_frame_count(on); i++) {
+        const eng_frame_record *r = eng_telemetry_frame(on, i);
+        if (r->ahead_grow_events) {
+            assert_true(r->maint_ns > 0);
+            maint += r->maint_ns;
+        }
+    }
+    assert_true(maint > 0);
+    eng_telemetry_destroy(off);
+    eng_telemetry_destroy(on);
+}
+
+static void test_engine_grow_ahead_switch_acts_on_the_running_world(void **state) {
+    (void)state;
+    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"});
+    eng_set_grow_ahead(e, true);
+    run(e, 600);
+    assert_int_equal(in_alloc_growth_after(eng_get_telemetry(e), 10), 0);
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_true(in.grow_ahead);
+    eng_set_grow_ahead(e, false);
+    eng_get_info(e, &in);
+    assert_false(in.grow_ahead);
+    eng_destroy(e);
+}
+
+/* ---------------------------------------------------------------- controls */
+
+static void test_engine_burst_and_scale_change_the_load(void **state) {
+    (void)state;
+    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 12});
+    run(e, 60);
+    eng_info base;
+    eng_get_info(e, &base);
+    eng_burst(e, 1.0);
+    run(e, 30);
+    eng_info burst;
+    eng_get_info(e, &burst);
+    assert_true(burst.spawned > 8 * base.spawned);
+    assert_true(burst.particles > 5 * base.particles);
+    assert_true(burst.burst_left > 0.0);
+    run(e, 60); /* the second is over */
+    eng_get_info(e, &burst);
+    assert_true(burst.burst_left == 0.0);
+    run(e, 60);
+    eng_get_info(e, &burst);
+    assert_true(burst.particles < 2 * base.particles);
+    eng_set_scale(e, 2 * SMALL);
+    run(e, 60);
+    eng_info two;
+    eng_get_info(e, &two);
+    assert_true(two.scale == 2 * SMALL);
+    assert_true(two.particles > 1.6 * base.particles);
+    assert_int_equal(two.entities, 2 * base.entities);
+    eng_set_scale(e, 1e9); /* clamped */
+    eng_get_info(e, &two);
+    assert_true(two.scale == 50.0);
+    eng_set_scale(e, -1);
+    eng_get_info(e, &two);
+    assert_true(two.scale == 1.0);
+    eng_burst(e, -5); /* ignored */
+    eng_get_info(e, &two);
+    assert_true(two.burst_left == 0.0);
+    eng_destroy(e);
+}
+
+static void test_engine_backend_growth_and_prefault_switches_rebuild_the_world(void **state) {
+    (void)state;
+    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 3});
+    run(e, 30);
+    eng_set_backend(e, ENG_BACKEND_MALLOC);
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_int_equal(in.backend, ENG_BACKEND_MALLOC);
+    assert_null(eng_get_pool(e, "particles"));
+    assert_int_equal(in.particles, 0); /* restarted */
+    run(e, 30);
+    const eng_telemetry *t = eng_get_telemetry(e);
+    assert_int_equal(eng_telemetry_frame_count(t), 60); /* telemetry kept its frames */
+    assert_int_equal(eng_telemetry_source(t, 0)->backend, ENG_BACKEND_MALLOC);
+    eng_set_backend(e, ENG_BACKEND_POOL);
+    run(e, 5);
+    eng_set_growth(e, FM_GROWTH_LINEAR);
+    eng_get_info(e, &in);
+    assert_true(in.override_growth);
+    assert_int_equal(in.growth, FM_GROWTH_LINEAR);
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).growth, FM_GROWTH_LINEAR);
+    run(e, 60);
+    eng_clear_growth_override(e);
+    eng_get_info(e, &in);
+    assert_false(in.override_growth);
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).growth, FM_GROWTH_GEOMETRIC);
+    eng_set_prefault(e, true);
+    eng_get_info(e, &in);
+    assert_true(in.prefault);
+    assert_true(fm_pool_get_desc(eng_get_pool(e, "particles")).prefault);
+    run(e, 10);
+    eng_set_growth(e, (fm_growth)99); /* ignored */
+    eng_set_backend(e, (eng_backend)7);
+    eng_get_info(e, &in);
+    assert_int_equal(in.backend, ENG_BACKEND_POOL);
+    eng_destroy(e);
+}
+
+static void test_engine_fixed_pools_refuse_cleanly_and_keep_running(void **state) {
+    fm_test_env *env = *state;
+    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 3, .override_growth = true, .growth = FM_GROWTH_FIXED});
+    run(e, 60);
+    eng_info in;
+    eng_get_info(e, &in);
+    fm_pool_stats st;
+    fm_pool_get_stats(eng_get_pool(e, "particles"), &st);
+    assert_int_equal(in.particles, st.live);
+    assert_true(in.particles <= st.capacity);
+    assert_true(st.failed_allocs > 0);
+    assert_int_equal(st.grow_events, 0);
+    assert_true(env->errors.by_code[FM_ERR_POOL_FULL] > 0);
+    eng_destroy(e);
+}
+
+static void test_engine_reload_config_applies_or_keeps_the_world(void **state) {
+    (void)state;
+    FILE *f = fopen("eng_reload.ini", "wb");
+    fputs("[pool.particles]\ninitial_capacity = 40000\n", f);
+    fclose(f);
+    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 3});
+    run(e, 5);
+    char err[512];
+    assert_false(eng_reload_config(e, NULL, err, sizeof err)); /* none given at create */
+    assert_true(fm_test_contains(err, "no config"));
+    assert_false(eng_reload_config(e, "no_such_reload.ini", err, sizeof err));
+    assert_true(fm_test_contains(err, "no_such_reload.ini"));
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_null(in.config_path);
+    assert_true(in.particles > 0); /* not rebuilt */
+    assert_true(eng_reload_config(e, "eng_reload.ini", err, sizeof err));
+    fm_pool_stats st;
+    fm_pool_get_stats(eng_get_pool(e, "particles"), &st);
+    assert_true(st.capacity >= 40000);
+    eng_get_info(e, &in);
+    assert_string_equal(in.config_path, "eng_reload.ini");
+    assert_int_equal(eng_get_config(e)->pools[5].initial_capacity, 40000);
+    assert_true(eng_reload_config(e, NULL, err, sizeof err)); /* the same file again */
+    eng_destroy(e);
+}
+
+static void test_engine_create_rejects_bad_descs_with_a_message(void **state) {
+    (void)state;
+    char err[256];
+    assert_null(eng_create(&(eng_desc){.scene = "chaos"}, err, sizeof err));
+    assert_true(fm_test_contains(err, "unknown scene 'chaos'"));
+    assert_null(eng_create(&(eng_desc){.backend = (eng_backend)5}, err, sizeof err));
+    assert_true(fm_test_contains(err, "unknown backend"));
+    assert_null(eng_create(&(eng_desc){.override_growth = true, .growth = (fm_growth)9}, err, sizeof err));
+    assert_true(fm_test_contains(err, "unknown growth"));
+    assert_null(eng_run_headless(&(eng_desc){.scene = "chaos"}, 10, NULL, err, sizeof err));
+    eng *e = eng_create(NULL, NULL, 0); /* all defaults */
+    assert_non_null(e);
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_int_equal(in.seed, 1);
+    assert_string_equal(in.scene, "standard");
+    assert_true(in.scale == 1.0);
+    eng_destroy(e);
+    e = eng_create(&(eng_desc){.scale = 0.001}, err, sizeof err); /* clamped */
+    eng_get_info(e, &in);
+    assert_true(in.scale == 0.05);
+    eng_destroy(e);
+    const char *const *names = eng_scene_names();
+    assert_string_equal(names[0], "standard");
+    assert_string_equal(names[1], "ramp");
+    assert_string_equal(names[2], "bursts");
+    assert_null(names[3]);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_engine_frame_lifecycle_records_one_frame_per_begin_end),
+        cmocka_unit_test(test_engine_default_scale_meets_the_load_target),
+        cmocka_unit_test(test_engine_same_seed_same_world_other_seed_differs),
+        cmocka_unit_test(test_engine_malloc_backend_simulates_the_same_world),
+        cmocka_unit_test(test_engine_telemetry_sums_equal_the_pools_own_stats),
+        cmocka_unit_test(test_engine_ring_wraps_and_totals_cover_every_frame),
+        cmocka_unit_test(test_engine_csv_and_trace_of_a_run_are_well_formed),
+        cmocka_unit_test(test_engine_grow_ahead_moves_growth_out_of_allocations),
+        cmocka_unit_test(test_engine_grow_ahead_switch_acts_on_the_running_world),
+        cmocka_unit_test(test_engine_burst_and_scale_change_the_load),
+        cmocka_unit_test(test_engine_backend_growth_and_prefault_switches_rebuild_the_world),
+        cmocka_unit_test_setup_teardown(test_engine_fixed_pools_refuse_cleanly_and_keep_running,
+                                        fm_test_setup, fm_test_teardown),
+        cmocka_unit_test(test_engine_reload_config_applies_or_keeps_the_world),
+        cmocka_unit_test(test_engine_create_rejects_bad_descs_with_a_message),
+    };
+    return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
+}
