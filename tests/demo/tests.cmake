@@ -8,6 +8,8 @@ endif()
 if(TARGET framemem-demo)
   fm_add_test(test_demo_options demo/test_demo_options.c demo_options)
   target_link_libraries(test_demo_options PRIVATE framemem_demo_core)
+  fm_add_test(test_scene_draw demo/test_scene_draw.c demo_scene_draw)
+  target_link_libraries(test_scene_draw PRIVATE framemem_demo_core)
 
   # The program itself, run as a child process (headless; no display needed).
   find_program(FM_PYTHON3 python3 REQUIRED)

@@ -37,6 +37,7 @@ struct ovl_batch {
     int *indices;
     int max_quads, quads;
     int dropped, draw_calls;
+    bool translucent; /* a queued quad has alpha < 255 */
     SDL_Renderer *target;
     easy_vertex *scratch; /* stb_easy_font output, TEXT_SCRATCH_QUADS quads */
 };
@@ -76,7 +77,9 @@ bool ovl_batch_flush(ovl_batch *b, SDL_Renderer *r) {
     if (b->quads == 0) return true;
     int n = b->quads;
     b->quads = 0;
-    SDL_SetRenderDrawBlendMode(r, SDL_BLENDMODE_BLEND);
+    /* All opaque: no blending, which a software renderer does much faster. */
+    SDL_SetRenderDrawBlendMode(r, b->translucent ? SDL_BLENDMODE_BLEND : SDL_BLENDMODE_NONE);
+    b->translucent = false;
     b->draw_calls++;
     return SDL_RenderGeometry(r, NULL, b->vertices, 4 * n, b->indices, 6 * n) == 0;
 }
@@ -100,6 +103,7 @@ static SDL_Vertex *quad_slot(ovl_batch *b) {
 static void put_quad(ovl_batch *b, const float xy[8], SDL_Color c) {
     SDL_Vertex *v = quad_slot(b);
     if (!v) return;
+    b->translucent |= c.a != 255;
     for (int i = 0; i < 4; i++) {
         v[i].position.x = xy[2 * i];
         v[i].position.y = xy[2 * i + 1];

@@ -34,6 +34,7 @@ typedef struct resolved {
     double frame_budget_ns, alloc_budget_ns, headroom;
     float ts, lh; /* text scale, line height */
     uint8_t bg_alpha;
+    bool backdrop;
     const char *title, *settings, *help;
 } resolved;
 
@@ -48,6 +49,7 @@ static resolved resolve(const ovl_desc *d) {
     r.ts = d->text_scale > 0 ? d->text_scale : 1.0f;
     r.lh = (float)OVL_TEXT_LINE_HEIGHT * r.ts;
     r.bg_alpha = d->background_alpha ? d->background_alpha : 170;
+    r.backdrop = !d->no_backdrop;
     r.title = d->title ? d->title : "framemem: allocation per frame";
     r.settings = d->settings;
     r.help = d->help;
@@ -126,9 +128,25 @@ static float slot_x(const view *v, const SDL_FRect *g, uint32_t k) {
     return g->x + g->w * (float)(v->slots - v->shown + k) / (float)v->slots;
 }
 
-static void graph_frame(ovl_batch *b, const SDL_FRect *g) {
-    ovl_rect(b, g->x, g->y, g->w, g->h, (SDL_Color){0, 0, 0, 110});
+/* Panel backdrop and graph background. Translucent ones are quads in the
+ * batch; opaque ones (background_alpha 255) are filled up front with
+ * SDL_RenderFillRect, which a software renderer does at memset speed where a
+ * blended full-window quad costs several milliseconds. */
+#define BACKDROP_RGB 0x0C0E14u
+#define GRAPH_BG_RGB 0x050609u /* black at 110/255 over the backdrop */
+
+static void graph_frame(ovl_batch *b, const SDL_FRect *g, const resolved *r) {
+    if (r->backdrop && r->bg_alpha != 255) ovl_rect(b, g->x, g->y, g->w, g->h, (SDL_Color){0, 0, 0, 110});
     ovl_rect(b, g->x, g->y + g->h - 1, g->w, 1, rgb(AXIS_RGB, 255));
+}
+
+static void opaque_backgrounds(SDL_Renderer *rd, const SDL_FRect *area, const ovl_layout *lo) {
+    SDL_SetRenderDrawBlendMode(rd, SDL_BLENDMODE_NONE);
+    SDL_SetRenderDrawColor(rd, BACKDROP_RGB >> 16, (BACKDROP_RGB >> 8) & 0xFF, BACKDROP_RGB & 0xFF, 255);
+    SDL_RenderFillRectF(rd, area);
+    const SDL_FRect graphs[3] = {lo->alloc_graph, lo->maint_graph, lo->frame_graph};
+    SDL_SetRenderDrawColor(rd, GRAPH_BG_RGB >> 16, (GRAPH_BG_RGB >> 8) & 0xFF, GRAPH_BG_RGB & 0xFF, 255);
+    SDL_RenderFillRectsF(rd, graphs, 3);
 }
 
 static void hline(ovl_batch *b, const SDL_FRect *g, double value, double ymax, SDL_Color c) {
@@ -158,7 +176,7 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
              "an allocation in magenta (%llu in view)",
              v->shown, a, (unsigned long long)grows);
     ovl_text(b, g->x, g->y - r->lh, r->ts, rgb(TEXT_RGB, 255), cap);
-    graph_frame(b, g);
+    graph_frame(b, g, r);
 
     float bw = g->w / (float)v->slots;
     const SDL_Color grow = {OVL_GROWTH_R, OVL_GROWTH_G, OVL_GROWTH_B, 255};
@@ -222,7 +240,7 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
              "maintenance at the frame boundary (grow-ahead, own scale): max %s, %llu ahead growths in view",
              a, (unsigned long long)ahead);
     ovl_text(b, g->x, g->y - r->lh, r->ts, rgb(TEXT_RGB, 255), cap);
-    graph_frame(b, g);
+    graph_frame(b, g, r);
     float bw = g->w / (float)v->slots;
     for (uint32_t k = 0; k < v->shown; k++) {
         const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
@@ -252,7 +270,7 @@ static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
         {"maintenance ", OVL_MAINT_RGB}, {"render", OVL_RENDER_RGB}};
     for (size_t i = 0; i < 4; i++)
         x += ovl_text(b, x, g->y - r->lh, r->ts, rgb(parts[i].rgb, 255), parts[i].name);
-    graph_frame(b, g);
+    graph_frame(b, g, r);
     float bw = g->w / (float)v->slots;
     for (uint32_t k = 0; k < v->shown; k++) {
         const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
@@ -343,7 +361,9 @@ bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const eng_t
     SDL_RenderGetClipRect(rd, &old_clip);
     SDL_RenderSetClipRect(rd, &clip);
 
-    ovl_rect(b, area->x, area->y, area->w, area->h, (SDL_Color){12, 14, 20, r.bg_alpha});
+    if (!r.backdrop) { /* the caller darkened the area */ }
+    else if (r.bg_alpha == 255) opaque_backgrounds(rd, area, &lo);
+    else ovl_rect(b, area->x, area->y, area->w, area->h, rgb(BACKDROP_RGB, r.bg_alpha));
     ovl_text(b, lo.title.x, lo.title.y, r.ts, rgb(0xFFFFFF, 255), r.title);
     if (r.settings) ovl_text(b, lo.title.x, lo.title.y + r.lh, r.ts, rgb(TEXT_RGB, 255), r.settings);
     alloc_panel(b, &v, &lo.alloc_graph, &r);

@@ -30,9 +30,10 @@ typedef struct ovl_batch ovl_batch;
 ovl_batch *ovl_batch_create(int max_quads);
 void ovl_batch_destroy(ovl_batch *b);
 
-/// Submits everything queued with one SDL_RenderGeometry call (blend mode:
-/// alpha) and empties the batch. Returns false and leaves the batch empty when
-/// SDL refuses (SDL_GetError() says why).
+/// Submits everything queued with one SDL_RenderGeometry call (alpha blending
+/// when a queued quad is translucent, none when all are opaque) and empties the
+/// batch. Returns false and leaves the batch empty when SDL refuses
+/// (SDL_GetError() says why).
 bool ovl_batch_flush(ovl_batch *b, SDL_Renderer *r);
 /// The renderer a full batch flushes into: set before queueing (NULL: a full
 /// batch drops further quads and counts them in ovl_batch_dropped).

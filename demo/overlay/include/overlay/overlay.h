@@ -19,7 +19,9 @@
  *   - optional caller lines (key help, current settings).
  * Drawing allocates nothing: it queues quads into the caller's ovl_batch and
  * flushes once at the end (one SDL_RenderGeometry call when the batch holds
- * them all; OVL_BATCH_QUADS does for 32 sources and 600 frames).
+ * them all; OVL_BATCH_QUADS does for 32 sources and 600 frames), plus two
+ * SDL_RenderFillRect calls for opaque backgrounds. The renderer's clip
+ * rectangle is set to the area while drawing and restored after.
  */
 #ifndef OVERLAY_OVERLAY_H
 #define OVERLAY_OVERLAY_H
@@ -58,7 +60,13 @@ typedef struct ovl_desc {
     double alloc_budget_share;/* allocation budget line = share x frame budget; 0 = 0.01 */
     double headroom;          /* suggested capacity = peak x headroom; 0 = 1.25 */
     float text_scale;         /* 0 = 1 */
-    uint8_t background_alpha; /* panel backdrop; 0 = 170 */
+    uint8_t background_alpha; /* panel backdrop; 0 = 170; 255 = opaque, filled
+                                 with two SDL_RenderFillRect calls (cheap on a
+                                 software renderer, where blending a large
+                                 translucent quad costs milliseconds) */
+    bool no_backdrop;         /* no panel or graph background at all: the caller
+                                 has darkened the area itself (the demo does, in
+                                 its scene texture, on software renderers) */
     const char *title;        /* first line; NULL = "framemem: allocation per frame" */
     const char *settings;     /* a line under the title (current settings); NULL = none */
     const char *help;         /* last line (keys); NULL = none */

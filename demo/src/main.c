@@ -1,0 +1,326 @@
+/*
+ * main.c: framemem-demo — a busy scene on framemem's pools with the
+ * allocation-per-frame overlay; keys change the pools while it runs.
+ *
+ * The simulation advances a fixed 1/60 s per frame, so a run is the same for a
+ * given seed whatever the frame rate; the wall time of each frame (input,
+ * engine, render, present) is what the summary's frame-time figures measure.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <SDL.h>
+
+#include "engine/engine.h"
+#include "framemem/clock.h"
+#include "options.h"
+#include "overlay/overlay.h"
+#include "platform.h"
+#include "run_stats.h"
+#include "scene_draw.h"
+
+#define DEFAULT_TUNED_PATH "framemem-tuned.ini"
+
+static const char help_line[] =
+    "F1 overlay  P pause  N step  B burst  +/- scale  G growth policy  A grow-ahead  F prefault  "
+    "M backend  S save tuned config  L reload config  R reset stats  F12 screenshot  Esc quit";
+
+typedef struct demo {
+    demo_options opt;
+    demo_platform plat;
+    demo_scene_draw scene;
+    ovl_batch *overlay_batch;
+    eng *e;
+    demo_run_stats stats;
+    FILE *csv;
+    bool overlay, paused, step, quit;
+    bool software;               /* software renderer: the scene dims the overlay's
+                                    area instead of a blended backdrop (blending
+                                    a window-sized quad costs ~4 ms there) */
+    int growth_cycle;            /* 0 = the config's policies, 1.. = FM_GROWTH_* + 1 */
+    char config_path[1024];      /* what L reloads ("" = nothing yet) */
+    char status[256];            /* a message shown in the overlay for a while */
+    uint64_t status_until_frame;
+    uint64_t loop_frames;        /* loop iterations, paused ones included */
+    unsigned screenshots;
+} demo;
+
+static void set_status(demo *d, const char *fmt, const char *arg) {
+    snprintf(d->status, sizeof d->status, fmt, arg);
+    d->status_until_frame = d->loop_frames + 240;
+    printf("framemem-demo: %s\n", d->status);
+}
+
+/* ------------------------------------------------------------ keys */
+
+static void save_tuned(demo *d) {
+    const char *path = d->opt.save_config ? d->opt.save_config : DEFAULT_TUNED_PATH;
+    char err[512];
+    if (eng_write_tuned_config(d->e, path, 0, err, sizeof err)) {
+        snprintf(d->config_path, sizeof d->config_path, "%s", path);
+        set_status(d, "saved a tuned config to %s (L reloads it)", path);
+    } else {
+        set_status(d, "saving the tuned config failed: %s", err);
+    }
+}
+
+static void reload_config(demo *d) {
+    if (!d->config_path[0]) {
+        set_status(d, "%s", "no config to reload: save one with S or start with --config FILE");
+        return;
+    }
+    char err[512];
+    if (!eng_reload_config(d->e, d->config_path, err, sizeof err)) {
+        set_status(d, "reload failed: %s", err);
+        return;
+    }
+    const char *rep = eng_config_problems(d->e);
+    if (rep[0]) fprintf(stderr, "framemem-demo: config problems (defaults kept for these entries):\n%s", rep);
+    set_status(d, rep[0] ? "reloaded %s (with problems: see stderr)" : "reloaded %s", d->config_path);
+}
+
+static void screenshot(demo *d, const char *path) {
+    char err[512];
+    if (demo_platform_screenshot(&d->plat, path, err, sizeof err)) set_status(d, "screenshot %s", path);
+    else set_status(d, "%s", err);
+}
+
+static void on_key(demo *d, SDL_Keycode k) {
+    eng_info in;
+    eng_get_info(d->e, &in);
+    switch (k) {
+    case SDLK_F1: d->overlay = !d->overlay; break;
+    case SDLK_p: d->paused = !d->paused; break;
+    case SDLK_n: d->paused = true; d->step = true; break;
+    case SDLK_b: eng_burst(d->e, 1.0); break;
+    case SDLK_PLUS: case SDLK_EQUALS: case SDLK_KP_PLUS: eng_set_scale(d->e, in.scale * 1.5); break;
+    case SDLK_MINUS: case SDLK_KP_MINUS: eng_set_scale(d->e, in.scale / 1.5); break;
+    case SDLK_g:
+        d->growth_cycle = (d->growth_cycle + 1) % (FM_GROWTH_COUNT + 1);
+        if (d->growth_cycle == 0) eng_clear_growth_override(d->e);
+        else eng_set_growth(d->e, (fm_growth)(d->growth_cycle - 1));
+        break;
+    case SDLK_a: eng_set_grow_ahead(d->e, !in.grow_ahead); break;
+    case SDLK_f: eng_set_prefault(d->e, !in.prefault); break;
+    case SDLK_m:
+        eng_set_backend(d->e, in.backend == ENG_BACKEND_POOL ? ENG_BACKEND_MALLOC : ENG_BACKEND_POOL);
+        break;
+    case SDLK_s: save_tuned(d); break;
+    case SDLK_l: reload_config(d); break;
+    case SDLK_r:
+        eng_reset_stats(d->e);
+        demo_run_stats_reset(&d->stats);
+        set_status(d, "%s", "stats reset");
+        break;
+    case SDLK_F12: {
+        char path[64];
+        snprintf(path, sizeof path, "framemem-demo-%03u.png", d->screenshots++);
+        screenshot(d, path);
+        break;
+    }
+    case SDLK_ESCAPE: case SDLK_q: d->quit = true; break;
+    default: break;
+    }
+}
+
+static void poll_events(demo *d) {
+    SDL_Event ev;
+    while (SDL_PollEvent(&ev)) {
+        if (ev.type == SDL_QUIT) d->quit = true;
+        else if (ev.type == SDL_KEYDOWN && !ev.key.repeat) on_key(d, ev.key.keysym.sym);
+    }
+}
+
+/* ------------------------------------------------------------ drawing */
+
+static void draw_overlay(demo *d, double fps) {
+    eng_info in;
+    eng_get_info(d->e, &in);
+    char settings[512];
+    int n = snprintf(settings, sizeof settings,
+                     "backend %s | growth %s%s | grow-ahead %s | prefault %s | scale %.2f | "
+                     "%u particles, %u entities, %u spawned, %u died | %.0f fps | %s%s",
+                     eng_backend_name(in.backend), fm_growth_name(in.growth),
+                     in.override_growth ? " (all pools)" : " (config)", in.grow_ahead ? "on" : "off",
+                     in.prefault ? "on" : "off", in.scale, in.particles, in.entities, in.spawned, in.died,
+                     fps, d->plat.renderer_name, d->paused ? " | PAUSED" : "");
+    if (d->status[0] && d->loop_frames < d->status_until_frame && n > 0 && (size_t)n < sizeof settings)
+        snprintf(settings + n, sizeof settings - (size_t)n, "\n%s", d->status);
+    const SDL_FRect area = {8, 8, (float)d->plat.width - 16, (float)d->plat.height - 16};
+    ovl_draw(d->overlay_batch, d->plat.renderer, &area, eng_get_telemetry(d->e),
+             &(ovl_desc){.settings = settings, .help = help_line, .background_alpha = 150,
+                         .no_backdrop = d->software});
+}
+
+/* ------------------------------------------------------------ setup */
+
+static int fail_usage(const char *msg) {
+    fprintf(stderr, "framemem-demo: %s\n(try: framemem-demo --help)\n", msg);
+    return DEMO_EXIT_USAGE;
+}
+
+static bool write_outputs(demo *d) {
+    char err[512];
+    bool ok = true;
+    if (d->opt.csv) {
+        eng_telemetry_stream_end(eng_get_telemetry_mut(d->e));
+        if (fclose(d->csv) != 0) {
+            fprintf(stderr, "framemem-demo: --csv %s: write failed: %s\n", d->opt.csv, strerror(errno));
+            ok = false;
+        } else {
+            printf("framemem-demo: wrote %s (every frame, one row per pool)\n", d->opt.csv);
+        }
+        d->csv = NULL;
+    }
+    if (d->opt.trace) {
+        if (eng_telemetry_write_trace(eng_get_telemetry(d->e), d->opt.trace, err, sizeof err)) {
+            printf("framemem-demo: wrote %s (Chrome trace, the last %u frames)\n", d->opt.trace,
+                   eng_telemetry_frame_count(eng_get_telemetry(d->e)));
+        } else {
+            fprintf(stderr, "framemem-demo: --trace: %s\n", err);
+            ok = false;
+        }
+    }
+    if (d->opt.save_config) {
+        if (eng_write_tuned_config(d->e, d->opt.save_config, 0, err, sizeof err)) {
+            printf("framemem-demo: wrote the tuned config %s\n", d->opt.save_config);
+        } else {
+            fprintf(stderr, "framemem-demo: --save-config: %s\n", err);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    static demo d; /* zeroed; too big for some stacks with its path buffers */
+    char err[1024];
+    if (!demo_options_parse(argc, argv, &d.opt, err, sizeof err)) return fail_usage(err);
+    if (d.opt.help) {
+        fputs(demo_options_usage(), stdout);
+        return DEMO_EXIT_OK;
+    }
+    if (d.opt.config) {
+        FILE *f = fopen(d.opt.config, "r");
+        if (!f) {
+            fprintf(stderr, "framemem-demo: --config %s: cannot read the file: %s\n", d.opt.config,
+                    strerror(errno));
+            return DEMO_EXIT_USAGE;
+        }
+        fclose(f);
+        snprintf(d.config_path, sizeof d.config_path, "%s", d.opt.config);
+    }
+    fm_clock_init();
+
+    d.e = eng_create(&(eng_desc){.seed = d.opt.seed, .scale = d.opt.scale,
+                                 .backend = d.opt.backend == DEMO_BACKEND_MALLOC ? ENG_BACKEND_MALLOC
+                                                                                 : ENG_BACKEND_POOL,
+                                 .config_path = d.opt.config, .grow_ahead = d.opt.grow_ahead,
+                                 .prefault = d.opt.prefault, .world_w = (float)d.opt.width,
+                                 .world_h = (float)d.opt.height},
+                     err, sizeof err);
+    if (!d.e) {
+        fprintf(stderr, "framemem-demo: cannot start the engine: %s\n", err);
+        return DEMO_EXIT_FAILURE;
+    }
+    const char *rep = eng_config_problems(d.e);
+    if (rep[0]) fprintf(stderr, "framemem-demo: config problems (defaults kept for these entries):\n%s", rep);
+
+    int rc = DEMO_EXIT_OK;
+    if (d.opt.csv) {
+        d.csv = fopen(d.opt.csv, "w");
+        if (!d.csv) {
+            fprintf(stderr, "framemem-demo: --csv %s: cannot write: %s\n", d.opt.csv, strerror(errno));
+            eng_destroy(d.e);
+            return DEMO_EXIT_FAILURE;
+        }
+        eng_telemetry_stream_csv(eng_get_telemetry_mut(d.e), d.csv);
+    }
+    if (!demo_platform_open(&d.plat,
+                            &(demo_platform_desc){.width = d.opt.width, .height = d.opt.height,
+                                                  .headless = d.opt.headless, .vsync = d.opt.vsync,
+                                                  .software = d.opt.software, .title = "framemem-demo"},
+                            err, sizeof err)) {
+        fprintf(stderr, "framemem-demo: %s\n", err);
+        if (d.csv) eng_telemetry_stream_end(eng_get_telemetry_mut(d.e)), fclose(d.csv);
+        eng_destroy(d.e);
+        return DEMO_EXIT_FAILURE;
+    }
+    d.overlay_batch = ovl_batch_create(OVL_BATCH_QUADS);
+    if (!d.overlay_batch || !demo_scene_draw_init(&d.scene, d.plat.renderer, d.plat.width, d.plat.height, err,
+                                                  sizeof err)) {
+        fprintf(stderr, "framemem-demo: %s\n", d.overlay_batch ? err : "out of memory");
+        rc = DEMO_EXIT_FAILURE;
+        goto out;
+    }
+    d.overlay = d.opt.overlay;
+    d.software = strncmp(d.plat.renderer_name, "software", 8) == 0;
+    printf("framemem-demo: %dx%d, renderer %s, video driver %s\n", d.plat.width, d.plat.height,
+           d.plat.renderer_name, d.plat.video_driver);
+
+    const float sx = (float)d.plat.width / (float)d.opt.width, sy = (float)d.plat.height / (float)d.opt.height;
+    uint64_t prev = fm_clock_now();
+    double fps = 0;
+    long simulated = 0;
+    while (!d.quit) {
+        uint64_t t0 = fm_clock_now();
+        poll_events(&d);
+        if (d.quit) break;
+        bool tick = !d.paused || d.step;
+        d.step = false;
+        if (tick) eng_tick(d.e, 1.0 / 60.0);
+        bool last = tick && d.opt.frames && simulated + 1 >= d.opt.frames;
+
+        uint64_t r0 = fm_clock_now();
+        eng_render_list list = eng_get_render_list(d.e);
+        const SDL_Rect dim = {8, 8, d.plat.width - 16, d.plat.height - 16};
+        demo_scene_draw_list(&d.scene, d.plat.renderer, &list, sx, sy,
+                             d.overlay && d.software ? &dim : NULL);
+        if (d.overlay) draw_overlay(&d, fps);
+        if (last && d.opt.screenshot) {
+            if (demo_platform_screenshot(&d.plat, d.opt.screenshot, err, sizeof err)) {
+                printf("framemem-demo: wrote %s (%dx%d)\n", d.opt.screenshot, d.plat.width, d.plat.height);
+            } else {
+                fprintf(stderr, "framemem-demo: --screenshot: %s\n", err);
+                rc = DEMO_EXIT_FAILURE;
+            }
+        }
+        demo_platform_present(&d.plat);
+        uint64_t r1 = fm_clock_now();
+        if (tick) {
+            eng_set_render_ns(d.e, fm_clock_to_ns(r1 - r0));
+            const eng_telemetry *t = eng_get_telemetry(d.e);
+            uint32_t held = eng_telemetry_frame_count(t);
+            if (held) demo_run_stats_add(&d.stats, eng_telemetry_frame(t, held - 1), fm_clock_to_ns(r1 - t0));
+            simulated++;
+        }
+        double dt = (double)fm_clock_to_ns(r1 - prev) / 1e9;
+        prev = r1;
+        if (dt > 0) fps = fps == 0 ? 1 / dt : fps * 0.95 + 0.05 / dt;
+        d.loop_frames++;
+        if (last) break;
+    }
+
+    if (!write_outputs(&d)) rc = DEMO_EXIT_FAILURE;
+    if (!d.opt.quiet) {
+        demo_run_stats_print(&d.stats, d.e,
+                             &(demo_summary_info){.renderer = d.plat.renderer_name,
+                                                  .config = d.config_path[0] ? d.config_path : NULL,
+                                                  .save_hint = d.opt.save_config ? d.opt.save_config
+                                                                                 : DEFAULT_TUNED_PATH},
+                             stdout);
+    }
+out:
+    if (d.csv) {
+        eng_telemetry_stream_end(eng_get_telemetry_mut(d.e));
+        fclose(d.csv);
+    }
+    demo_scene_draw_deinit(&d.scene);
+    ovl_batch_destroy(d.overlay_batch);
+    demo_platform_close(&d.plat);
+    demo_run_stats_free(&d.stats);
+    eng_destroy(d.e);
+    return rc;
+}

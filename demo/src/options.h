@@ -1,0 +1,51 @@
+/*
+ * options.h: framemem-demo's command line.
+ *
+ * demo_options_parse fills a demo_options from argv and reports the first
+ * problem as one line naming the option and what was wrong. Exit codes of the
+ * program: 0 success, 1 runtime failure (no display, SDL or file errors),
+ * 2 bad command line or unreadable config file.
+ */
+#ifndef DEMO_OPTIONS_H
+#define DEMO_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DEMO_EXIT_OK 0
+#define DEMO_EXIT_FAILURE 1
+#define DEMO_EXIT_USAGE 2
+
+typedef enum demo_backend { DEMO_BACKEND_POOL, DEMO_BACKEND_MALLOC } demo_backend;
+
+typedef struct demo_options {
+    const char *config;      /* --config FILE (NULL: built-in defaults)       */
+    const char *screenshot;  /* --screenshot FILE.png, written at exit        */
+    const char *csv;         /* --csv FILE, telemetry at exit                 */
+    const char *trace;       /* --trace FILE.json, Chrome trace at exit       */
+    const char *save_config; /* --save-config FILE, tuned config at exit      */
+    long frames;             /* --frames N (0: until the window closes)       */
+    uint64_t seed;           /* --seed N                                      */
+    double scale;            /* --scale N, 0.05..50 (the engine's range)      */
+    demo_backend backend;    /* --backend pool|malloc                         */
+    int width, height;       /* --size WxH                                    */
+    bool headless;           /* --headless                                    */
+    bool vsync;              /* --vsync                                       */
+    bool grow_ahead;         /* --grow-ahead: pools grow at frame boundaries  */
+    bool prefault;           /* --prefault: growth touches its pages at once  */
+    bool software;           /* --software: no GPU renderer even if present   */
+    bool overlay;            /* false with --no-overlay (F1 toggles)          */
+    bool quiet;              /* --quiet: no summary at exit                   */
+    bool help;               /* --help was given                              */
+} demo_options;
+
+/// Defaults: 1280x720, scale 1, seed 1, pool backend, overlay on, run forever.
+demo_options demo_options_default(void);
+/// Parses argv[1..argc-1] into *out (starting from the defaults). On a bad
+/// argument returns false and writes one line (no newline) into err.
+bool demo_options_parse(int argc, char **argv, demo_options *out, char *err, size_t err_size);
+/// The --help text.
+const char *demo_options_usage(void);
+
+#endif /* DEMO_OPTIONS_H */

@@ -1,0 +1,48 @@
+/*
+ * platform.h: the demo's window and renderer, or an offscreen surface.
+ *
+ * Windowed: SDL_Renderer accelerated when SDL finds a GPU driver, software
+ * otherwise (or with .software, or when the "accelerated" OpenGL is Mesa's
+ * llvmpipe/softpipe, which is slower than SDL's software renderer). With no
+ * display, SDL's silent fallback to its offscreen driver is refused so the
+ * user gets a message suggesting --headless instead of an invisible window. Headless: SDL's offscreen video driver (dummy
+ * when offscreen is missing) and a software renderer drawing into an
+ * SDL_Surface, so the same drawing code runs with no display at all.
+ */
+#ifndef DEMO_PLATFORM_H
+#define DEMO_PLATFORM_H
+
+#include <SDL.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct demo_platform_desc {
+    int width, height;
+    bool headless, vsync, software;
+    const char *title;
+} demo_platform_desc;
+
+typedef struct demo_platform {
+    SDL_Window *window;     /* NULL when headless */
+    SDL_Surface *surface;   /* the headless target, else NULL */
+    SDL_Renderer *renderer;
+    int width, height;      /* output size in pixels */
+    bool headless;
+    bool gl_on_cpu;         /* OpenGL was a CPU rasterizer, so software it is */
+    char renderer_name[80]; /* "software", "opengl", ... plus " (headless)" */
+    char video_driver[32];
+} demo_platform;
+
+/// Opens the window (or offscreen surface) and its renderer. On failure writes
+/// a one-line reason into err (for a missing display it suggests --headless)
+/// and leaves *p closed.
+bool demo_platform_open(demo_platform *p, const demo_platform_desc *desc, char *err, size_t err_size);
+/// Destroys renderer, window/surface and shuts SDL down.
+void demo_platform_close(demo_platform *p);
+/// Shows the frame (no-op headless).
+void demo_platform_present(demo_platform *p);
+/// Writes what the renderer currently holds (call before present) as a PNG.
+/// On failure writes the reason into err.
+bool demo_platform_screenshot(demo_platform *p, const char *path, char *err, size_t err_size);
+
+#endif /* DEMO_PLATFORM_H */

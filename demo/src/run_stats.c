@@ -1,0 +1,114 @@
+/*
+ * run_stats.c: whole-run series and the exit summary.
+ */
+#include "run_stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool grow(demo_run_stats *s) {
+    size_t cap = s->cap ? s->cap * 2 : 4096;
+    uint64_t **series[] = {&s->alloc_ns, &s->frame_ns, &s->render_ns};
+    for (size_t i = 0; i < 3; i++) {
+        uint64_t *p = realloc(*series[i], cap * sizeof **series[i]);
+        if (!p) return false;
+        *series[i] = p;
+    }
+    s->cap = cap;
+    return true;
+}
+
+void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns) {
+    if (s->count == s->cap && !grow(s)) {
+        s->oom = true;
+        return;
+    }
+    s->alloc_ns[s->count] = rec->alloc_total_ns;
+    s->frame_ns[s->count] = wall_ns;
+    s->render_ns[s->count] = rec->render_ns;
+    s->grow_events += rec->grow_events;
+    if (s->count > 0) s->grow_events_after_first += rec->grow_events;
+    s->ahead_grow_events += rec->ahead_grow_events;
+    s->count++;
+}
+
+void demo_run_stats_reset(demo_run_stats *s) {
+    s->count = 0;
+    s->grow_events = s->grow_events_after_first = s->ahead_grow_events = 0;
+    s->oom = false;
+}
+
+void demo_run_stats_free(demo_run_stats *s) {
+    free(s->alloc_ns);
+    free(s->frame_ns);
+    free(s->render_ns);
+    memset(s, 0, sizeof *s);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+uint64_t demo_percentile(const uint64_t *values, size_t n, double p, uint64_t *scratch) {
+    if (n == 0) return 0;
+    memcpy(scratch, values, n * sizeof *values);
+    qsort(scratch, n, sizeof *scratch, cmp_u64);
+    /* nearest rank: the smallest value with at least p% of values at or below it */
+    double rank = p / 100.0 * (double)n;
+    size_t k = (size_t)rank;
+    if ((double)k < rank) k++;
+    if (k == 0) k = 1;
+    if (k > n) k = n;
+    return scratch[k - 1];
+}
+
+static double us(uint64_t ns) { return (double)ns / 1e3; }
+static double ms(uint64_t ns) { return (double)ns / 1e6; }
+
+void demo_run_stats_print(const demo_run_stats *s, const eng *e, const demo_summary_info *info,
+                          FILE *out) {
+    eng_info in;
+    eng_get_info(e, &in);
+    const eng_telemetry *t = eng_get_telemetry(e);
+    uint64_t *scratch = s->count ? malloc(s->count * sizeof *scratch) : NULL;
+    size_t n = scratch ? s->count : 0;
+
+    fprintf(out, "framemem-demo summary: %zu frames, scene %s, scale %.2f, backend %s, seed %llu, %s\n",
+            s->count, in.scene, in.scale, eng_backend_name(in.backend), (unsigned long long)in.seed,
+            info->renderer);
+    fprintf(out, "  config: %s; growth %s%s, grow-ahead %s, prefault %s\n",
+            info->config ? info->config : "built-in defaults", fm_growth_name(in.growth),
+            in.override_growth ? " (override)" : "", in.grow_ahead ? "on" : "off", in.prefault ? "on" : "off");
+    fprintf(out, "  live at exit: %u particles, %u entities, %u emitters\n", in.particles, in.entities,
+            in.emitters);
+    fprintf(out, "  allocation time per frame: median %.1f us, p99 %.1f us, max %.1f us\n",
+            us(demo_percentile(s->alloc_ns, n, 50, scratch)), us(demo_percentile(s->alloc_ns, n, 99, scratch)),
+            us(demo_percentile(s->alloc_ns, n, 100, scratch)));
+    uint64_t f50 = demo_percentile(s->frame_ns, n, 50, scratch);
+    fprintf(out, "  frame time: median %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms (%.0f fps at the median)\n",
+            ms(f50), ms(demo_percentile(s->frame_ns, n, 90, scratch)),
+            ms(demo_percentile(s->frame_ns, n, 99, scratch)), ms(demo_percentile(s->frame_ns, n, 100, scratch)),
+            f50 ? 1e9 / (double)f50 : 0.0);
+    fprintf(out, "  render time per frame: median %.2f ms, max %.2f ms\n",
+            ms(demo_percentile(s->render_ns, n, 50, scratch)), ms(demo_percentile(s->render_ns, n, 100, scratch)));
+    fprintf(out, "  growth events inside allocation calls: %llu (%llu after frame 1); grow-ahead growths at frame boundaries: %llu\n",
+            (unsigned long long)s->grow_events, (unsigned long long)s->grow_events_after_first,
+            (unsigned long long)s->ahead_grow_events);
+    if (s->grow_events) {
+        fprintf(out, "  pools that grew inside allocations:");
+        for (uint32_t i = 0; i < eng_telemetry_source_count(t); i++) {
+            const eng_source_info *si = eng_telemetry_source(t, i);
+            if (si->total_grow_events)
+                fprintf(out, " %s %llu", si->name, (unsigned long long)si->total_grow_events);
+        }
+        fprintf(out, "\n");
+    }
+    if (s->grow_events_after_first)
+        fprintf(out, "  Hitches from pool growth: save a tuned config (key S, or --save-config %s) and run again "
+                     "with --config %s.\n", info->save_hint, info->save_hint);
+    else
+        fprintf(out, "  No growth inside an allocation call after frame 1: the pool sizes fit this load.\n");
+    if (s->oom) fprintf(out, "  (out of memory for the run series: later frames are not in these figures)\n");
+    free(scratch);
+}

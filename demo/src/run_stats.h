@@ -1,0 +1,46 @@
+/*
+ * run_stats.h: the demo's whole-run figures for the exit summary.
+ *
+ * The engine's telemetry ring holds the last 600 frames; the summary covers
+ * every frame since start (or the last stats reset), so the demo keeps its own
+ * per-frame series: allocation time, wall frame time, render time and
+ * in-allocation growth events. The arrays grow by doubling (amortised, a few
+ * reallocations per run; the engine's instrumentation is untouched).
+ */
+#ifndef DEMO_RUN_STATS_H
+#define DEMO_RUN_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine/engine.h"
+
+typedef struct demo_run_stats {
+    uint64_t *alloc_ns, *frame_ns, *render_ns;
+    size_t count, cap;
+    uint64_t grow_events, grow_events_after_first, ahead_grow_events;
+    bool oom; /* a series could not grow: later frames are not counted */
+} demo_run_stats;
+
+/// Records one simulated frame: the engine's newest record plus the wall time
+/// of the whole loop iteration (input, engine, render, present).
+void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns);
+void demo_run_stats_reset(demo_run_stats *s);
+void demo_run_stats_free(demo_run_stats *s);
+/// The p-th percentile (0..100, nearest rank) of a series of n values
+/// (sorted into scratch, which holds n). 0 when n is 0.
+uint64_t demo_percentile(const uint64_t *values, size_t n, double p, uint64_t *scratch);
+
+typedef struct demo_summary_info {
+    const char *renderer;   /* "software (headless)", ... */
+    const char *config;     /* the config file in use, or NULL */
+    const char *save_hint;  /* where S / --save-config writes */
+} demo_summary_info;
+
+/// Prints the one-screen exit summary to out.
+void demo_run_stats_print(const demo_run_stats *s, const eng *e, const demo_summary_info *info,
+                          FILE *out);
+
+#endif /* DEMO_RUN_STATS_H */

@@ -1,0 +1,352 @@
+/*
+ * test_demo_run.c: framemem-demo as a user runs it (demo/src/main.c): a
+ * headless run with every output, the save-config / reload loop, bad
+ * arguments and files, no display, and (argument "xvfb") a real window under
+ * xvfb-run. The demo runs as a child process; paths come from CMake.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "fm_test.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stb_image.h>
+
+#include "engine/telemetry.h"
+#include "overlay/overlay.h"
+
+#ifndef DEMO_EXE
+#error "DEMO_EXE (path of framemem-demo) comes from tests/demo/tests.cmake"
+#endif
+
+enum { W = 1280, H = 720 };
+
+typedef struct run {
+    int code;     /* exit code, or 128 + signal */
+    char out[16384], err[16384];
+} run;
+
+static char dir[512]; /* per-process scratch directory */
+
+static void slurp(const char *path, char *buf, size_t n) {
+    buf[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    size_t k = fread(buf, 1, n - 1, f);
+    buf[k] = 0;
+    fclose(f);
+}
+
+enum { ENV_KEEP = 0, ENV_NO_DISPLAY = 1, ENV_WINDOW = 2 };
+
+/* Runs argv[0..] with stdout/stderr captured. ENV_NO_DISPLAY: no DISPLAY,
+ * WAYLAND_DISPLAY or SDL_VIDEODRIVER in the child's environment. ENV_WINDOW:
+ * a real window, where libdbus and the X11/Mesa modules SDL loads and unloads
+ * keep allocations LeakSanitizer cannot attribute to a module to suppress; so
+ * leak checking is off there (the headless runs check the demo's own leaks). */
+static void run_argv(run *r, char *const argv[], int env) {
+    char out_path[600], err_path[600];
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (o < 0 || e < 0) _exit(126);
+        dup2(o, 1);
+        dup2(e, 2);
+        if (chdir(dir) != 0) _exit(126);
+        if (env == ENV_NO_DISPLAY) {
+            unsetenv("DISPLAY");
+            unsetenv("WAYLAND_DISPLAY");
+            unsetenv("SDL_VIDEODRIVER");
+        }
+        if (env == ENV_WINDOW) {
+            static char opts[1024];
+            const char *old = getenv("ASAN_OPTIONS");
+            snprintf(opts, sizeof opts, "%s%sdetect_leaks=0", old ? old : "", old && *old ? ":" : "");
+            setenv("ASAN_OPTIONS", opts, 1);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    slurp(out_path, r->out, sizeof r->out);
+    slurp(err_path, r->err, sizeof r->err);
+}
+
+#define DEMO(r, env, ...) run_argv(r, (char *const[]){DEMO_EXE, __VA_ARGS__, NULL}, env)
+
+static void path_in(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+
+static void expect_text(const char *haystack, const char *needle, const char *where) {
+    if (!strstr(haystack, needle)) fail_msg("%s lacks '%s':\n%s", where, needle, haystack);
+}
+
+/* ------------------------------------------------------------ bad input */
+
+static void test_demo_help_lists_the_options_and_exits_0(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--help");
+    assert_int_equal(r.code, 0);
+    expect_text(r.out, "--headless", "stdout");
+    expect_text(r.out, "--save-config", "stdout");
+    expect_text(r.out, "F1 overlay", "stdout");
+}
+
+static void expect_usage_error(const char *a, const char *b, const char *want) {
+    static run r;
+    if (b) DEMO(&r, ENV_KEEP, (char *)a, (char *)b);
+    else DEMO(&r, ENV_KEEP, (char *)a);
+    if (r.code != 2) fail_msg("'%s %s': exit %d, wanted 2; stderr: %s", a, b ? b : "", r.code, r.err);
+    expect_text(r.err, want, "stderr");
+    expect_text(r.err, "framemem-demo --help", "stderr");
+    assert_string_equal(r.out, ""); /* nothing ran */
+}
+
+static void test_demo_bad_arguments_exit_2_with_a_clear_message(void **state) {
+    (void)state;
+    expect_usage_error("--bogus", NULL, "framemem-demo: unknown option '--bogus'");
+    expect_usage_error("--frames", "abc", "--frames: 'abc' is not a whole number");
+    expect_usage_error("--frames", NULL, "--frames needs a value");
+    expect_usage_error("--scale", "0", "--scale: 0 is out of range 0.05..50");
+    expect_usage_error("--backend", "tcmalloc", "--backend: 'tcmalloc' is not 'pool' or 'malloc'");
+    expect_usage_error("--size", "huge", "--size: 'huge' is not WIDTHxHEIGHT");
+}
+
+static void test_demo_missing_config_file_exits_2_naming_it(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--config", "no-such-dir/pools.ini");
+    assert_int_equal(r.code, 2);
+    expect_text(r.err, "--config no-such-dir/pools.ini: cannot read the file: No such file or directory",
+                "stderr");
+}
+
+static void test_demo_without_a_display_suggests_headless(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_NO_DISPLAY, "--frames", "5");
+    assert_int_equal(r.code, 1);
+    expect_text(r.err, "cannot open a window", "stderr");
+    expect_text(r.err, "--headless", "stderr");
+}
+
+static void test_demo_unwritable_outputs_fail_with_exit_1(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "3", "--csv", "no-such-dir/t.csv");
+    assert_int_equal(r.code, 1);
+    expect_text(r.err, "--csv no-such-dir/t.csv: cannot write", "stderr");
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "3", "--screenshot", "no-such-dir/s.png", "--quiet");
+    assert_int_equal(r.code, 1);
+    expect_text(r.err, "--screenshot: screenshot no-such-dir/s.png: cannot write the PNG file", "stderr");
+}
+
+/* ------------------------------------------------------------ outputs */
+
+/* Lines after the header, and how many rows each frame number has. */
+static size_t csv_rows(const char *path, uint64_t *frames_seen) {
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[2048];
+    size_t rows = 0;
+    uint64_t last = UINT64_MAX, frames = 0;
+    assert_non_null(fgets(line, sizeof line, f)); /* header */
+    assert_true(strncmp(line, "frame,pool,", 11) == 0);
+    while (fgets(line, sizeof line, f)) {
+        uint64_t fr = strtoull(line, NULL, 10);
+        if (fr != last) frames++;
+        last = fr;
+        rows++;
+    }
+    fclose(f);
+    *frames_seen = frames;
+    return rows;
+}
+
+/* Sum of grow_events over every frame but the first in a CSV. */
+static uint64_t csv_growth_after_first_frame(const char *path, uint64_t *in_first) {
+    char err[256];
+    eng_telemetry *t = eng_telemetry_read_csv(path, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    uint64_t after = 0;
+    *in_first = 0;
+    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++) {
+        uint32_t g = eng_telemetry_frame(t, i)->grow_events;
+        if (i == 0) *in_first = g;
+        else after += g;
+    }
+    eng_telemetry_destroy(t);
+    return after;
+}
+
+static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "300", "--screenshot", "shot.png", "--csv", "run.csv",
+         "--trace", "run.json", "--seed", "7");
+    if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.out, "framemem-demo summary: 300 frames", "summary");
+    expect_text(r.out, "allocation time per frame: median", "summary");
+    expect_text(r.out, "growth events inside allocation calls:", "summary");
+
+    char png[600], csv[600], trace[600];
+    path_in(png, sizeof png, "shot.png");
+    path_in(csv, sizeof csv, "run.csv");
+    path_in(trace, sizeof trace, "run.json");
+
+    /* The CSV: one row per frame per source. */
+    char err[256];
+    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    uint32_t sources = eng_telemetry_source_count(t);
+    assert_true(sources >= 3);
+    uint64_t frames = 0;
+    assert_int_equal(csv_rows(csv, &frames), 300 * (size_t)sources);
+    assert_int_equal(frames, 300);
+
+    /* The PNG: window size, and the overlay's allocation graph holds bars in
+     * the colours of the pools that allocated the most. */
+    int w, h, comp;
+    unsigned char *px = stbi_load(png, &w, &h, &comp, 3);
+    if (!px) fail_msg("%s does not decode: %s", png, stbi_failure_reason());
+    assert_int_equal(w, W);
+    assert_int_equal(h, H);
+    ovl_layout lo;
+    const SDL_FRect area = {8, 8, W - 16, H - 16};
+    ovl_layout_compute(&area, t, &(ovl_desc){.settings = "s", .help = "h"}, &lo);
+    uint64_t total = 0, by_source[ENG_TELEMETRY_MAX_SOURCES] = {0};
+    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++)
+        for (uint32_t s = 0; s < sources; s++) {
+            by_source[s] += eng_telemetry_sample(t, i, s)->alloc_ns;
+            total += eng_telemetry_sample(t, i, s)->alloc_ns;
+        }
+    assert_true(total > 0);
+    int checked = 0;
+    for (uint32_t s = 0; s < sources; s++) {
+        if (by_source[s] * 10 < total) continue; /* too thin to be sure of a pixel */
+        SDL_Color c = ovl_source_color(s);
+        int found = 0;
+        for (int y = (int)lo.alloc_graph.y; y < (int)(lo.alloc_graph.y + lo.alloc_graph.h); y++)
+            for (int x = (int)lo.alloc_graph.x; x < (int)(lo.alloc_graph.x + lo.alloc_graph.w); x++) {
+                const unsigned char *p = px + 3 * ((size_t)y * W + (size_t)x);
+                found += p[0] == c.r && p[1] == c.g && p[2] == c.b;
+            }
+        if (found < 20)
+            fail_msg("pool %s (colour %02x%02x%02x) has %d pixels in the graph", eng_telemetry_source(t, s)->name,
+                     c.r, c.g, c.b, found);
+        checked++;
+    }
+    assert_true(checked >= 1);
+    stbi_image_free(px);
+    eng_telemetry_destroy(t);
+
+    /* The trace: JSON with a traceEvents array (python3's json module). */
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd,
+             "%s -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+             "ev=d[\"traceEvents\"] if isinstance(d, dict) else d; sys.exit(0 if len(ev) >= 300 else 3)' %s",
+             PYTHON3, trace);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_demo_saved_config_removes_growth_after_frame_1(void **state) {
+    (void)state;
+    static run r;
+    /* First run: default (small) pools regrow; save the tuned config. */
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "300", "--save-config", "tuned.ini", "--csv", "first.csv",
+         "--no-overlay");
+    if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
+    expect_text(r.out, "wrote the tuned config tuned.ini", "stdout");
+    expect_text(r.out, "save a tuned config", "summary"); /* it had hitches to remove */
+    char csv[600];
+    path_in(csv, sizeof csv, "first.csv");
+    uint64_t first_frame;
+    assert_true(csv_growth_after_first_frame(csv, &first_frame) > 0);
+
+    /* Second run with it: no growth inside an allocation after frame 1. */
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "300", "--config", "tuned.ini", "--csv", "second.csv",
+         "--no-overlay");
+    if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
+    expect_text(r.out, "(0 after frame 1)", "summary");
+    expect_text(r.out, "No growth inside an allocation call after frame 1", "summary");
+    assert_string_equal(r.err, ""); /* the saved config loads without a problem */
+    path_in(csv, sizeof csv, "second.csv");
+    assert_int_equal(csv_growth_after_first_frame(csv, &first_frame), 0);
+}
+
+static void test_demo_malloc_backend_runs_the_same_world(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "60", "--backend", "malloc", "--no-overlay");
+    if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
+    expect_text(r.out, "backend malloc", "summary");
+}
+
+/* ------------------------------------------------------------ xvfb */
+
+static void test_demo_window_under_xvfb_takes_a_screenshot(void **state) {
+    (void)state;
+    static run r;
+    char shot[600];
+    path_in(shot, sizeof shot, "xvfb.png");
+    run_argv(&r,
+             (char *const[]){XVFB_RUN, "-a", "-s", "-screen 0 1280x720x24", DEMO_EXE, "--frames", "120",
+                             "--screenshot", shot, NULL},
+             ENV_WINDOW);
+    if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.out, "framemem-demo summary: 120 frames", "summary");
+    int w, h, comp;
+    unsigned char *px = stbi_load(shot, &w, &h, &comp, 3);
+    if (!px) fail_msg("%s does not decode: %s", shot, stbi_failure_reason());
+    assert_int_equal(w, W);
+    assert_int_equal(h, H);
+    stbi_image_free(px);
+}
+
+/* ------------------------------------------------------------ main */
+
+static int make_dir(void **state) {
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/demo-run-%ld", TEST_OUT_DIR, (long)getpid());
+    mkdir(TEST_OUT_DIR, 0755);
+    return mkdir(dir, 0755);
+}
+
+static int remove_dir(void **state) {
+    (void)state;
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "xvfb")) {
+        const struct CMUnitTest xvfb[] = {
+            cmocka_unit_test(test_demo_window_under_xvfb_takes_a_screenshot),
+        };
+        return cmocka_run_group_tests_name("demo_xvfb", xvfb, make_dir, remove_dir);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_demo_help_lists_the_options_and_exits_0),
+        cmocka_unit_test(test_demo_bad_arguments_exit_2_with_a_clear_message),
+        cmocka_unit_test(test_demo_missing_config_file_exits_2_naming_it),
+        cmocka_unit_test(test_demo_without_a_display_suggests_headless),
+        cmocka_unit_test(test_demo_unwritable_outputs_fail_with_exit_1),
+        cmocka_unit_test(test_demo_headless_run_writes_screenshot_csv_and_trace),
+        cmocka_unit_test(test_demo_saved_config_removes_growth_after_frame_1),
+        cmocka_unit_test(test_demo_malloc_backend_runs_the_same_world),
+    };
+    return cmocka_run_group_tests_name("demo_run", tests, make_dir, remove_dir);
+}
