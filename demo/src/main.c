@@ -41,7 +41,7 @@ typedef struct demo {
                                     a window-sized quad costs ~4 ms there) */
     int growth_cycle;            /* 0 = the config's policies, 1.. = FM_GROWTH_* + 1 */
     char config_path[1024];      /* what L reloads ("" = nothing yet) */
-    char status[256];            /* a message shown in the overlay for a while */
+    char status[1024];           /* a message shown in the overlay for a while */
     uint64_t status_until_frame;
     uint64_t loop_frames;        /* loop iterations, paused ones included */
     unsigned screenshots;
@@ -138,7 +138,7 @@ static void poll_events(demo *d) {
 static void draw_overlay(demo *d, double fps) {
     eng_info in;
     eng_get_info(d->e, &in);
-    char settings[512];
+    char settings[1536];
     int n = snprintf(settings, sizeof settings,
                      "backend %s | growth %s%s | grow-ahead %s | prefault %s | scale %.2f | "
                      "%u particles, %u entities, %u spawned, %u died | %.0f fps | %s%s",
