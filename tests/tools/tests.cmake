@@ -11,3 +11,11 @@ if(FM_BUILD_TOOLS)
             $<TARGET_FILE:fm-bench> ${fm_bench_libc})
   set_tests_properties(tools_fm_bench_quick PROPERTIES TIMEOUT 600)
 endif()
+
+# fm-tune needs the engine's telemetry reader.
+if(FM_BUILD_TOOLS AND EXISTS ${PROJECT_SOURCE_DIR}/engine/CMakeLists.txt)
+  add_test(NAME tools_fm_tune
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_tune.sh
+            $<TARGET_FILE:fm-tune> ${CMAKE_CURRENT_SOURCE_DIR}/tools/data)
+  set_tests_properties(tools_fm_tune PROPERTIES TIMEOUT 120)
+endif()

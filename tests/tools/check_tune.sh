@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# fm-tune: known runs give known capacities; every malformed input fails
+# with exit 2 and "file:line: problem", writing nothing (an existing output
+# stays as it was, no temporary file is left); bad arguments exit 2; an
+# unwritable output exits 1.
+#
+#   check_tune.sh PATH/TO/fm-tune DATA_DIR
+set -u
+tune=$1
+data=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fail=0
+err() { echo "FAIL: $*" >&2; fail=1; }
+
+# --- known runs (tests/tools/data): particles peaks at 1000 live (run2's
+# peak_live), chunks of 64 items, 7 in-allocation growths; bullets peaks at
+# 301 (run2, malloc backend) with chunks of 256 items from run1.
+expect_ini() { # file, pool, capacity
+    awk -v s="[pool.$2]" -v want="initial_capacity = $3" '
+        $0 == s { on = 1; next } /^\[/ { on = 0 } on && $0 == want { found = 1 }
+        END { exit !found }' "$1" || err "$1: [pool.$2] does not say '$3'"
+}
+"$tune" --out tuned.ini "$data/run1.csv" "$data/run2.csv" >table.txt 2>stderr.txt ||
+    err "fm-tune on the known runs exited $? ($(cat stderr.txt))"
+expect_ini tuned.ini particles 1280 # 1000 x 1.25 = 1250 -> 20 chunks of 64
+expect_ini tuned.ini bullets 512    # 301 x 1.25 = 377 -> 2 chunks of 256
+grep -qF "| particles | 32 | 64 | 128 | 1024 | 1000 | 1280 | 7 | 560.0 | 40.0 | +8.0 |" table.txt ||
+    err "before/after row of particles wrong: $(grep particles table.txt)"
+grep -q "^\[pool\.frame\]" tuned.ini && err "the arena 'frame' got a pool section"
+
+"$tune" --headroom 1 --out exact.ini "$data/run1.csv" "$data/run2.csv" >/dev/null ||
+    err "--headroom 1 failed"
+expect_ini exact.ini particles 1024 # 1000 -> 16 chunks of 64
+expect_ini exact.ini bullets 512    # 301 -> 2 chunks of 256
+
+# Only the malloc-backed run: the chunk size is unknown, no rounding.
+"$tune" --out malloc.ini "$data/run2.csv" >/dev/null || err "run2 alone failed"
+expect_ini malloc.ini bullets 377
+expect_ini malloc.ini particles 1280
+
+# --- malformed inputs, made from run1.csv.
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "live") c = i }
+    { out = ""; for (i = 1; i <= NF; i++) if (i != c) out = out (out == "" ? "" : ",") $i; print out }' \
+    "$data/run1.csv" >missing_column.csv
+awk -F, -v OFS=, 'NR == 6 { $9 = "31x" } { print }' "$data/run1.csv" >bad_number.csv
+awk -F, -v OFS=, 'NR == 4 { NF = 7 } { print }' "$data/run1.csv" >short_line.csv
+head -c -9 "$data/run1.csv" >truncated.csv
+cp "$tune" binary.csv
+: >empty.csv
+printf 'old\n' >keep.ini
+
+check_bad() { # file, expected "file:line" prefix of the message
+    rm -f out.ini
+    "$tune" --out out.ini "$data/run1.csv" "$1" >/dev/null 2>msg.txt
+    rc=$?
+    [ $rc = 2 ] || err "$1: exit $rc, expected 2"
+    grep -q "^fm-tune: $2: " msg.txt || err "$1: message '$(cat msg.txt)' lacks '$2: '"
+    [ -e out.ini ] && err "$1: out.ini was written"
+    "$tune" --out keep.ini "$1" >/dev/null 2>&1
+    [ "$(cat keep.ini)" = old ] || err "$1: an existing output was changed"
+    ls ./*.tmp* >/dev/null 2>&1 && err "$1: a temporary file was left"
+}
+check_bad missing_column.csv "missing_column.csv:1"
+check_bad bad_number.csv "bad_number.csv:6"
+check_bad short_line.csv "short_line.csv:4"
+check_bad truncated.csv "truncated.csv:13"
+check_bad binary.csv "binary.csv:1"
+check_bad empty.csv "empty.csv:1"
+check_bad nosuch.csv "nosuch.csv:[0-9]*"
+
+# --- arguments and output errors.
+for args in "" "--out x.ini" "$data/run1.csv" "--headroom 0.5 --out x.ini $data/run1.csv" \
+            "--headroom abc --out x.ini $data/run1.csv" "--frob --out x.ini $data/run1.csv"; do
+    # shellcheck disable=SC2086
+    "$tune" $args >/dev/null 2>&1
+    rc=$?
+    [ $rc = 2 ] || err "fm-tune $args: exit $rc, expected 2"
+done
+[ -e x.ini ] && err "a refused command line wrote x.ini"
+"$tune" --out nodir/out.ini "$data/run1.csv" >/dev/null 2>msg.txt
+rc=$?
+[ $rc = 1 ] || err "unwritable output: exit $rc, expected 1"
+grep -q "cannot write nodir/out.ini" msg.txt || err "unwritable output: message '$(cat msg.txt)'"
+
+[ $fail = 0 ] && echo "fm-tune: capacities, malformed inputs and arguments as expected"
+exit $fail
