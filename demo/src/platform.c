@@ -88,8 +88,12 @@ static bool open_window(demo_platform *p, const demo_platform_desc *d, char *err
             p->gl_on_cpu = true;
         }
     }
-    if (!p->renderer) /* no GPU renderer (or --software): software it is */
+    if (!p->renderer) { /* no GPU renderer (or --software): software it is */
+        /* Present through the native framebuffer (X11: MIT-SHM), not through
+         * SDL's OpenGL "texture framebuffer", which is Mesa's CPU JIT here. */
+        SDL_SetHint(SDL_HINT_FRAMEBUFFER_ACCELERATION, "0");
         p->renderer = SDL_CreateRenderer(p->window, -1, SDL_RENDERER_SOFTWARE | vs);
+    }
     if (!p->renderer) {
         set_err(err, n, "cannot create a renderer for the window");
         return false;

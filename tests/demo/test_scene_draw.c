@@ -73,8 +73,8 @@ static void test_scene_dims_sprites_and_background_inside_the_rect(void **state)
     demo_scene_draw_list(&f->s, f->t.r, &l, 1, 1, &dim);
     SDL_RenderFlush(f->t.r);
     Uint32 red = sw_pixel(&f->t, 10, 10), blue = sw_pixel(&f->t, 100, 100);
-    assert_int_equal(red, 0x5E0000); /* 3/8 of 0xFF */
-    assert_int_equal(blue, 0x00005F); /* 0xFF * 3 / 8 */
+    assert_int_equal(red, 0x3F0000); /* a quarter of 0xFF */
+    assert_int_equal(blue, 0x00003F);
     assert_int_equal(sw_pixel(&f->t, 250, 150), 0x00FF00); /* outside: untouched */
     assert_int_equal(sw_pixel(&f->t, 200, 40), 0xFFFFFF);
     assert_true(sw_pixel(&f->t, 150, 190) != 0x0E1118); /* dimmed background */
