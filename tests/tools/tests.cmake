@@ -19,3 +19,13 @@ if(FM_BUILD_TOOLS AND EXISTS ${PROJECT_SOURCE_DIR}/engine/CMakeLists.txt)
             $<TARGET_FILE:fm-tune> ${CMAKE_CURRENT_SOURCE_DIR}/tools/data)
   set_tests_properties(tools_fm_tune PROPERTIES TIMEOUT 120)
 endif()
+
+# fm-plot needs the demo's overlay library (SDL2, stb).
+if(FM_BUILD_TOOLS AND TARGET framemem_overlay)
+  fm_add_test(test_fm_plot tools/test_fm_plot.c tools_fm_plot)
+  target_link_libraries(test_fm_plot PRIVATE framemem_overlay)
+  target_compile_definitions(test_fm_plot PRIVATE
+    FM_PLOT="$<TARGET_FILE:fm-plot>"
+    FM_DATA="${CMAKE_CURRENT_SOURCE_DIR}/tools/data")
+  add_dependencies(test_fm_plot fm-plot)
+endif()

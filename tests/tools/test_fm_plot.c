@@ -1,0 +1,165 @@
+/*
+ * tests/tools/test_fm_plot.c: fm-plot as a user runs it (a child process):
+ * the PNG decodes (stb_image) to the requested size, frames with an
+ * in-allocation growth show the overlay's growth colour and frames without
+ * do not; bad arguments and inputs exit 2 and write nothing; an unwritable
+ * output exits 1.
+ *
+ * tests/tools/data/run1.csv: frames 0..3, pool "particles" grows inside an
+ * allocation in frames 1 (twice) and 3, frames 0 and 2 have no growth.
+ */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <stb_image.h>
+
+#include "overlay/overlay.h"
+
+static char dir[64];
+static char out_png[128];
+static char msg_path[128];
+
+/* Runs fm-plot with args (a shell-quoted string); its exit code. */
+static int run(const char *fmt, ...) {
+    char args[1024], cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", FM_PLOT, args, msg_path);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool message_has(const char *needle) {
+    char buf[2048] = "";
+    FILE *f = fopen(msg_path, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    if (!strstr(buf, needle)) fprintf(stderr, "message was: %s", buf);
+    return strstr(buf, needle) != NULL;
+}
+
+static bool exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Pixels of the picture exactly in the growth colour. */
+static long growth_pixels(const char *path, int want_w, int want_h) {
+    int w = 0, h = 0, comp = 0;
+    unsigned char *px = stbi_load(path, &w, &h, &comp, 4);
+    assert_non_null(px);
+    assert_int_equal(w, want_w);
+    assert_int_equal(h, want_h);
+    long n = 0;
+    for (long i = 0; i < (long)w * h; i++) {
+        const unsigned char *p = px + i * 4;
+        if (p[0] == OVL_GROWTH_R && p[1] == OVL_GROWTH_G && p[2] == OVL_GROWTH_B && p[3] == 255) n++;
+    }
+    stbi_image_free(px);
+    return n;
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/fm_plot_test_XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    snprintf(out_png, sizeof out_png, "%s/out.png", dir);
+    snprintf(msg_path, sizeof msg_path, "%s/msg.txt", dir);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    unlink(out_png);
+    unlink(msg_path);
+    rmdir(dir);
+    return 0;
+}
+
+static void test_whole_run_has_growth(void **state) {
+    (void)state;
+    assert_int_equal(run("--out '%s' --width 640 --height 400 '%s/run1.csv'", out_png, FM_DATA), 0);
+    assert_true(growth_pixels(out_png, 640, 400) > 100);
+    unlink(out_png);
+}
+
+static void test_default_size(void **state) {
+    (void)state;
+    assert_int_equal(run("--out '%s' '%s/run1.csv'", out_png, FM_DATA), 0);
+    assert_true(growth_pixels(out_png, 1280, 720) > 100);
+    unlink(out_png);
+}
+
+static void test_frames_without_growth(void **state) {
+    (void)state;
+    assert_int_equal(run("--out '%s' --width 320 --height 240 --frames 2:2 '%s/run1.csv'",
+                         out_png, FM_DATA), 0);
+    assert_int_equal(growth_pixels(out_png, 320, 240), 0);
+    unlink(out_png);
+    /* Open-ended ranges: 3: holds the growth of frame 3, :0 none. */
+    assert_int_equal(run("--out '%s' --width 320 --height 240 --frames 3: '%s/run1.csv'", out_png,
+                         FM_DATA), 0);
+    assert_true(growth_pixels(out_png, 320, 240) > 0);
+    assert_int_equal(run("--out '%s' --width 320 --height 240 --frames :0 '%s/run1.csv'", out_png,
+                         FM_DATA), 0);
+    assert_int_equal(growth_pixels(out_png, 320, 240), 0);
+    unlink(out_png);
+}
+
+static void test_bad_arguments(void **state) {
+    (void)state;
+    static const char *const bad[] = {
+        "--width 10", "--width abc", "--height 99999", "--frames 5:2", "--frames x",
+        "--frames :", "--frames 1-2", "--frobnicate", "--width",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(run("--out '%s' %s '%s/run1.csv'", out_png, bad[i], FM_DATA), 2);
+        assert_false(exists(out_png));
+    }
+    assert_int_equal(run("'%s/run1.csv'", FM_DATA), 2); /* no --out */
+    assert_true(message_has("--out FILE.png is required"));
+    assert_int_equal(run("--out '%s'", out_png), 2); /* no CSV */
+    assert_int_equal(run("--out '%s' '%s/run1.csv' '%s/run2.csv'", out_png, FM_DATA, FM_DATA), 2);
+    assert_false(exists(out_png));
+}
+
+static void test_bad_inputs(void **state) {
+    (void)state;
+    assert_int_equal(run("--out '%s' --frames 100:200 '%s/run1.csv'", out_png, FM_DATA), 2);
+    assert_true(message_has("no frame in 100:200 (the file holds frames 0 to 3)"));
+    assert_int_equal(run("--out '%s' '%s/nosuch.csv'", out_png, dir), 2);
+    assert_true(message_has("nosuch.csv:"));
+    assert_int_equal(run("--out '%s' '%s'", out_png, FM_PLOT), 2); /* a binary file */
+    assert_true(message_has(":1: binary content"));
+    assert_false(exists(out_png));
+}
+
+static void test_unwritable_output(void **state) {
+    (void)state;
+    assert_int_equal(run("--out '%s/nodir/out.png' '%s/run1.csv'", dir, FM_DATA), 1);
+    assert_true(message_has("cannot write"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_whole_run_has_growth), cmocka_unit_test(test_default_size),
+        cmocka_unit_test(test_frames_without_growth), cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_unwritable_output),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
