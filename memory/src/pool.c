@@ -93,9 +93,15 @@ typedef struct fm__tc_entry fm__tc_entry;
  * own with the counters every alloc and free bumps anyway. */
 typedef struct fm__lf_state {
     _Alignas(64) uint64_t head; /* tag << 32 | global slot index, FM__NONE: empty */
-    uint64_t allocs;
-    uint64_t frees;
 } fm__lf_state;
+
+/* LOCKFREE's user counters, striped by thread so the threads do not fight
+ * over one cache line on top of the stack's head. */
+enum { FM__LF_STRIPES = 8 };
+typedef struct fm__lf_count {
+    _Alignas(64) uint64_t allocs;
+    uint64_t frees;
+} fm__lf_count;
 
 /* Arrays replaced by growth that lock-free readers may still hold
  * (sync != NONE): kept until destroy. Sizes double, so a few dozen at most. */
@@ -148,6 +154,7 @@ struct fm_pool {
     void *retired_arrays[FM__MAX_RETIRED_ARRAYS];
     size_t retired_bytes[FM__MAX_RETIRED_ARRAYS];
     fm__lf_state lf;
+    fm__lf_count lf_counts[FM__LF_STRIPES];
     fm__tc_entry *tc_entries;     /* THREAD_CACHE: caches of threads using the pool */
     uint64_t tc_gone_allocs;      /* counters of caches whose thread exited */
     uint64_t tc_gone_frees;
@@ -1140,6 +1147,35 @@ FM__COLD static fm_error fm__shared_problem(const fm_pool *p, fm_error err, cons
     return precise != FM_OK ? precise : err;
 }
 
+/* The chunk a thread located last, per thread: frees of items of one chunk
+ * skip the table. Checked against the published bases (a trimmed chunk's
+ * base is cleared before its memory goes), keyed by the pool's unique id. */
+typedef struct fm__chunk_hint {
+    uint64_t pool_id;
+    uintptr_t base;
+    uint32_t chunk;
+} fm__chunk_hint;
+static _Thread_local fm__chunk_hint fm__hint;
+
+static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out) {
+    uintptr_t base = (uintptr_t)ptr & p->base_mask;
+    if (FM__LIKELY(fm__hint.pool_id == p->id && fm__hint.base == base)) {
+        uint8_t **bases = __atomic_load_n(&p->hot.bases, __ATOMIC_ACQUIRE);
+        uint32_t slot = fm__slot_of(p, base, ptr);
+        if (FM__LIKELY((uintptr_t)__atomic_load_n(&bases[fm__hint.chunk], __ATOMIC_ACQUIRE) ==
+                           base &&
+                       slot != FM__NONE)) {
+            out->chunk = fm__hint.chunk;
+            out->slot = slot;
+            out->meta = __atomic_load_n(&fm__meta(base)[slot], __ATOMIC_ACQUIRE);
+            if (FM__LIKELY(out->meta & FM__LIVE)) return FM_OK;
+        }
+    }
+    fm_error err = fm__locate_shared(p, ptr, out);
+    if (err == FM_OK) fm__hint = (fm__chunk_hint){p->id, base, out->chunk};
+    return err;
+}
+
 /* ---- the depot: the core, under p->lock */
 
 /* Moves one slot out of the core for a cache or the stack: allocated from
@@ -1413,7 +1449,7 @@ static void *fm__tc_alloc(fm_pool *p) {
 
 static void fm__tc_free(fm_pool *p, void *item, const char *op) {
     fm__loc loc;
-    fm_error err = fm__locate_shared(p, item, &loc);
+    fm_error err = fm__locate_fast(p, item, &loc);
     if (FM__UNLIKELY(err != FM_OK)) {
         fm__misuse(p, fm__shared_problem(p, err, item), item, op);
         return;
@@ -1475,6 +1511,18 @@ void fm_pool_flush_thread_cache(fm_pool *pool) {
  * stack into the depot under the lock first. */
 
 enum { FM__LF_BATCH = 32 };
+
+static uint32_t fm__stripe_next; /* hands out stripes round-robin (atomic) */
+static _Thread_local uint32_t fm__stripe_plus1;
+
+static inline fm__lf_count *fm__lf_stripe(fm_pool *p) {
+    uint32_t s = fm__stripe_plus1;
+    if (FM__UNLIKELY(s == 0)) {
+        s = __atomic_fetch_add(&fm__stripe_next, 1, __ATOMIC_RELAXED) % FM__LF_STRIPES + 1;
+        fm__stripe_plus1 = s;
+    }
+    return &p->lf_counts[s - 1];
+}
 
 static inline uint32_t *fm__lf_link(const fm_pool *p, uint32_t g) {
     uint32_t **links = __atomic_load_n(&p->lf_links, __ATOMIC_ACQUIRE);
@@ -1562,30 +1610,29 @@ static void *fm__lf_alloc(fm_pool *p) {
             break;
         }
     }
-    __atomic_fetch_add(&p->lf.allocs, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&fm__lf_stripe(p)->allocs, 1, __ATOMIC_RELAXED);
     return fm__cached_to_live(p, slot);
 }
 
 static void fm__lf_free(fm_pool *p, void *item, const char *op) {
     fm__loc loc;
-    fm_error err = fm__locate_shared(p, item, &loc);
+    fm_error err = fm__locate_fast(p, item, &loc);
     if (FM__UNLIKELY(err != FM_OK)) {
         fm__misuse(p, fm__shared_problem(p, err, item), item, op);
         return;
     }
     int done = fm__live_to_cached(p, item, &loc, op);
-    if (done != FM__FREED_TO_CACHE) {
-        if (done == FM__FREED_RETIRED) __atomic_fetch_add(&p->lf.frees, 1, __ATOMIC_RELAXED);
-        return;
-    }
-    __atomic_fetch_add(&p->lf.frees, 1, __ATOMIC_RELAXED);
+    if (done != FM__NOT_FREED) __atomic_fetch_add(&fm__lf_stripe(p)->frees, 1, __ATOMIC_RELAXED);
+    if (done != FM__FREED_TO_CACHE) return;
     uint32_t g = fm__lf_index(p, loc.chunk, loc.slot);
     fm__lf_push(p, g, g);
 }
 
 /* ---- dispatch */
 
-static void *fm__sync_alloc(fm_pool *p) {
+/* Never inlined: the FM_SYNC_NONE paths that test for it stay as lean as
+ * they were before policies existed (no registers saved for these). */
+FM__NOINLINE static void *fm__sync_alloc(fm_pool *p) {
     switch (p->sync) {
     case FM_SYNC_THREAD_CACHE: return fm__tc_alloc(p);
     case FM_SYNC_LOCKFREE: return fm__lf_alloc(p);
@@ -1598,7 +1645,7 @@ static void *fm__sync_alloc(fm_pool *p) {
     }
 }
 
-static void fm__sync_free(fm_pool *p, void *item, const char *op) {
+FM__NOINLINE static void fm__sync_free(fm_pool *p, void *item, const char *op) {
     if (!item) return;
     switch (p->sync) {
     case FM_SYNC_THREAD_CACHE: fm__tc_free(p, item, op); break;
@@ -1616,8 +1663,11 @@ static void fm__sync_free(fm_pool *p, void *item, const char *op) {
 static void fm__user_counts(const fm_pool *p, uint64_t *allocs, uint64_t *frees) {
     if (p->sync == FM_SYNC_LOCKFREE) {
         /* frees first: every free follows its alloc, so allocs >= frees. */
-        *frees = __atomic_load_n(&p->lf.frees, __ATOMIC_ACQUIRE);
-        *allocs = __atomic_load_n(&p->lf.allocs, __ATOMIC_ACQUIRE);
+        uint64_t a = 0, f = 0;
+        for (int i = 0; i < FM__LF_STRIPES; i++) f += __atomic_load_n(&p->lf_counts[i].frees, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < FM__LF_STRIPES; i++) a += __atomic_load_n(&p->lf_counts[i].allocs, __ATOMIC_ACQUIRE);
+        *allocs = a;
+        *frees = f;
     } else if (p->sync == FM_SYNC_THREAD_CACHE) {
         uint64_t a = p->tc_gone_allocs, f = p->tc_gone_frees;
         for (const fm__tc_entry *e = p->tc_entries; e; e = e->next) {
@@ -1661,7 +1711,7 @@ static void *fm__resolve_shared(const fm_pool *p, fm_handle h) {
  * LOCKFREE, where the lookup needs no lock and only a problem takes it. */
 static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out) {
     if (!fm__cached_policy(p)) return fm__locate(p, ptr, out);
-    fm_error err = fm__locate_shared(p, ptr, out);
+    fm_error err = fm__locate_fast(p, ptr, out);
     return err == FM_OK ? err : fm__shared_problem(p, err, ptr);
 }
 

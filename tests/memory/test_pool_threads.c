@@ -18,6 +18,8 @@
 
 #include "framemem/pool.h"
 
+#include <sched.h>
+
 /* As the library decides (pool.c): debug and sanitizer builds check owners. */
 #if !defined(NDEBUG) || defined(FM__SANITIZED)
 #define THREAD_CHECKS 1
@@ -390,6 +392,7 @@ typedef struct resolve_shared {
     fm_pool *pool;
     int producers;
     atomic_int stop;
+    atomic_int resolvers_ready; /* producers start once both resolvers run */
     atomic_uint seq[ENTRIES];
     atomic_ullong handle[ENTRIES];
     atomic_uintptr_t ptr[ENTRIES];
@@ -408,6 +411,7 @@ static void *producer_main(void *p) {
     resolve_shared *s = a->s;
     uint64_t rng = 77u + (uint64_t)a->index;
     int ops = scaled(6000);
+    while (atomic_load(&s->resolvers_ready) < 2) sched_yield();
     for (int op = 0; op < ops; op++) {
         int e = a->index + s->producers * (int)(sync_rand(&rng) % (ENTRIES / s->producers));
         /* Free the entry's item, then publish its handle as dead. */
@@ -429,7 +433,9 @@ static void *resolver_main(void *p) {
     resolve_arg *a = p;
     resolve_shared *s = a->s;
     uint64_t rng = 991u + (uint64_t)a->index;
-    while (!atomic_load(&s->stop)) {
+    atomic_fetch_add(&s->resolvers_ready, 1);
+    /* Until the producers stop, and at least 1000 checked resolves. */
+    for (int checked = 0; checked < 1000 || !atomic_load(&s->stop);) {
         int e = (int)(sync_rand(&rng) % ENTRIES);
         unsigned v1 = atomic_load(&s->seq[e]);
         uint64_t h = atomic_load(&s->handle[e]);
@@ -443,6 +449,7 @@ static void *resolver_main(void *p) {
         void *got = fm_pool_resolve(s->pool, (fm_handle){h});
         if (got && (uintptr_t)got != want) atomic_fetch_add(&s->wrong, 1);
         atomic_fetch_add(got ? &s->hits : &s->misses, 1);
+        checked++;
     }
     return NULL;
 }

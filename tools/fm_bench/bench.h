@@ -47,6 +47,7 @@ void frame_run(const bench_opts *opts);
 void callbacks_run(const bench_opts *opts);
 void bulk_run(const bench_opts *opts);
 void scene_run(const bench_opts *opts);
+void sync_run(const bench_opts *opts);
 
 /* ----------------------------------------------- keeping work observable */
 
