@@ -16,8 +16,12 @@ out=$("$bench" --quick --no-pin) || { echo "FAIL: fm-bench --quick exited $?" >&
 names=$("$bench" --list | awk '{print $1}')
 [ -n "$names" ] || err "--list printed no experiment"
 
-# The lines of section "## NAME" up to the next "## ".
-section() { awk -v h="## $1" '$0 == h {on = 1; next} on && /^## / {exit} on' <<<"$out"; }
+# The lines of section "## NAME" (or "## NAME: title", "## NAME (...)") up to
+# the next "## ".
+section() {
+    awk -v h="## $1" '!on && ($0 == h || index($0, h ":") == 1 || index($0, h " ") == 1) {on = 1; next}
+        on && /^## / {exit} on' <<<"$out"
+}
 
 for name in $names; do
     body=$(section "$name")
