@@ -24,6 +24,7 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -611,13 +612,23 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
     return q;
 }
 
-/* LOCKFREE: moves published inbox entries to items, oldest first, while
- * items can hold them. Under the lock (the inbox has one consumer at a time). */
-static void fm__inbox_drain(fm_defer_queue *q) {
+/* LOCKFREE: moves inbox entries to items, oldest first, while items can
+ * hold them. Under the lock (the inbox has one consumer at a time). A run
+ * stops at an entry still being written; `all` waits for every push that
+ * had reserved a cell when it started (a push publishes right after it
+ * reserves, without blocking), so an entry appended to items next cannot
+ * pass an earlier one of the same thread. */
+static void fm__inbox_drain(fm_defer_queue *q, bool all) {
     if (!q->inbox) return;
+    size_t head = atomic_load_explicit(&q->inbox_head, memory_order_acquire);
     for (;;) {
         fm__inbox_cell *cell = &q->inbox[q->inbox_tail & q->inbox_mask];
-        if (atomic_load_explicit(&cell->seq, memory_order_acquire) != q->inbox_tail + 1) return;
+        if (atomic_load_explicit(&cell->seq, memory_order_acquire) != q->inbox_tail + 1) {
+            /* Pushes may refill drained cells meanwhile: the tail can pass head. */
+            if (!all || q->inbox_tail >= head) return;
+            sched_yield();
+            continue;
+        }
         if (!fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items))
             return; /* stays in the inbox until items can grow */
         q->items[q->n++] = cell->d;
@@ -678,7 +689,7 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
     if (q->inbox && fm__inbox_push(q, d)) return true;
     fm__q_lock(q);
     /* LOCKFREE with a full inbox: what it holds was deferred first. */
-    fm__inbox_drain(q);
+    fm__inbox_drain(q, true);
     bool ok = fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items);
     if (ok) q->items[q->n++] = d;
     fm__q_unlock(q);
@@ -696,7 +707,7 @@ uint32_t fm_defer_run(fm_defer_queue *q) {
         fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': run during its own run", q->name);
         return 0;
     }
-    fm__inbox_drain(q);
+    fm__inbox_drain(q, false);
     uint64_t frame = atomic_load_explicit(&q->frame, memory_order_relaxed) + 1;
     atomic_store_explicit(&q->frame, frame, memory_order_release);
     uint32_t n = q->n, ran = 0; /* entries added while running wait */
