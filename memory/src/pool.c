@@ -1279,6 +1279,7 @@ struct fm__tc_entry {
     uint64_t allocs; /* written by the owning thread only; read by stats (atomic) */
     uint64_t frees;
     uint32_t count;  /* slots[0, count) are free slots of the pool */
+    uintptr_t hint_base; /* a chunk of the pool this thread freed into (atomic) */
     fm__tc_entry *prev, *next; /* the pool's list, under its lock */
     void *slots[FM__TC_SLOTS];
 };
@@ -1447,7 +1448,7 @@ static void *fm__tc_alloc(fm_pool *p) {
     return fm__cached_to_live(p, e->slots[--e->count]);
 }
 
-static void fm__tc_free(fm_pool *p, void *item, const char *op) {
+FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op) {
     fm__loc loc;
     fm_error err = fm__locate_fast(p, item, &loc);
     if (FM__UNLIKELY(err != FM_OK)) {
@@ -1473,6 +1474,7 @@ static void fm__tc_free(fm_pool *p, void *item, const char *op) {
         if (done == FM__FREED_RETIRED) fm__count(&e->frees);
         return;
     }
+    __atomic_store_n(&e->hint_base, (uintptr_t)item & p->base_mask, __ATOMIC_RELAXED);
     if (FM__UNLIKELY(e->count == FM__TC_SLOTS)) {
         pthread_mutex_lock(&p->lock);
         fm__tc_flush_locked(p, e, FM__TC_BATCH);
@@ -1480,6 +1482,41 @@ static void fm__tc_free(fm_pool *p, void *item, const char *op) {
     }
     e->slots[e->count++] = item;
     fm__count(&e->frees);
+}
+
+/* The common free: an item of the chunk this thread's entry freed into last
+ * (trim clears every entry's hint before it releases a chunk, so the hint
+ * never names memory that is not this pool's), live, into a magazine with
+ * room. Everything else takes the full path above. */
+static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
+    fm__tc_entry *e = fm__tc_entry_of(p);
+    uintptr_t base = (uintptr_t)item & p->base_mask;
+    if (FM__LIKELY(e != NULL && base == __atomic_load_n(&e->hint_base, __ATOMIC_RELAXED) &&
+                   e->count < FM__TC_SLOTS)) {
+        uint32_t slot = fm__slot_of(p, base, item);
+        if (FM__LIKELY(slot != FM__NONE)) {
+            uint32_t *mw = &fm__meta(base)[slot];
+            uint32_t m = __atomic_load_n(mw, __ATOMIC_ACQUIRE);
+            /* Live with a generation below the maximum: negative, below -1. */
+            if (FM__LIKELY((int32_t)m < -1 &&
+                           __atomic_compare_exchange_n(mw, &m, (m & FM__GEN_MAX) + 1, false,
+                                                       __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
+                fm__scrub(p, item);
+                FM__VG_FREE(p, item);
+                FM__POISON(item, p->hot.stride);
+                e->slots[e->count++] = item;
+                fm__count(&e->frees);
+                return;
+            }
+        }
+    }
+    fm__tc_free_slow(p, item, op);
+}
+
+/* Trim, lock held: no entry's hint may outlive the chunks it releases. */
+static void fm__tc_forget_hints(fm_pool *p) {
+    for (fm__tc_entry *e = p->tc_entries; e; e = e->next)
+        __atomic_store_n(&e->hint_base, (uintptr_t)0, __ATOMIC_RELAXED);
 }
 
 void fm_pool_flush_thread_cache(fm_pool *pool) {
@@ -2376,7 +2413,10 @@ size_t fm_pool_trim(fm_pool *pool) {
     if (!fm__enter(pool, "trim")) return 0;
     /* Free slots held outside the core go back first: the caller's own
      * magazine, or the whole shared stack. */
-    if (pool && pool->sync == FM_SYNC_THREAD_CACHE) fm_pool_flush_thread_cache(pool);
+    if (pool && pool->sync == FM_SYNC_THREAD_CACHE) {
+        fm_pool_flush_thread_cache(pool);
+        fm__tc_forget_hints(pool);
+    }
     if (pool && pool->sync == FM_SYNC_LOCKFREE) fm__lf_drain(pool);
     size_t released = fm__trim_core(pool);
     fm__leave(pool);

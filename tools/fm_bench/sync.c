@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "framemem/clock.h"
@@ -95,7 +96,14 @@ typedef struct sync_worker {
     uint32_t pairs;
     pthread_barrier_t *start;
     uint64_t t0, t1;
+    uint64_t cpu_ns; /* this thread's CPU time over the timed loop */
 } sync_worker;
+
+static uint64_t sync_thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void sync_pairs(const sync_worker *w, uint32_t n) {
     if (w->v->kind == SYNC_MALLOC) pairs_malloc(n);
@@ -106,9 +114,11 @@ static void *sync_worker_main(void *arg) {
     sync_worker *w = arg;
     sync_pairs(w, w->pairs / 8 + 1); /* warm: chunks mapped, caches filled */
     if (w->start) pthread_barrier_wait(w->start);
+    uint64_t c0 = sync_thread_cpu_ns();
     w->t0 = fm_clock_now();
     sync_pairs(w, w->pairs);
     w->t1 = fm_clock_now();
+    w->cpu_ns = sync_thread_cpu_ns() - c0;
     /* THREAD_CACHE: this thread's slots go back when it exits. */
     return NULL;
 }
@@ -138,8 +148,10 @@ static void sync_restore_affinity(const cpu_set_t *saved) {
 #endif
 }
 
-/* One run of a variant: ns per pair per thread. */
-static double sync_once(const sync_variant *v, uint32_t pairs) {
+/* One run of a variant: wall ns per pair per thread; *cpu gets the threads'
+ * CPU ns per pair (time a thread spent descheduled or asleep on a futex is
+ * in the first figure only). */
+static double sync_once(const sync_variant *v, uint32_t pairs, double *cpu) {
     fm_pool *pools[2] = {NULL, NULL};
     if (v->kind == SYNC_POOL) {
         pools[0] = sync_pool_create(v->sync);
@@ -151,6 +163,7 @@ static double sync_once(const sync_variant *v, uint32_t pairs) {
         w[0] = (sync_worker){.v = v, .pool = pools[0], .pairs = pairs};
         sync_worker_main(&w[0]);
         ns = (double)fm_clock_to_ns(w[0].t1 - w[0].t0) / pairs;
+        *cpu = (double)w[0].cpu_ns / pairs;
     } else {
         pthread_barrier_t start;
         pthread_barrier_init(&start, NULL, 2);
@@ -165,6 +178,7 @@ static double sync_once(const sync_variant *v, uint32_t pairs) {
         uint64_t t0 = w[0].t0 < w[1].t0 ? w[0].t0 : w[1].t0;
         uint64_t t1 = w[0].t1 > w[1].t1 ? w[0].t1 : w[1].t1;
         ns = (double)fm_clock_to_ns(t1 - t0) / pairs;
+        *cpu = (double)(w[0].cpu_ns + w[1].cpu_ns) / (2.0 * pairs);
     }
     if (pools[0]) {
         fm_pool_stats s;
@@ -198,10 +212,11 @@ void sync_run(const bench_opts *opts) {
     uint32_t pairs = opts->quick ? 200000 : 2000000;
     int repeat = bench_repeat(opts);
     double *ns = bench_xmalloc((size_t)SYNC_VARIANTS * (size_t)repeat * sizeof *ns);
+    double *cpu = bench_xmalloc((size_t)SYNC_VARIANTS * (size_t)repeat * sizeof *cpu);
     FILE *csv = NULL;
     if (opts->csv_dir) {
         csv = bench_csv_open(opts->csv_dir, "mutex.csv");
-        fprintf(csv, "variant,threads,run,ns_per_pair\n");
+        fprintf(csv, "variant,threads,run,ns_per_pair,cpu_ns_per_pair\n");
     }
 
     cpu_set_t saved;
@@ -214,17 +229,20 @@ void sync_run(const bench_opts *opts) {
                 sync_restore_affinity(&saved);
                 widened = false;
             }
-            ns[v * repeat + r] = sync_once(sv, pairs);
+            ns[v * repeat + r] = sync_once(sv, pairs, &cpu[v * repeat + r]);
             if (csv)
-                fprintf(csv, "%s,%s,%d,%.3f\n", sv->name, share_title(sv->share), r,
-                        ns[v * repeat + r]);
+                fprintf(csv, "%s,%s,%d,%.3f,%.3f\n", sv->name, share_title(sv->share), r,
+                        ns[v * repeat + r], cpu[v * repeat + r]);
         }
     }
     if (widened) sync_restore_affinity(&saved);
     if (csv) fclose(csv);
 
-    double med[SYNC_VARIANTS];
-    for (int v = 0; v < SYNC_VARIANTS; v++) med[v] = bench_median(&ns[v * repeat], (size_t)repeat);
+    double med[SYNC_VARIANTS], cpu_med[SYNC_VARIANTS];
+    for (int v = 0; v < SYNC_VARIANTS; v++) {
+        med[v] = bench_median(&ns[v * repeat], (size_t)repeat);
+        cpu_med[v] = bench_median(&cpu[v * repeat], (size_t)repeat);
+    }
 
     printf("\n## mutex\n\n");
     printf("16-byte items, %u alloc+free pairs per thread per run (one byte written into "
@@ -233,18 +251,20 @@ void sync_run(const bench_opts *opts) {
            "thread finishes / pairs per thread. 2-thread runs use every CPU (fm-bench's pin "
            "is widened, then restored); %ld CPUs online, shared with whatever else runs. "
            "fm_pool NONE is the inline fast path; the other policies always call the "
-           "library. Ratio = variant / fm_pool MUTEX in the same table (below 1 is "
-           "faster).\n",
+           "library. cpu ns/pair: the threads' own CPU time (CLOCK_THREAD_CPUTIME_ID) per "
+           "pair, without the time they were descheduled or asleep in a futex: on a machine "
+           "shared with other work, the 2-thread wall figures include time-slicing. Ratio = "
+           "variant / fm_pool MUTEX in the same table, wall time (below 1 is faster).\n",
            pairs, repeat, sysconf(_SC_NPROCESSORS_ONLN));
     for (sync_share share = SYNC_ONE_THREAD; share <= SYNC_SHARED_POOL; share++) {
         printf("\n### mutex: %s\n\n", share_title(share));
-        printf("| variant | ns/pair | min | max | ratio vs MUTEX |\n");
-        printf("|---|---:|---:|---:|---:|\n");
+        printf("| variant | ns/pair | min | max | cpu ns/pair | ratio vs MUTEX |\n");
+        printf("|---|---:|---:|---:|---:|---:|\n");
         for (int v = 0; v < SYNC_VARIANTS; v++) {
             if (sync_variants[v].share != share) continue;
             const double *runs = &ns[v * repeat]; /* sorted by bench_median */
-            printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", sync_variants[v].name, med[v],
-                   runs[0], runs[repeat - 1], med[v] / med[sync_mutex_twin(v)]);
+            printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", sync_variants[v].name, med[v],
+                   runs[0], runs[repeat - 1], cpu_med[v], med[v] / med[sync_mutex_twin(v)]);
         }
     }
 
@@ -263,4 +283,5 @@ void sync_run(const bench_opts *opts) {
            mx2 / tc2 >= 3.0 ? "met" : "MISSED", tc2 / ma2, tc2 < ma2 ? "met" : "MISSED",
            lf2 / mx2, lf2 < mx2 ? "met" : "MISSED");
     free(ns);
+    free(cpu);
 }
