@@ -85,15 +85,21 @@ static void eng__problem_at(eng__parse *ps, uint32_t line, const char *fmt, ...)
     r->problems++;
     ps->sec_problems++;
     size_t used = strlen(r->text);
-    size_t room = sizeof r->text - used;
-    if (room < 5) return;
-    char msg[512];
+    /* Once full, the report ends with a "..." line and takes no more. */
+    if (used >= 4 && strcmp(r->text + used - 4, "...\n") == 0 &&
+        (used == 4 || r->text[used - 5] == '\n'))
+        return;
+    char msg[512], full[640];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    int n = snprintf(r->text + used, room, "%s:%u: %s\n", ps->name, line, msg);
-    if (n < 0 || (size_t)n >= room) memcpy(r->text + sizeof r->text - 5, "...\n", 5);
+    int n = snprintf(full, sizeof full, "%s:%u: %s\n", ps->name, line, msg);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof full ? (size_t)n : sizeof full - 1;
+    if (len && full[len - 1] != '\n') full[len - 1] = '\n'; /* cut messages still end a line */
+    /* Room is kept for the "...\n" line (5 bytes with the terminator). */
+    if (used + len + 5 <= sizeof r->text) memcpy(r->text + used, full, len + 1);
+    else memcpy(r->text + used, "...\n", 5);
 }
 
 #define eng__problem(ps, ...) eng__problem_at((ps), (ps)->line, __VA_ARGS__)

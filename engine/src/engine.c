@@ -34,6 +34,7 @@ struct eng {
     uint64_t t_begin, update_ticks;
     uint64_t overhead_ticks;
     uint64_t fa_allocs_seen, fa_commits_seen; /* frame arena counters at the last sample / begin */
+    uint32_t last_batches;                    /* timed batches of the newest frame */
     eng_sample samples[ENG_TELEMETRY_MAX_SOURCES];
 };
 
@@ -241,7 +242,9 @@ void eng_frame_end(eng *e) {
     for (int i = 0; i < ENG_ST_COUNT; i++) eng_store_grow_ahead(eng_world_store(e->world, i));
     eng_frame_record rec = {.frame = e->frame};
     uint64_t alloc_ns = 0;
+    e->last_batches = 0;
     for (int i = 0; i < ENG_ST_COUNT; i++) {
+        e->last_batches += (uint32_t)eng_world_store(e->world, i)->f_batches;
         eng_store_sample(eng_world_store(e->world, i), &e->samples[i], e->overhead_ticks);
         alloc_ns += e->samples[i].alloc_ns;
     }
@@ -386,6 +389,7 @@ void eng_get_info(const eng *e, eng_info *out) {
     out->checksum = eng_world_checksum(e->world);
     out->burst_left = e->burst_left;
     out->clock_overhead_ns = eng_telemetry_clock_overhead_ns();
+    out->timed_batches = e->last_batches;
 }
 
 const eng_telemetry *eng_get_telemetry(const eng *e) { return e->tel; }

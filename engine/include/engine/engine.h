@@ -156,6 +156,8 @@ typedef struct eng_info {
     uint64_t checksum;          /* hash of the world state (determinism tests) */
     double burst_left;          /* seconds of burst remaining */
     uint64_t clock_overhead_ns; /* subtracted per timed batch */
+    uint32_t timed_batches;     /* alloc/free batches timed in the newest frame
+                                   (each costs one fm_clock_now pair) */
 } eng_info;
 
 void eng_get_info(const eng *e, eng_info *out);
