@@ -276,8 +276,16 @@ int main(int argc, char **argv) {
     uint64_t prev = fm_clock_now();
     double fps = 0;
     long simulated = 0;
+    int next_press = 0;
     while (!d.quit) {
         uint64_t t0 = fm_clock_now();
+        /* --press: the scripted keys go through the same event queue as real ones. */
+        for (; next_press < d.opt.press_count && d.opt.press[next_press].frame <= simulated; next_press++) {
+            SDL_Event ev = {.type = SDL_KEYDOWN};
+            ev.key.state = SDL_PRESSED;
+            ev.key.keysym.sym = d.opt.press[next_press].key;
+            SDL_PushEvent(&ev);
+        }
         poll_events(&d);
         if (d.quit) break;
         bool tick = !d.paused || d.step;

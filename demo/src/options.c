@@ -3,6 +3,7 @@
  */
 #include "options.h"
 
+#include <SDL.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@ static const char usage[] =
     "  --software           software renderer even when a GPU renderer exists\n"
     "  --no-overlay         start with the overlay hidden (F1 shows it)\n"
     "  --quiet              no summary at exit\n"
+    "  --press LIST         simulated key presses FRAME:KEY[,FRAME:KEY...] (SDL key\n"
+    "                       names: S, L, M, F1, F12, =, -, ...), e.g. 300:S,301:L\n"
     "  --help               this text\n"
     "\n"
     "Keys: F1 overlay, P pause, N step, B burst, +/- scale, G growth policy,\n"
@@ -91,6 +94,36 @@ static bool parse_real(const char *opt, const char *s, double lo, double hi, dou
     return true;
 }
 
+/* FRAME:KEY[,FRAME:KEY...], frames not decreasing, SDL key names. */
+static bool parse_presses(const char *s, demo_options *o, char *err, size_t n) {
+    const char *p = s;
+    while (*p) {
+        if (o->press_count == DEMO_MAX_PRESSES)
+            return fail(err, n, "--press: more than %d presses", DEMO_MAX_PRESSES);
+        char *colon;
+        errno = 0;
+        long frame = strtol(p, &colon, 10);
+        if (colon == p || *colon != ':' || frame < 0 || errno == ERANGE)
+            return fail(err, n, "--press: '%s' is not FRAME:KEY[,FRAME:KEY...]", s);
+        const char *key = colon + 1, *end = strchr(key, ',');
+        size_t len = end ? (size_t)(end - key) : strlen(key);
+        char name[32];
+        if (len == 0 || len >= sizeof name)
+            return fail(err, n, "--press: '%s' is not FRAME:KEY[,FRAME:KEY...]", s);
+        memcpy(name, key, len);
+        name[len] = 0;
+        SDL_Keycode k = SDL_GetKeyFromName(name);
+        if (k == SDLK_UNKNOWN) return fail(err, n, "--press: '%s' is not an SDL key name", name);
+        if (o->press_count && frame < o->press[o->press_count - 1].frame)
+            return fail(err, n, "--press: frame %ld comes after frame %ld", frame,
+                        o->press[o->press_count - 1].frame);
+        o->press[o->press_count++] = (demo_press){.frame = frame, .key = k};
+        p = end ? end + 1 : key + len;
+        if (end && !*p) return fail(err, n, "--press: '%s' ends with a comma", s);
+    }
+    return true;
+}
+
 static bool parse_size(const char *s, int *w, int *h, char *err, size_t n) {
     char *x;
     errno = 0;
@@ -124,7 +157,7 @@ bool demo_options_parse(int argc, char **argv, demo_options *o, char *err, size_
 
         static const char *const with_value[] = {
             "--config", "--frames", "--screenshot", "--csv", "--trace", "--seed",
-            "--scale", "--backend", "--save-config", "--size",
+            "--scale", "--backend", "--save-config", "--size", "--press",
         };
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
@@ -154,6 +187,8 @@ bool demo_options_parse(int argc, char **argv, demo_options *o, char *err, size_
             if (!strcmp(v, "pool")) o->backend = DEMO_BACKEND_POOL;
             else if (!strcmp(v, "malloc")) o->backend = DEMO_BACKEND_MALLOC;
             else return fail(err, n, "--backend: '%s' is not 'pool' or 'malloc'", v);
+        } else if (!strcmp(a, "--press")) {
+            if (!parse_presses(v, o, err, n)) return false;
         } else if (!strcmp(a, "--size")) {
             if (!parse_size(v, &o->width, &o->height, err, n)) return false;
         }

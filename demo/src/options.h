@@ -19,6 +19,15 @@
 
 typedef enum demo_backend { DEMO_BACKEND_POOL, DEMO_BACKEND_MALLOC } demo_backend;
 
+#define DEMO_MAX_PRESSES 64
+
+/* A simulated key press: key (an SDL_Keycode) goes down before frame `frame`
+ * (0 = before the first) is simulated. */
+typedef struct demo_press {
+    long frame;
+    int32_t key;
+} demo_press;
+
 typedef struct demo_options {
     const char *config;      /* --config FILE (NULL: built-in defaults)       */
     const char *screenshot;  /* --screenshot FILE.png, written at exit        */
@@ -38,6 +47,8 @@ typedef struct demo_options {
     bool overlay;            /* false with --no-overlay (F1 toggles)          */
     bool quiet;              /* --quiet: no summary at exit                   */
     bool help;               /* --help was given                              */
+    demo_press press[DEMO_MAX_PRESSES]; /* --press FRAME:KEY,... in frame order */
+    int press_count;
 } demo_options;
 
 /// Defaults: 1280x720, scale 1, seed 1, pool backend, overlay on, run forever.

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include <SDL.h>
+
 #include "options.h"
 
 static bool parse(demo_options *o, char *err, size_t n, int argc, const char **argv) {
@@ -89,12 +91,35 @@ static void test_options_bad_arguments_are_reported(void **state) {
     EXPECT_ERROR("--config: the value is empty", "--config", "");
 }
 
+static void test_options_press_list_is_parsed_in_frame_order(void **state) {
+    (void)state;
+    demo_options o;
+    char err[256] = "";
+    assert_true(PARSE(&o, err, "--press", "100:S,100:L,150:F1,151:="));
+    assert_int_equal(o.press_count, 4);
+    assert_int_equal(o.press[0].frame, 100);
+    assert_int_equal(o.press[0].key, SDLK_s);
+    assert_int_equal(o.press[1].key, SDLK_l);
+    assert_int_equal(o.press[2].frame, 150);
+    assert_int_equal(o.press[2].key, SDLK_F1);
+    assert_int_equal(o.press[3].key, SDLK_EQUALS);
+    EXPECT_ERROR("--press: 'abc' is not FRAME:KEY", "--press", "abc");
+    EXPECT_ERROR("--press: '5' is not FRAME:KEY", "--press", "5");
+    EXPECT_ERROR("--press: '-1:S' is not FRAME:KEY", "--press", "-1:S");
+    EXPECT_ERROR("--press: 'NoSuchKey' is not an SDL key name", "--press", "5:NoSuchKey");
+    EXPECT_ERROR("--press: frame 5 comes after frame 10", "--press", "10:S,5:L");
+    EXPECT_ERROR("--press: '1:S,' ends with a comma", "--press", "1:S,");
+    char many[1024] = "";
+    for (int i = 0; i <= DEMO_MAX_PRESSES; i++) strcat(many, i ? ",1:S" : "1:S");
+    EXPECT_ERROR("--press: more than 64 presses", "--press", many);
+}
+
 static void test_options_usage_lists_every_option(void **state) {
     (void)state;
     const char *u = demo_options_usage();
     static const char *const opts[] = {"--config", "--frames", "--headless", "--screenshot", "--csv",
                                        "--trace", "--seed", "--scale", "--backend", "--save-config",
-                                       "--size", "--vsync", "--software", "--grow-ahead", "--prefault", "--no-overlay", "--quiet",
+                                       "--size", "--vsync", "--software", "--grow-ahead", "--prefault", "--press", "--no-overlay", "--quiet",
                                        "--help"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (!strstr(u, opts[i])) fail_msg("usage does not list %s", opts[i]);
@@ -105,6 +130,7 @@ int main(void) {
         cmocka_unit_test(test_options_defaults_without_arguments),
         cmocka_unit_test(test_options_every_option_is_parsed),
         cmocka_unit_test(test_options_bad_arguments_are_reported),
+        cmocka_unit_test(test_options_press_list_is_parsed_in_frame_order),
         cmocka_unit_test(test_options_usage_lists_every_option),
     };
     return cmocka_run_group_tests_name("demo_options", tests, NULL, NULL);

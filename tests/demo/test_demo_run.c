@@ -286,6 +286,41 @@ static void test_demo_saved_config_removes_growth_after_frame_1(void **state) {
     assert_int_equal(csv_growth_after_first_frame(csv, &first_frame), 0);
 }
 
+/* Every key through --press (the same event queue as a keyboard): save and
+ * reload in one run removes growth after the reload, the rest runs. */
+static void test_demo_keys_save_reload_switch_and_reset(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "260", "--csv", "keys.csv", "--press",
+         "120:S,121:L,160:F1,161:F1,170:B,175:=,176:-,180:G,181:A,182:F,183:P,183:N,184:P,"
+         "200:M,205:M,210:F12,240:R");
+    if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.out, "saved a tuned config to framemem-tuned.ini (L reloads it)", "stdout");
+    expect_text(r.out, "reloaded framemem-tuned.ini", "stdout");
+    expect_text(r.out, "screenshot framemem-demo-000.png", "stdout");
+    expect_text(r.out, "stats reset", "stdout");
+    expect_text(r.out, "framemem-demo summary: 20 frames", "summary"); /* since the reset at 240 */
+    char png[600];
+    path_in(png, sizeof png, "framemem-demo-000.png");
+    struct stat st;
+    assert_int_equal(stat(png, &st), 0);
+    /* After the reload (frame 121) and until B bursts past the tuned peaks
+     * (frame 170), no pool grows inside an allocation. */
+    char csv[600], err[256];
+    path_in(csv, sizeof csv, "keys.csv");
+    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    uint64_t before = 0, after = 0;
+    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++) {
+        const eng_frame_record *f = eng_telemetry_frame(t, i);
+        if (f->frame < 121) before += f->grow_events;
+        else if (f->frame > 122 && f->frame < 170) after += f->grow_events;
+    }
+    eng_telemetry_destroy(t);
+    assert_true(before > 0);
+    assert_int_equal(after, 0);
+}
+
 static void test_demo_malloc_backend_runs_the_same_world(void **state) {
     (void)state;
     static run r;
@@ -346,6 +381,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_demo_unwritable_outputs_fail_with_exit_1),
         cmocka_unit_test(test_demo_headless_run_writes_screenshot_csv_and_trace),
         cmocka_unit_test(test_demo_saved_config_removes_growth_after_frame_1),
+        cmocka_unit_test(test_demo_keys_save_reload_switch_and_reset),
         cmocka_unit_test(test_demo_malloc_backend_runs_the_same_world),
     };
     return cmocka_run_group_tests_name("demo_run", tests, make_dir, remove_dir);
