@@ -672,6 +672,151 @@ static void test_pool_threads_flush_and_owner_calls_reject_null(void **state) {
     assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
 }
 
+/* The meta word of a live item (live bit 31 | generation) sits at the start
+ * of its chunk, one per slot; the slot is the low bits of its handle. */
+static uint32_t *meta_of(fm_pool *pool, void *it) {
+    fm_pool_stats s = fm_test_pool_stats(pool);
+    uint32_t bits = 1;
+    while ((1u << bits) < s.items_per_chunk) bits++;
+    uint32_t slot = (uint32_t)fm_pool_handle(pool, it).bits & ((1u << bits) - 1u);
+    return (uint32_t *)((uintptr_t)it & ~(uintptr_t)(s.chunk_bytes - 1)) + slot;
+}
+
+static void test_pool_threads_slot_at_generation_wrap_retires_under_each_policy(void **state) {
+    fm_test_env *env = *state;
+    for (int p = 0; p < POLICIES; p++) {
+        fm_pool *pool = make_pool(shared_policies[p], (fm_pool_desc){.growth = FM_GROWTH_FIXED});
+        uint64_t cap = fm_test_pool_stats(pool).capacity;
+        item *first = fm_pool_alloc(pool);
+        uint32_t *meta = meta_of(pool, first);
+        assert_true(*meta & 0x80000000u);
+        *meta = 0xFFFFFFFFu; /* live, generation at its maximum */
+        fm_test_errors_reset(&env->errors);
+        fm_pool_free(pool, first);
+        assert_int_equal(env->errors.count, 0);
+        assert_int_equal(*meta, 0u); /* retired */
+        fm_pool_stats s = fm_test_pool_stats(pool);
+        assert_int_equal(s.capacity, cap - 1);
+        assert_int_equal(s.live, 0);
+        assert_int_equal(s.total_frees, 1);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        fm_pool_free(pool, first);
+        assert_int_equal(env->errors.last, FM_ERR_DOUBLE_FREE);
+        /* Every other slot is served, the retired one never. */
+        item **all = calloc(cap, sizeof *all);
+        assert_non_null(all);
+        for (uint64_t i = 0; i < cap - 1; i++) {
+            all[i] = fm_pool_alloc(pool);
+            assert_non_null(all[i]);
+            assert_ptr_not_equal(all[i], first);
+        }
+        assert_null(fm_pool_alloc(pool));
+        assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+        for (uint64_t i = 0; i < cap - 1; i++) fm_pool_free(pool, all[i]);
+        free(all);
+        fm_pool_flush_thread_cache(pool);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        fm_pool_destroy(pool);
+    }
+}
+
+static void test_pool_threads_refused_growth_changes_nothing_under_each_policy(void **state) {
+    fm_test_env *env = *state;
+    for (int p = 0; p < POLICIES; p++) {
+        sync_alloc backing;
+        sync_alloc_init(&backing);
+        fm_pool *pool = make_pool(shared_policies[p],
+                                  (fm_pool_desc){.name = "refused", .initial_capacity = 1,
+                                                 .allocator = sync_alloc_get(&backing)});
+        uint64_t cap = fm_test_pool_stats(pool).capacity;
+        item **all = calloc(cap + 1, sizeof *all);
+        assert_non_null(all);
+        for (uint64_t i = 0; i < cap; i++) assert_non_null(all[i] = fm_pool_alloc(pool));
+        fm_pool_stats before = fm_test_pool_stats(pool);
+        backing.fail_from = backing.alloc_calls + 1;
+        int calls = env->errors.count;
+        assert_null(fm_pool_alloc(pool));
+        assert_int_equal(env->errors.count, calls + 1);
+        assert_int_equal(env->errors.last, FM_ERR_OUT_OF_MEMORY);
+        assert_true(fm_test_contains(env->errors.message, "refused"));
+        fm_pool_stats after = fm_test_pool_stats(pool);
+        assert_int_equal(after.failed_allocs, before.failed_allocs + 1);
+        assert_int_equal(after.capacity, before.capacity);
+        assert_int_equal(after.live, before.live);
+        assert_int_equal(after.total_allocs, before.total_allocs);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        /* Recovered: growth works again. */
+        backing.fail_from = 0;
+        assert_non_null(all[cap] = fm_pool_alloc(pool));
+        for (uint64_t i = 0; i <= cap; i++) fm_pool_free(pool, all[i]);
+        free(all);
+        assert_int_equal(fm_test_pool_stats(pool).live, 0);
+        fm_pool_destroy(pool);
+        sync_alloc_finish(&backing);
+    }
+}
+
+static void visit(void *it, void *user) {
+    ((item *)it)->check = 1;
+    (*(int *)user)++;
+}
+
+static void count_and_free(void *it, void *user) {
+    fm_pool *pool = user;
+    fm_pool_free(pool, it); /* a foreach callback may free the item it is given */
+}
+
+static void test_pool_threads_handles_refs_foreach_and_delete_under_each_policy(void **state) {
+    fm_test_env *env = *state;
+    for (int p = 0; p < POLICIES; p++) {
+        atomic_int dtors = 0;
+        fm_pool *pool = make_pool(shared_policies[p], (fm_pool_desc){.dtor = count_dtor, .user = &dtors});
+        item *a = fm_pool_alloc(pool), *b = fm_pool_alloc(pool), *c = fm_pool_alloc(pool);
+        fm_handle hb = fm_pool_handle(pool, b);
+        assert_ptr_equal(fm_pool_resolve(pool, hb), b);
+        fm_pool_free(pool, b);
+        assert_null(fm_pool_resolve(pool, hb));
+        /* A freed item has no handle and no count. */
+        assert_true(fm_handle_is_null(fm_pool_handle(pool, b)));
+        assert_int_equal(env->errors.last, FM_ERR_FOREIGN_POINTER);
+        fm_pool_retain(pool, b);
+        assert_int_equal(env->errors.last, FM_ERR_REFCOUNT);
+        assert_int_equal(fm_pool_refcount(pool, b), 0);
+        assert_int_equal(env->errors.last, FM_ERR_REFCOUNT);
+        assert_false(fm_pool_owns(pool, b));
+        assert_true(fm_pool_owns(pool, a));
+        /* Counts: retain twice, release twice, then the last release frees. */
+        fm_pool_retain(pool, a);
+        fm_pool_retain(pool, a);
+        assert_int_equal(fm_pool_refcount(pool, a), 3);
+        assert_false(fm_pool_release(pool, a));
+        assert_false(fm_pool_release(pool, a));
+        assert_true(fm_pool_release(pool, a));
+        assert_int_equal(atomic_load(&dtors), 1);
+        /* foreach sees exactly the live items (none of the cached free slots). */
+        int seen = 0;
+        fm_pool_foreach(pool, visit, &seen);
+        assert_int_equal(seen, 1);
+        assert_int_equal(c->check, 1);
+        fm_pool_delete(pool, c);
+        assert_int_equal(atomic_load(&dtors), 2);
+        int calls = env->errors.count;
+        fm_pool_delete(pool, c); /* reported before the dtor runs */
+        assert_int_equal(env->errors.count, calls + 1);
+        assert_int_equal(env->errors.last, FM_ERR_DOUBLE_FREE);
+        assert_int_equal(atomic_load(&dtors), 2);
+        /* A callback that frees what it visits. */
+        for (int i = 0; i < 10; i++) assert_non_null(fm_pool_alloc(pool));
+        fm_pool_foreach(pool, count_and_free, pool);
+        fm_pool_stats s = fm_test_pool_stats(pool);
+        assert_int_equal(s.live, 0);
+        assert_int_equal(s.total_allocs, 13);
+        assert_int_equal(s.total_frees, 13);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        fm_pool_destroy(pool);
+    }
+}
+
 /* ------------------------------------------------ FM_SYNC_NONE: the owner */
 
 typedef struct none_arg {
@@ -769,6 +914,9 @@ int main(void) {
         T(test_pool_threads_misuse_is_reported_and_changes_nothing_under_each_policy),
         T(test_pool_threads_flush_and_owner_calls_reject_null),
         T(test_pool_threads_trim_and_flush_give_chunks_back_under_each_policy),
+        T(test_pool_threads_slot_at_generation_wrap_retires_under_each_policy),
+        T(test_pool_threads_refused_growth_changes_nothing_under_each_policy),
+        T(test_pool_threads_handles_refs_foreach_and_delete_under_each_policy),
         T(test_pool_threads_none_pool_ownership_is_handed_over),
         cmocka_unit_test(test_pool_threads_none_pool_used_from_a_second_thread),
         cmocka_unit_test(test_pool_threads_double_free_on_another_thread_is_reported),
