@@ -6,8 +6,8 @@
 #
 #   check_tune.sh PATH/TO/fm-tune DATA_DIR
 set -u
-tune=$1
-data=$2
+tune=$(realpath "$1")
+data=$(realpath "$2")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
@@ -15,8 +15,9 @@ fail=0
 err() { echo "FAIL: $*" >&2; fail=1; }
 
 # --- known runs (tests/tools/data): particles peaks at 1000 live (run2's
-# peak_live), chunks of 64 items, 7 in-allocation growths; bullets peaks at
-# 301 (run2, malloc backend) with chunks of 256 items from run1.
+# peak_live), chunks of 64 items, 7 in-allocation growths; entities peaks at
+# 301 (run2, malloc backend) with chunks of 256 items from run1. The engine's
+# defaults: particles 1024, entities 64.
 expect_ini() { # file, pool, capacity
     awk -v s="[pool.$2]" -v want="initial_capacity = $3" '
         $0 == s { on = 1; next } /^\[/ { on = 0 } on && $0 == want { found = 1 }
@@ -25,20 +26,53 @@ expect_ini() { # file, pool, capacity
 "$tune" --out tuned.ini "$data/run1.csv" "$data/run2.csv" >table.txt 2>stderr.txt ||
     err "fm-tune on the known runs exited $? ($(cat stderr.txt))"
 expect_ini tuned.ini particles 1280 # 1000 x 1.25 = 1250 -> 20 chunks of 64
-expect_ini tuned.ini bullets 512    # 301 x 1.25 = 377 -> 2 chunks of 256
-grep -qF "| particles | 32 | 64 | 128 | 1024 | 1000 | 1280 | 7 | 560.0 | 40.0 | +8.0 |" table.txt ||
+expect_ini tuned.ini entities 512   # 301 x 1.25 = 377 -> 2 chunks of 256
+grep -qF "| particles | 32 | 64 | 1024 | 128 | 1024 | 1000 | 1280 | 7 | 560.0 | 40.0 | +8.0 |" table.txt ||
     err "before/after row of particles wrong: $(grep particles table.txt)"
 grep -q "^\[pool\.frame\]" tuned.ini && err "the arena 'frame' got a pool section"
 
 "$tune" --headroom 1 --out exact.ini "$data/run1.csv" "$data/run2.csv" >/dev/null ||
     err "--headroom 1 failed"
 expect_ini exact.ini particles 1024 # 1000 -> 16 chunks of 64
-expect_ini exact.ini bullets 512    # 301 -> 2 chunks of 256
+expect_ini exact.ini entities 512   # 301 -> 2 chunks of 256
 
 # Only the malloc-backed run: the chunk size is unknown, no rounding.
 "$tune" --out malloc.ini "$data/run2.csv" >/dev/null || err "run2 alone failed"
-expect_ini malloc.ini bullets 377
+expect_ini malloc.ini entities 377
 expect_ini malloc.ini particles 1280
+
+# --config: the configured capacity is the "before", max_capacity caps the
+# tuned one, the other settings are kept; the tuned file loads back.
+printf '[pool.particles]\ninitial_capacity = 256\nmax_capacity = 1100\ngrowth = linear\ngrow_step = 128\n' >current.ini
+"$tune" --config current.ini --out capped.ini "$data/run1.csv" "$data/run2.csv" >table.txt 2>stderr.txt ||
+    err "--config current.ini failed: $(cat stderr.txt)"
+expect_ini capped.ini particles 1100
+grep -qF "| particles | 32 | 64 | 256 | 128 | 1024 | 1000 | 1100 (max_capacity) | 7 |" table.txt ||
+    err "capped row wrong: $(grep particles table.txt)"
+awk '/^\[pool.particles\]/ { on = 1; next } /^\[/ { on = 0 } on && /^growth = linear$/ { f = 1 }
+     END { exit !f }' capped.ini || err "capped.ini lost growth = linear"
+"$tune" --config tuned.ini --out again.ini "$data/run1.csv" >/dev/null 2>stderr.txt ||
+    err "the tuned file does not load back: $(cat stderr.txt)"
+
+# A pool the engine's config does not know: reported, not written.
+sed 's/,particles,/,bullets,/' "$data/run1.csv" >unknown.csv
+"$tune" --out unknown.ini unknown.csv >/dev/null 2>stderr.txt || err "unknown.csv: exit $?"
+grep -q "pool 'bullets' of the runs is not in the engine's config: not written" stderr.txt ||
+    err "no warning for the unknown pool: $(cat stderr.txt)"
+grep -q '^\[pool.bullets\]' unknown.ini && err "the unknown pool was written"
+sed 's/,particles,/,bullets,/; s/,entities,/,shells,/' "$data/run1.csv" >none.csv
+"$tune" --out none.ini none.csv >/dev/null 2>&1
+rc=$?
+[ $rc = 2 ] || err "no known pool: exit $rc, expected 2"
+[ -e none.ini ] && err "no known pool: none.ini was written"
+
+# A bad --config: exit 2 with its file:line, nothing written.
+printf '[pool.particles]\ninitial_capacity = abc\n' >bad.ini
+"$tune" --config bad.ini --out out.ini "$data/run1.csv" >/dev/null 2>stderr.txt
+rc=$?
+[ $rc = 2 ] || err "bad --config: exit $rc, expected 2"
+grep -q "bad.ini:2" stderr.txt || err "bad --config: message '$(cat stderr.txt)' lacks bad.ini:2"
+[ -e out.ini ] && err "bad --config: out.ini was written"
 
 # --- malformed inputs, made from run1.csv.
 awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "live") c = i }

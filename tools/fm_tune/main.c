@@ -1,36 +1,38 @@
 /*
  * fm_tune/main.c: fm-tune, pool capacities from recorded runs.
  *
- *   fm-tune [--headroom H] --out FILE.ini RUN.csv [RUN.csv ...]
+ *   fm-tune [--headroom H] [--config CURRENT.ini] --out FILE.ini RUN.csv...
  *
  * Reads telemetry CSVs (the engine's or the demo's, eng_telemetry_read_csv)
- * and writes a pool config in the engine's INI format (engine/config.h):
- * per pool, initial_capacity = the highest live count of any frame of any
- * run (the larger of the frame's end-of-frame live and its peak_live) times
- * the headroom, rounded up to whole chunks of the pool's chunk_items: the
- * capacity at which none of those runs would have grown inside an
- * allocation call. Prints a before/after table: the capacity the runs
- * started with and reached, the in-allocation growths that capacity would
- * have avoided, and what it costs in memory.
+ * and writes the engine's pool config (engine/config.h) with
+ * eng_config_write_tuned: per pool, initial_capacity = the highest live
+ * count of any frame of any run (the larger of end-of-frame live and the
+ * frame's peak_live) times the headroom, rounded up to whole chunks of the
+ * pool's chunk_items (capped at max_capacity): the capacity at which none of
+ * those runs would have grown inside an allocation call. Every other setting
+ * comes from the current config: the engine's defaults, with --config the
+ * file the runs used on top. Prints a before/after table: the configured
+ * capacity, the capacity the runs started with and reached, the
+ * in-allocation growths the tuned capacity would have avoided, and what it
+ * costs in memory. Pools of the runs that the config does not know are
+ * reported and not written (the engine would refuse them).
  *
- * Exit codes: 0 written; 2 bad arguments or an unreadable or malformed CSV
- * (message "file:line: problem"), nothing written; 1 the output could not be
+ * Exit codes: 0 written; 2 bad arguments, an unreadable or malformed CSV or
+ * --config (messages "file:line: problem"), nothing written; 1 the output could not be
  * written. The file is written to a temporary name beside it and renamed,
  * so it is never half-written.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "engine/config.h"
 #include "engine/telemetry.h"
 
 enum { TUNE_MAX_RUNS = 64, TUNE_MAX_POOLS = 64 };
-#define TUNE_CAPACITY_LIMIT (1u << 28) /* engine/config.h: initial_capacity range */
 
 /* One pool over every run. */
 typedef struct tune_pool {
@@ -43,12 +45,15 @@ typedef struct tune_pool {
     uint64_t peak_live;
     uint64_t grow_events, grow_ns; /* in-allocation growths over every run */
     uint32_t runs;
+    const eng_pool_config *config; /* NULL: the config has no such pool */
 } tune_pool;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: fm-tune [--headroom H] --out FILE.ini RUN.csv [RUN.csv ...]\n"
+    fprintf(f, "usage: fm-tune [--headroom H] [--config CURRENT.ini] --out FILE.ini RUN.csv...\n"
                "  --headroom H  capacity = highest live x H, whole chunks (default 1.25,\n"
                "                1 to 16)\n"
+               "  --config F    the config the runs used, on top of the engine's defaults\n"
+               "                (default: the defaults); its other settings are kept\n"
                "  --out FILE    the pool config to write (engine/config.h format)\n");
 }
 
@@ -90,70 +95,23 @@ static bool add_run(const eng_telemetry *t, tune_pool *pools, uint32_t *npools) 
     return true;
 }
 
-static uint64_t tuned_capacity(const tune_pool *p, double headroom) {
-    return eng_suggest_capacity(p->peak_live, headroom, p->chunk_known ? p->chunk_items : 1);
-}
-
-/* Writes the INI to a temporary file beside path, then renames it. */
-static bool write_config(const char *path, const tune_pool *pools, uint32_t n, double headroom,
-                         char **inputs, int ninputs) {
-    size_t len = strlen(path) + 16;
-    char *tmp = malloc(len);
-    if (!tmp) {
-        fprintf(stderr, "fm-tune: out of memory\n");
-        return false;
-    }
-    snprintf(tmp, len, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        fprintf(stderr, "fm-tune: cannot write %s: %s\n", path, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
-        free(tmp);
-        return false;
-    }
-    fprintf(f, "; Pool capacities written by fm-tune (headroom %.2f) from:\n", headroom);
-    for (int i = 0; i < ninputs; i++) fprintf(f, ";   %s\n", inputs[i]);
-    fprintf(f, "; initial_capacity = highest live of any frame x headroom, in whole chunks:\n"
-               "; none of those runs would have grown inside an allocation call.\n");
-    for (uint32_t i = 0; i < n; i++) {
-        const tune_pool *p = &pools[i];
-        fprintf(f, "\n[pool.%s]\n", p->name);
-        if (p->chunk_known)
-            fprintf(f, "; peak live %llu x %.2f, chunks of %llu items; %llu in-allocation "
-                       "growths in the runs\n",
-                    (unsigned long long)p->peak_live, headroom,
-                    (unsigned long long)p->chunk_items, (unsigned long long)p->grow_events);
-        else
-            fprintf(f, "; peak live %llu x %.2f; malloc backend in every run, so the chunk "
-                       "size is unknown and the capacity is not rounded to chunks\n",
-                    (unsigned long long)p->peak_live, headroom);
-        fprintf(f, "initial_capacity = %llu\n", (unsigned long long)tuned_capacity(p, headroom));
-    }
-    bool ok = !ferror(f);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) ok = false;
-    if (fclose(f) != 0) ok = false;
-    if (ok && rename(tmp, path) != 0) ok = false;
-    if (!ok) {
-        fprintf(stderr, "fm-tune: cannot write %s: %s\n", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
-    return ok;
+/* What eng_config_write_tuned writes for the pool (capped at max_capacity). */
+static uint64_t tuned_capacity(const tune_pool *p, double headroom, bool *capped) {
+    uint64_t cap = eng_suggest_capacity(p->peak_live, headroom, p->chunk_known ? p->chunk_items : 1);
+    *capped = p->config && p->config->max_capacity && cap > p->config->max_capacity;
+    return *capped ? p->config->max_capacity : cap;
 }
 
 static void print_table(const tune_pool *pools, uint32_t n, double headroom, int runs) {
     printf("fm-tune: %d run%s, headroom %.2f\n\n", runs, runs == 1 ? "" : "s", headroom);
-    printf("| pool | item B | chunk items | capacity at first frame | largest capacity | peak "
-           "live | tuned capacity | in-allocation growths avoided | their time µs | memory "
-           "tuned KiB | vs largest KiB |\n");
-    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| pool | item B | chunk items | configured capacity | capacity at first frame | "
+           "largest capacity | peak live | tuned capacity | in-allocation growths avoided | "
+           "their time µs | memory tuned KiB | vs largest KiB |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (uint32_t i = 0; i < n; i++) {
         const tune_pool *p = &pools[i];
-        uint64_t cap = tuned_capacity(p, headroom);
+        bool capped;
+        uint64_t cap = tuned_capacity(p, headroom, &capped);
         double kib = (double)(cap * p->item_size) / 1024.0;
         double delta = ((double)cap - (double)p->largest_capacity) * (double)p->item_size / 1024.0;
         char chunk[32];
@@ -161,16 +119,22 @@ static void print_table(const tune_pool *pools, uint32_t n, double headroom, int
             snprintf(chunk, sizeof chunk, "%llu", (unsigned long long)p->chunk_items);
         else
             snprintf(chunk, sizeof chunk, "? (malloc)");
-        printf("| %s | %llu | %s | %llu | %llu | %llu | %llu | %llu | %.1f | %.1f | %+.1f |\n",
-               p->name, (unsigned long long)p->item_size, chunk,
+        char configured[48];
+        if (p->config)
+            snprintf(configured, sizeof configured, "%u", p->config->initial_capacity);
+        else
+            snprintf(configured, sizeof configured, "- (not in the config: not written)");
+        printf("| %s | %llu | %s | %s | %llu | %llu | %llu | %llu%s | %llu | %.1f | %.1f | %+.1f |\n",
+               p->name, (unsigned long long)p->item_size, chunk, configured,
                (unsigned long long)p->first_capacity, (unsigned long long)p->largest_capacity,
                (unsigned long long)p->peak_live, (unsigned long long)cap,
+               capped ? " (max_capacity)" : "",
                (unsigned long long)p->grow_events, (double)p->grow_ns / 1000.0, kib, delta);
     }
 }
 
 int main(int argc, char **argv) {
-    const char *out = NULL;
+    const char *out = NULL, *config_path = NULL;
     double headroom = 1.25;
     char *inputs[TUNE_MAX_RUNS];
     int ninputs = 0;
@@ -180,6 +144,9 @@ int main(int argc, char **argv) {
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && next) {
             out = next;
+            i++;
+        } else if (!strcmp(a, "--config") && next) {
+            config_path = next;
             i++;
         } else if (!strcmp(a, "--headroom") && next) {
             char *end = NULL;
@@ -213,40 +180,62 @@ int main(int argc, char **argv) {
     }
 
     /* Every input is read and checked before anything is written. */
+    static eng_config cfg;
+    eng_config_defaults(&cfg);
+    if (config_path) {
+        static eng_config_diag diag;
+        if (eng_config_load(&cfg, config_path, &diag) != 0) {
+            fprintf(stderr, "fm-tune: --config %s:\n%s\n", config_path, diag.text);
+            return 2;
+        }
+    }
     tune_pool pools[TUNE_MAX_POOLS];
     uint32_t npools = 0;
+    eng_telemetry *runs[TUNE_MAX_RUNS];
+    int rc = 0;
     for (int i = 0; i < ninputs; i++) {
         char err[512] = "";
-        eng_telemetry *t = eng_telemetry_read_csv(inputs[i], err, sizeof err);
-        if (!t) {
+        runs[i] = eng_telemetry_read_csv(inputs[i], err, sizeof err);
+        if (!runs[i]) {
             fprintf(stderr, "fm-tune: %s\n", err[0] ? err : inputs[i]);
-            return 2;
+            ninputs = i;
+            rc = 2;
+            goto done;
         }
-        bool ok = add_run(t, pools, &npools);
-        eng_telemetry_destroy(t);
-        if (!ok) {
+        if (!add_run(runs[i], pools, &npools)) {
             fprintf(stderr, "fm-tune: %s: more than %d pools over the runs\n", inputs[i],
                     TUNE_MAX_POOLS);
-            return 2;
+            ninputs = i + 1;
+            rc = 2;
+            goto done;
         }
     }
-    if (npools == 0) {
-        fprintf(stderr, "fm-tune: no pool in %s%s (arenas are not tuned)\n", inputs[0],
-                ninputs > 1 ? " or the other runs" : "");
-        return 2;
-    }
+    uint32_t known = 0;
     for (uint32_t i = 0; i < npools; i++) {
-        uint64_t cap = tuned_capacity(&pools[i], headroom);
-        if (cap > TUNE_CAPACITY_LIMIT) {
-            fprintf(stderr, "fm-tune: pool %s: tuned capacity %llu is above the config's limit "
-                            "of %u items\n",
-                    pools[i].name, (unsigned long long)cap, TUNE_CAPACITY_LIMIT);
-            return 2;
-        }
+        pools[i].config = eng_config_pool(&cfg, pools[i].name);
+        if (pools[i].config) known++;
+        else
+            fprintf(stderr, "fm-tune: warning: pool '%s' of the runs is not in the %s: not "
+                            "written (the engine would refuse it)\n",
+                    pools[i].name, config_path ? "config" : "engine's config");
+    }
+    if (known == 0) {
+        fprintf(stderr, "fm-tune: no pool of the runs is in the %s; nothing to tune\n",
+                config_path ? "config" : "engine's config");
+        rc = 2;
+        goto done;
     }
 
     print_table(pools, npools, headroom, ninputs);
-    if (!write_config(out, pools, npools, headroom, inputs, ninputs)) return 1;
+    char err[512] = "";
+    if (!eng_config_write_tuned(&cfg, (const eng_telemetry *const *)runs, (uint32_t)ninputs,
+                                headroom, out, err, sizeof err)) {
+        fprintf(stderr, "fm-tune: cannot write %s: %s\n", out, err);
+        rc = 1;
+        goto done;
+    }
     printf("\nwrote %s\n", out);
-    return 0;
+done:
+    for (int i = 0; i < ninputs; i++) eng_telemetry_destroy(runs[i]);
+    return rc;
 }
