@@ -449,6 +449,12 @@ static eng__pair *eng__collide(eng_world *w, uint32_t *n_pairs) {
     return pairs;
 }
 
+static eng_sprite eng__particle_sprite(const eng__particle *p) {
+    float a = p->life * p->inv_total;
+    uint32_t alpha = a >= 1.0f ? 255u : (uint32_t)(a * 255.0f);
+    return (eng_sprite){p->x, p->y, 2.0f, (p->rgba & 0xffffff00u) | alpha, ENG_LAYER_PARTICLES};
+}
+
 static void eng__init_particle(eng_world *w, eng__particle *p, float x, float y, uint32_t rgba) {
     float ang = eng__range(w, 0.0f, 6.2831853f), sp = eng__range(w, 60.0f, 240.0f);
     p->x = x;
@@ -481,6 +487,10 @@ void eng_world_update(eng_world *w, double dt_in, double entity_load, double loa
     uint32_t n_old = w->n_parts;
     eng__particle **list = ENG__NEW(eng__particle *, (size_t)n_old + n_new + n_burst + 1);
     eng__particle **dead = ENG__NEW(eng__particle *, (size_t)n_old + 1);
+    /* The render list is written in the same pass as the update: one walk
+     * over scattered particles instead of two. */
+    size_t sp_cap = (size_t)n_old + n_new + n_burst + w->n_ents + n_pairs + 1;
+    eng_sprite *sp = ENG__NEW(eng_sprite, sp_cap);
     if (!list || !dead) {
         eng__drop_all(w);
         return;
@@ -497,6 +507,7 @@ void eng_world_update(eng_world *w, double dt_in, double entity_load, double loa
         p->x += p->vx * dt;
         p->y += p->vy * dt;
         p->vy += g;
+        if (sp) sp[n] = eng__particle_sprite(p);
         list[n++] = p;
     }
     eng_store *ps = &w->stores[ENG_ST_PARTICLES];
@@ -531,21 +542,13 @@ void eng_world_update(eng_world *w, double dt_in, double entity_load, double loa
     w->counts.total_died += n_dead;
     w->n_emitters = n_em;
 
-    /* Render list: particles, entities, collision flashes. */
-    uint32_t total = n + w->n_ents + n_pairs;
-    eng_sprite *sp = ENG__NEW(eng_sprite, total + 1);
+    /* Render list: particles (survivors written above), entities, collision flashes. */
     if (!sp) {
         w->render = (eng_render_list){0}; /* lists are made; only the picture is lost */
         return;
     }
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const eng__particle *p = list[i];
-        float a = p->life * p->inv_total;
-        uint32_t alpha = a >= 1.0f ? 255u : (uint32_t)(a * 255.0f);
-        sp[m++] = (eng_sprite){p->x, p->y, 2.0f, (p->rgba & 0xffffff00u) | alpha,
-                               ENG_LAYER_PARTICLES};
-    }
+    for (uint32_t i = n - got; i < n; i++) sp[i] = eng__particle_sprite(list[i]);
+    uint32_t m = n;
     uint32_t l1 = m;
     for (uint32_t i = 0; i < w->n_ents; i++) {
         const eng__entity *e = w->ents[i];
