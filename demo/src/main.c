@@ -307,13 +307,16 @@ int main(int argc, char **argv) {
                 rc = DEMO_EXIT_FAILURE;
             }
         }
+        uint64_t p0 = fm_clock_now();
         demo_platform_present(&d.plat);
         uint64_t r1 = fm_clock_now();
         if (tick) {
             eng_set_render_ns(d.e, fm_clock_to_ns(r1 - r0));
             const eng_telemetry *t = eng_get_telemetry(d.e);
             uint32_t held = eng_telemetry_frame_count(t);
-            if (held) demo_run_stats_add(&d.stats, eng_telemetry_frame(t, held - 1), fm_clock_to_ns(r1 - t0));
+            if (held)
+                demo_run_stats_add(&d.stats, eng_telemetry_frame(t, held - 1), fm_clock_to_ns(r1 - t0),
+                                   fm_clock_to_ns(r1 - p0));
             simulated++;
         }
         double dt = (double)fm_clock_to_ns(r1 - prev) / 1e9;

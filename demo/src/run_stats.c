@@ -8,8 +8,8 @@
 
 static bool grow(demo_run_stats *s) {
     size_t cap = s->cap ? s->cap * 2 : 4096;
-    uint64_t **series[] = {&s->alloc_ns, &s->frame_ns, &s->render_ns};
-    for (size_t i = 0; i < 3; i++) {
+    uint64_t **series[] = {&s->alloc_ns, &s->frame_ns, &s->render_ns, &s->present_ns};
+    for (size_t i = 0; i < 4; i++) {
         uint64_t *p = realloc(*series[i], cap * sizeof **series[i]);
         if (!p) return false;
         *series[i] = p;
@@ -18,7 +18,8 @@ static bool grow(demo_run_stats *s) {
     return true;
 }
 
-void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns) {
+void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns,
+                        uint64_t present_ns) {
     if (s->count == s->cap && !grow(s)) {
         s->oom = true;
         return;
@@ -26,6 +27,7 @@ void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t
     s->alloc_ns[s->count] = rec->alloc_total_ns;
     s->frame_ns[s->count] = wall_ns;
     s->render_ns[s->count] = rec->render_ns;
+    s->present_ns[s->count] = present_ns;
     s->grow_events += rec->grow_events;
     if (s->count > 0) s->grow_events_after_first += rec->grow_events;
     s->ahead_grow_events += rec->ahead_grow_events;
@@ -42,6 +44,7 @@ void demo_run_stats_free(demo_run_stats *s) {
     free(s->alloc_ns);
     free(s->frame_ns);
     free(s->render_ns);
+    free(s->present_ns);
     memset(s, 0, sizeof *s);
 }
 
@@ -90,8 +93,9 @@ void demo_run_stats_print(const demo_run_stats *s, const eng *e, const demo_summ
             ms(f50), ms(demo_percentile(s->frame_ns, n, 90, scratch)),
             ms(demo_percentile(s->frame_ns, n, 99, scratch)), ms(demo_percentile(s->frame_ns, n, 100, scratch)),
             f50 ? 1e9 / (double)f50 : 0.0);
-    fprintf(out, "  render time per frame: median %.2f ms, max %.2f ms\n",
-            ms(demo_percentile(s->render_ns, n, 50, scratch)), ms(demo_percentile(s->render_ns, n, 100, scratch)));
+    fprintf(out, "  render time per frame: median %.2f ms, max %.2f ms (of which present: median %.2f ms)\n",
+            ms(demo_percentile(s->render_ns, n, 50, scratch)), ms(demo_percentile(s->render_ns, n, 100, scratch)),
+            ms(demo_percentile(s->present_ns, n, 50, scratch)));
     fprintf(out, "  growth events inside allocation calls: %llu (%llu after frame 1); grow-ahead growths at frame boundaries: %llu\n",
             (unsigned long long)s->grow_events, (unsigned long long)s->grow_events_after_first,
             (unsigned long long)s->ahead_grow_events);

@@ -18,15 +18,17 @@
 #include "engine/engine.h"
 
 typedef struct demo_run_stats {
-    uint64_t *alloc_ns, *frame_ns, *render_ns;
+    uint64_t *alloc_ns, *frame_ns, *render_ns, *present_ns;
     size_t count, cap;
     uint64_t grow_events, grow_events_after_first, ahead_grow_events;
     bool oom; /* a series could not grow: later frames are not counted */
 } demo_run_stats;
 
-/// Records one simulated frame: the engine's newest record plus the wall time
-/// of the whole loop iteration (input, engine, render, present).
-void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns);
+/// Records one simulated frame: the engine's newest record (render_ns set),
+/// the wall time of the whole loop iteration (input, engine, render, present)
+/// and the part of render_ns spent in the present call.
+void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns,
+                        uint64_t present_ns);
 void demo_run_stats_reset(demo_run_stats *s);
 void demo_run_stats_free(demo_run_stats *s);
 /// The p-th percentile (0..100, nearest rank) of a series of n values

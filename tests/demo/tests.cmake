@@ -10,6 +10,8 @@ if(TARGET framemem-demo)
   target_link_libraries(test_demo_options PRIVATE framemem_demo_core)
   fm_add_test(test_scene_draw demo/test_scene_draw.c demo_scene_draw)
   target_link_libraries(test_scene_draw PRIVATE framemem_demo_core)
+  fm_add_test(test_run_stats demo/test_run_stats.c demo_run_stats)
+  target_link_libraries(test_run_stats PRIVATE framemem_demo_core)
 
   # The program itself, run as a child process (headless; no display needed).
   find_program(FM_PYTHON3 python3 REQUIRED)

@@ -1,0 +1,100 @@
+/*
+ * test_run_stats.c: the demo's whole-run figures and exit summary
+ * (demo/src/run_stats.c).
+ */
+#include "fm_test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "run_stats.h"
+
+static void test_percentile_is_nearest_rank(void **state) {
+    (void)state;
+    const uint64_t v[] = {50, 10, 40, 20, 30};
+    uint64_t scratch[5];
+    assert_int_equal(demo_percentile(v, 5, 50, scratch), 30);
+    assert_int_equal(demo_percentile(v, 5, 0, scratch), 10);
+    assert_int_equal(demo_percentile(v, 5, 20, scratch), 10);
+    assert_int_equal(demo_percentile(v, 5, 21, scratch), 20);
+    assert_int_equal(demo_percentile(v, 5, 99, scratch), 50);
+    assert_int_equal(demo_percentile(v, 5, 100, scratch), 50);
+    assert_int_equal(demo_percentile(v, 0, 50, scratch), 0);
+    assert_int_equal(v[0], 50); /* the input is not sorted in place */
+}
+
+static void test_growth_after_the_first_frame_is_counted_apart(void **state) {
+    (void)state;
+    demo_run_stats s = {0};
+    for (uint32_t f = 0; f < 10000; f++) { /* past the first capacity: the series grow */
+        eng_frame_record rec = {.frame = f, .alloc_total_ns = f, .render_ns = 2 * f,
+                                .grow_events = f == 0 ? 3 : f == 7 ? 2 : 0,
+                                .ahead_grow_events = f == 9 ? 1 : 0};
+        demo_run_stats_add(&s, &rec, 10 * (uint64_t)f, f);
+    }
+    assert_int_equal(s.count, 10000);
+    assert_int_equal(s.grow_events, 5);
+    assert_int_equal(s.grow_events_after_first, 2);
+    assert_int_equal(s.ahead_grow_events, 1);
+    assert_int_equal(s.alloc_ns[9999], 9999);
+    assert_int_equal(s.frame_ns[9999], 99990);
+    assert_int_equal(s.render_ns[9999], 19998);
+    assert_int_equal(s.present_ns[9999], 9999);
+    demo_run_stats_reset(&s);
+    assert_int_equal(s.count, 0);
+    assert_int_equal(s.grow_events + s.grow_events_after_first + s.ahead_grow_events, 0);
+    demo_run_stats_free(&s);
+    assert_null(s.alloc_ns);
+}
+
+static char *summary_of(const demo_run_stats *s, eng *e) {
+    static char text[8192];
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    demo_run_stats_print(s, e, &(demo_summary_info){.renderer = "software", .save_hint = "t.ini"}, f);
+    rewind(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+static void test_summary_suggests_a_tuned_config_only_after_hitches(void **state) {
+    (void)state;
+    char err[256];
+    eng *e = eng_create(&(eng_desc){.seed = 3}, err, sizeof err);
+    if (!e) fail_msg("%s", err);
+    demo_run_stats s = {0};
+    for (uint32_t f = 0; f < 4; f++) {
+        eng_frame_record rec = {.frame = f, .alloc_total_ns = 1000 * (f + 1), .grow_events = f == 0};
+        demo_run_stats_add(&s, &rec, 2000000, 0);
+    }
+    const char *t = summary_of(&s, e);
+    assert_non_null(strstr(t, "framemem-demo summary: 4 frames, scene standard, scale 1.00, backend pool, seed 3, software"));
+    assert_non_null(strstr(t, "allocation time per frame: median 2.0 us, p99 4.0 us, max 4.0 us"));
+    assert_non_null(strstr(t, "frame time: median 2.00 ms"));
+    assert_non_null(strstr(t, "growth events inside allocation calls: 1 (0 after frame 1)"));
+    assert_non_null(strstr(t, "No growth inside an allocation call after frame 1"));
+    assert_null(strstr(t, "save a tuned config"));
+
+    eng_frame_record late = {.frame = 4, .grow_events = 2};
+    demo_run_stats_add(&s, &late, 0, 0);
+    t = summary_of(&s, e);
+    assert_non_null(strstr(t, "growth events inside allocation calls: 3 (2 after frame 1)"));
+    assert_non_null(strstr(t, "save a tuned config (key S, or --save-config t.ini) and run again with --config t.ini"));
+
+    demo_run_stats empty = {0};
+    t = summary_of(&empty, e);
+    assert_non_null(strstr(t, "summary: 0 frames"));
+    demo_run_stats_free(&s);
+    eng_destroy(e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_percentile_is_nearest_rank),
+        cmocka_unit_test(test_growth_after_the_first_frame_is_counted_apart),
+        cmocka_unit_test(test_summary_suggests_a_tuned_config_only_after_hitches),
+    };
+    return cmocka_run_group_tests_name("run_stats", tests, NULL, NULL);
+}
