@@ -256,7 +256,10 @@ int main(int argc, char **argv) {
                                                   .software = d.opt.software, .title = "framemem-demo"},
                             err, sizeof err)) {
         fprintf(stderr, "framemem-demo: %s\n", err);
-        if (d.csv) eng_telemetry_stream_end(eng_get_telemetry_mut(d.e)), fclose(d.csv);
+        if (d.csv) {
+            eng_telemetry_stream_end(eng_get_telemetry_mut(d.e));
+            fclose(d.csv);
+        }
         eng_destroy(d.e);
         return DEMO_EXIT_FAILURE;
     }
@@ -324,6 +327,7 @@ int main(int argc, char **argv) {
         if (dt > 0) fps = fps == 0 ? 1 / dt : fps * 0.95 + 0.05 / dt;
         d.loop_frames++;
         if (last) break;
+        if (d.paused && !d.opt.vsync) SDL_Delay(10); /* nothing moves: do not spin */
     }
 
     if (!write_outputs(&d)) rc = DEMO_EXIT_FAILURE;
