@@ -227,11 +227,9 @@ void eng_store_grow_ahead(eng_store *s) {
     if (pd.max_capacity && target > pd.max_capacity) target = pd.max_capacity;
     if (target <= st.capacity) return;
     uint64_t ev0 = st.grow_events, ns0 = st.grow_ns_total;
-    /* A refusal (out of memory) leaves the pool as it was: the frame's
-     * allocations then grow in place, which telemetry shows. */
-    fm_error saved = fm_last_error();
+    /* A refusal (out of memory, reported) leaves the pool as it was: the
+     * frame's allocations then grow in place, which telemetry shows. */
     (void)fm_pool_reserve(s->pool, (uint32_t)target);
-    (void)saved;
     fm_pool_get_stats(s->pool, &st);
     s->f_ahead_events += st.grow_events - ev0;
     s->f_ahead_ns += st.grow_ns_total - ns0;

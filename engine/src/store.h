@@ -87,7 +87,7 @@ fm_handle eng_store_handle(const eng_store *s, const void *item);
 void *eng_store_resolve(const eng_store *s, fm_handle h);
 
 /// Frame boundary: grow ahead (when enabled and headroom is short) and
-/// record the frame's net allocation. Returns ns spent growing ahead.
+/// record the frame's net allocation; the growth goes to the frame's sample.
 void eng_store_grow_ahead(eng_store *s);
 /// Fills the store's telemetry sample for the frame and resets frame counters.
 void eng_store_sample(eng_store *s, eng_sample *out, uint64_t overhead_ticks);
