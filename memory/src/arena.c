@@ -107,9 +107,6 @@ static uint8_t *fm__block_data(fm__block *b) { return (uint8_t *)b + FM__BLOCK_H
 static uintptr_t fm__top(const fm_arena *a) {
     return a->shared ? atomic_load_explicit(&a->top, memory_order_acquire) : a->hot.top;
 }
-static uintptr_t fm__limit(const fm_arena *a) {
-    return a->shared ? atomic_load_explicit(&a->limit, memory_order_acquire) : a->hot.limit;
-}
 static void fm__set_top(fm_arena *a, uintptr_t top) {
     if (a->shared) atomic_store_explicit(&a->top, top, memory_order_release);
     else a->hot.top = top;
@@ -342,17 +339,31 @@ static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error
 
 /* ============================================================ allocation */
 
-static bool fm__align_valid(fm_arena *a, size_t align, const char *op) {
-    if (FM_IS_POW2(align) && align <= FM_MAX_ALIGN) return true;
+#if defined(__GNUC__) || defined(__clang__)
+#define FM__ARENA_INLINE static inline __attribute__((always_inline))
+#else
+#define FM__ARENA_INLINE static inline
+#endif
+
+static FM__COLD void fm__report_align(fm_arena *a, size_t align, const char *op) {
     fm__report(FM_ERR_INVALID_ARG, "arena '%s': %s: alignment %zu is not a power of two up to 4096",
                a->name, op, align);
+}
+
+static bool fm__align_valid(fm_arena *a, size_t align, const char *op) {
+    if (FM__LIKELY(FM_IS_POW2(align) && align <= FM_MAX_ALIGN)) return true;
+    fm__report_align(a, align, op);
     return false;
 }
 
-static bool fm__size_fits(fm_arena *a, uintptr_t p, size_t size) {
-    if (size <= UINTPTR_MAX - p) return true;
+static FM__COLD void fm__report_size(fm_arena *a, size_t size) {
     fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows the address space", a->name,
                size);
+}
+
+static bool fm__size_fits(fm_arena *a, uintptr_t p, size_t size) {
+    if (FM__LIKELY(size <= UINTPTR_MAX - p)) return true;
+    fm__report_size(a, size);
     return false;
 }
 
@@ -401,18 +412,24 @@ static void fm__arena_hand_out(fm_arena *a, uintptr_t p, size_t size) {
     }
 }
 
-/* NONE, and MUTEX under the lock. */
-static void *fm__alloc_serial(fm_arena *a, size_t size, size_t al) {
-    uintptr_t top = fm__top(a);
+/* NONE, and MUTEX under the lock. `shared` is a constant at each call, so
+ * the NONE copy works on the hot struct with no policy test. */
+FM__ARENA_INLINE void *fm__alloc_serial(fm_arena *a, size_t size, size_t al, bool shared) {
+    uintptr_t top = shared ? atomic_load_explicit(&a->top, memory_order_relaxed) : a->hot.top;
+    uintptr_t limit = shared ? atomic_load_explicit(&a->limit, memory_order_relaxed) : a->hot.limit;
     uintptr_t p = fm_align_up(top, al);
     if (!fm__size_fits(a, p, size)) return NULL;
-    if (size > fm__limit(a) - p) {
+    if (FM__UNLIKELY(size > limit - p)) {
         if (!fm__arena_grow(a, top, p, size)) return NULL;
         p = fm_align_up(fm__top(a), al);
     }
-    fm__set_top(a, p + size);
-    if (a->shared) atomic_fetch_add_explicit(&a->shared_allocs, 1, memory_order_relaxed);
-    else a->hot.total_allocs++;
+    if (shared) {
+        atomic_store_explicit(&a->top, p + size, memory_order_relaxed);
+        atomic_fetch_add_explicit(&a->shared_allocs, 1, memory_order_relaxed);
+    } else {
+        a->hot.top = p + size;
+        a->hot.total_allocs++;
+    }
     fm__arena_hand_out(a, p, size);
     return (void *)p;
 }
@@ -474,26 +491,37 @@ static void *fm__alloc_lockfree(fm_arena *a, size_t size, size_t al) {
     return (void *)p;
 }
 
+/* Out of line, so the NONE path of fm__arena_alloc_slow stays lean. */
+static FM__NOINLINE void *fm__alloc_shared(fm_arena *a, size_t size, size_t al) {
+    void *p;
+    if (a->desc.sync == FM_SYNC_MUTEX) {
+        pthread_mutex_lock(&a->lock);
+        p = fm__alloc_serial(a, size, al, true);
+        pthread_mutex_unlock(&a->lock);
+        return p;
+    }
+#ifndef NDEBUG
+    atomic_fetch_add_explicit(&a->in_flight, 1, memory_order_acq_rel);
+#endif
+    p = fm__alloc_lockfree(a, size, al);
+#ifndef NDEBUG
+    atomic_fetch_sub_explicit(&a->in_flight, 1, memory_order_acq_rel);
+#endif
+    return p;
+}
+
 void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
     fm_arena *a = arena;
     size_t al = align ? align : FM_DEFAULT_ALIGN;
     void *p = NULL;
-    if (fm__align_valid(a, al, "alloc")) {
-        if (a->desc.sync == FM_SYNC_LOCKFREE) {
-#ifndef NDEBUG
-            atomic_fetch_add_explicit(&a->in_flight, 1, memory_order_acq_rel);
-#endif
-            p = fm__alloc_lockfree(a, size, al);
-#ifndef NDEBUG
-            atomic_fetch_sub_explicit(&a->in_flight, 1, memory_order_acq_rel);
-#endif
-        } else {
-            fm__lock(a);
-            p = fm__alloc_serial(a, size, al);
-            fm__unlock(a);
-        }
+    if (!fm__align_valid(a, al, "alloc")) {
+        /* p stays NULL */
+    } else if (FM__LIKELY(a->desc.sync == FM_SYNC_NONE)) {
+        p = fm__alloc_serial(a, size, al, false);
+    } else {
+        p = fm__alloc_shared(a, size, al);
     }
-    if (!p) fm__count_failed(a);
+    if (FM__UNLIKELY(!p)) fm__count_failed(a);
     return p;
 }
 

@@ -487,6 +487,7 @@ static void test_lockfree_chained_frame_arena_8_threads_share_frames_across_adva
 
 /* ====================================================== the LOCKFREE rule */
 
+#ifndef NDEBUG /* the check exists in debug builds only */
 typedef struct held {
     atomic_int inside;
     atomic_int release;
@@ -503,6 +504,7 @@ static void hold_in_alloc(sync_alloc *a) {
 static void *alloc_one_big(void *arg) {
     return fm_arena_alloc(arg, 64 * KIB, 0);
 }
+#endif
 
 /* Debug builds: a reset, rewind or decommit while another thread is inside
  * fm_arena_alloc is refused (FM_ERR_INVALID_ARG naming the arena) and
