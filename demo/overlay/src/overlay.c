@@ -155,6 +155,17 @@ static void hline(ovl_batch *b, const SDL_FRect *g, double value, double ymax, S
     ovl_rect(b, g->x, y, g->w, 1, c);
 }
 
+/* A pool name beside frame x, on the first of `rows` label rows that is free
+ * there, so neighbouring labels do not overwrite each other (else skipped). */
+static void place_label(ovl_batch *b, float *row_end, int rows, float x, float y0, const resolved *r,
+                        SDL_Color c, const char *name) {
+    for (int row = 0; row < rows; row++) {
+        if (x < row_end[row]) continue;
+        row_end[row] = x + ovl_text(b, x + 2, y0 + (float)row * r->lh, r->ts, c, name) + 8;
+        return;
+    }
+}
+
 static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const resolved *r) {
     double peak = 0;
     uint64_t grows = 0;
@@ -198,12 +209,7 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
         }
         if (grew) {
             ovl_rect(b, x, g->y, bw > 2 ? bw : 2, 4 * r->ts, grow);
-            for (int row = 0; row < 3; row++) {
-                if (x < label_end[row]) continue;
-                float ly = g->y + 5 * r->ts + (float)row * r->lh;
-                label_end[row] = x + ovl_text(b, x + 2, ly, r->ts, grow, grew) + 8;
-                break;
-            }
+            place_label(b, label_end, 3, x, g->y + 5 * r->ts, r, grow, grew);
         }
     }
     hline(b, g, r->alloc_budget_ns, ymax, rgb(BUDGET_RGB, 255));
@@ -242,11 +248,21 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     ovl_text(b, g->x, g->y - r->lh, r->ts, rgb(TEXT_RGB, 255), cap);
     graph_frame(b, g, r);
     float bw = g->w / (float)v->slots;
+    float label_end[1] = {-1e9f};
     for (uint32_t k = 0; k < v->shown; k++) {
         const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
         float h = (float)((double)f->maint_ns / ymax) * (g->h - 1);
         if (f->ahead_grow_events && h < 2) h = 2;
-        ovl_rect(b, slot_x(v, g, k), g->y + g->h - 1 - h, bw > 1 ? bw : 1, h, rgb(OVL_MAINT_RGB, 255));
+        float x = slot_x(v, g, k);
+        ovl_rect(b, x, g->y + g->h - 1 - h, bw > 1 ? bw : 1, h, rgb(OVL_MAINT_RGB, 255));
+        if (!f->ahead_grow_events) continue;
+        /* Name the pool that grew ahead (the first one, as in the allocation graph). */
+        for (uint32_t s = 0; s < v->sources; s++)
+            if (eng_telemetry_sample(v->t, v->first + k, s)->ahead_grow_events) {
+                place_label(b, label_end, 1, x, g->y + 1, r, rgb(OVL_MAINT_RGB, 255),
+                            eng_telemetry_source(v->t, s)->name);
+                break;
+            }
     }
 }
 
