@@ -11,7 +11,8 @@
  *     allocation budget (a share of the frame budget); in a frame where a
  *     pool grew inside an allocation call that pool's part of the bar is drawn
  *     in OVL_GROWTH_RGB, with a tick above it and the pool's name;
- *   - maintenance (grow-ahead) time per frame, on its own scale, apart;
+ *   - maintenance (grow-ahead) time per frame, on its own scale, apart, with
+ *     the pool that grew ahead named;
  *   - frame time per frame stacked as simulation / allocation / maintenance /
  *     render with the frame budget line;
  *   - a table per pool (live, peak, capacity, grow events, last grow,
