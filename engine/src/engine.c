@@ -390,6 +390,8 @@ void eng_get_info(const eng *e, eng_info *out) {
     out->burst_left = e->burst_left;
     out->clock_overhead_ns = eng_telemetry_clock_overhead_ns();
     out->timed_batches = e->last_batches;
+    for (int i = 0; i < ENG_ST_COUNT; i++)
+        out->refused_allocs += eng_world_store(e->world, i)->failed_allocs;
 }
 
 const eng_telemetry *eng_get_telemetry(const eng *e) { return e->tel; }

@@ -45,7 +45,11 @@ bool eng_store_init(eng_store *s, const eng_store_desc *d) {
         fm_pool_get_stats(s->pool, &st);
         s->seen_grow_events = st.grow_events;
         s->seen_grow_ns = st.grow_ns_total;
-        if (pd.growth == FM_GROWTH_FIXED) s->grow_ahead = false;
+        if (pd.growth == FM_GROWTH_FIXED) {
+            s->grow_ahead = false;
+            s->limit = st.capacity;
+        }
+        if (pd.max_capacity && (!s->limit || pd.max_capacity < s->limit)) s->limit = pd.max_capacity;
     }
     return true;
 }
@@ -119,6 +123,17 @@ static void eng__free_item(eng_store *s, void *item) {
 
 uint32_t eng_store_alloc_n(eng_store *s, void **out, uint32_t n) {
     if (!n) return 0;
+    uint32_t asked = n;
+    /* A full pool is an expected state of a game (fewer sparks), not an
+     * error to report every frame: ask only for what fits. */
+    if (s->limit) {
+        uint64_t room = s->limit > s->live ? s->limit - s->live : 0;
+        if (n > room) n = (uint32_t)room;
+        if (!n) {
+            s->failed_allocs += asked;
+            return 0;
+        }
+    }
     uint32_t got = 0;
     uint64_t t0 = s->timing ? fm_clock_now() : 0;
     if (s->backend == ENG_BACKEND_POOL) {
@@ -141,7 +156,7 @@ uint32_t eng_store_alloc_n(eng_store *s, void **out, uint32_t n) {
     }
     s->f_allocs += got;
     s->total_allocs += got;
-    s->failed_allocs += n - got;
+    s->failed_allocs += asked - got;
     s->live += got;
     if (s->live > s->peak_live) s->peak_live = s->live;
     return got;

@@ -38,13 +38,15 @@ typedef struct eng_store {
     size_t item_size;
     size_t item_align;
     fm_pool *pool;         /* pool backend */
+    uint64_t limit;        /* most items the pool can hold (FIXED or max_capacity); 0 = none */
     /* malloc backend */
     bool handles;          /* keep the slot table (entities) */
     eng__mslot *slots;
     uint32_t slot_count, slot_cap, slot_free;
     /* counts kept by the engine for both backends */
     uint64_t live, peak_live;
-    uint64_t total_allocs, total_frees, failed_allocs;
+    uint64_t total_allocs, total_frees;
+    uint64_t failed_allocs; /* asked for and not given: over the limit or refused */
     /* this frame */
     uint64_t f_allocs, f_frees, f_ticks, f_batches;
     uint64_t f_ahead_events, f_ahead_ns;

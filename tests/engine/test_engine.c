@@ -391,7 +391,7 @@ static void test_engine_backend_growth_and_prefault_switches_rebuild_the_world(v
     eng_destroy(e);
 }
 
-static void test_engine_fixed_pools_refuse_cleanly_and_keep_running(void **state) {
+static void test_engine_full_pools_spawn_less_without_error_reports(void **state) {
     fm_test_env *env = *state;
     eng *e = make(&(eng_desc){.scale = SMALL, .seed = 3, .override_growth = true, .growth = FM_GROWTH_FIXED});
     run(e, 60);
@@ -400,10 +400,24 @@ static void test_engine_fixed_pools_refuse_cleanly_and_keep_running(void **state
     fm_pool_stats st;
     fm_pool_get_stats(eng_get_pool(e, "particles"), &st);
     assert_int_equal(in.particles, st.live);
-    assert_true(in.particles <= st.capacity);
-    assert_true(st.failed_allocs > 0);
+    assert_int_equal(st.live, st.capacity); /* full */
     assert_int_equal(st.grow_events, 0);
-    assert_true(env->errors.by_code[FM_ERR_POOL_FULL] > 0);
+    assert_int_equal(st.failed_allocs, 0); /* the engine asked only for what fits */
+    assert_true(in.refused_allocs > 0);
+    assert_int_equal(env->errors.count, 0);
+    eng_destroy(e);
+    /* max_capacity the same way, with growth up to it */
+    FILE *f = fopen("eng_max.ini", "wb");
+    fputs("[pool.particles]\nmax_capacity = 3000\n", f);
+    fclose(f);
+    e = make(&(eng_desc){.scale = SMALL, .seed = 3, .config_path = "eng_max.ini"});
+    run(e, 60);
+    eng_get_info(e, &in);
+    assert_int_equal(in.particles, 3000);
+    assert_true(in.refused_allocs > 0);
+    fm_pool_get_stats(eng_get_pool(e, "particles"), &st);
+    assert_true(st.grow_events > 0);
+    assert_int_equal(env->errors.count, 0);
     eng_destroy(e);
 }
 
@@ -476,7 +490,7 @@ int main(void) {
         cmocka_unit_test(test_engine_grow_ahead_switch_acts_on_the_running_world),
         cmocka_unit_test(test_engine_burst_and_scale_change_the_load),
         cmocka_unit_test(test_engine_backend_growth_and_prefault_switches_rebuild_the_world),
-        cmocka_unit_test_setup_teardown(test_engine_fixed_pools_refuse_cleanly_and_keep_running,
+        cmocka_unit_test_setup_teardown(test_engine_full_pools_spawn_less_without_error_reports,
                                         fm_test_setup, fm_test_teardown),
         cmocka_unit_test(test_engine_reload_config_applies_or_keeps_the_world),
         cmocka_unit_test(test_engine_create_rejects_bad_descs_with_a_message),

@@ -158,6 +158,9 @@ typedef struct eng_info {
     uint64_t clock_overhead_ns; /* subtracted per timed batch */
     uint32_t timed_batches;     /* alloc/free batches timed in the newest frame
                                    (each costs one fm_clock_now pair) */
+    uint64_t refused_allocs;    /* items the world asked for and did not get
+                                   since the world was built (a FIXED or
+                                   max_capacity pool full: fewer spawns) */
 } eng_info;
 
 void eng_get_info(const eng *e, eng_info *out);
