@@ -95,13 +95,6 @@ typedef struct fm__lf_state {
     _Alignas(64) uint64_t head; /* tag << 32 | global slot index, FM__NONE: empty */
 } fm__lf_state;
 
-/* LOCKFREE's user counters, striped by thread so the threads do not fight
- * over one cache line on top of the stack's head. */
-enum { FM__LF_STRIPES = 8 };
-typedef struct fm__lf_count {
-    _Alignas(64) uint64_t allocs;
-    uint64_t frees;
-} fm__lf_count;
 
 /* Arrays replaced by growth that lock-free readers may still hold
  * (sync != NONE): kept until destroy. Sizes double, so a few dozen at most. */
@@ -154,7 +147,6 @@ struct fm_pool {
     void *retired_arrays[FM__MAX_RETIRED_ARRAYS];
     size_t retired_bytes[FM__MAX_RETIRED_ARRAYS];
     fm__lf_state lf;
-    fm__lf_count lf_counts[FM__LF_STRIPES];
     fm__tc_entry *tc_entries;     /* THREAD_CACHE: caches of threads using the pool */
     uint64_t tc_gone_allocs;      /* counters of caches whose thread exited */
     uint64_t tc_gone_frees;
@@ -1023,8 +1015,8 @@ static void fm__delete_core(fm_pool *pool, void *item) {
  * The core counts those slots as live; their meta words say free (live bit
  * clear, generation bumped), so double frees and stale handles are caught
  * exactly as in the core. The core's counters then describe slots out of the
- * depot; the user's counters are kept beside (per thread, or on the stack's
- * cache line) and summed when read. */
+ * depot; the user's counters are kept beside, per thread (see
+ * THREAD_CACHE's entries), and summed when read. */
 
 static uint64_t fm__pool_ids; /* source of fm_pool.id (atomic) */
 
@@ -1269,7 +1261,8 @@ static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const 
  * the thread's (C heap); the pool lists them under its lock so stats can sum
  * their counters and destroy can detach them. A thread's exit (pthread key
  * destructor) returns its slots and counters to the pools still alive; the
- * registry lock orders that against destroy. */
+ * registry lock orders that against destroy. LOCKFREE pools keep their
+ * counters in the same entries (with no slots). */
 
 enum { FM__TC_SLOTS = 64, FM__TC_BATCH = 32 };
 
@@ -1435,7 +1428,7 @@ FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
     return n > 0;
 }
 
-static void *fm__tc_alloc(fm_pool *p) {
+FM__NOINLINE static void *fm__tc_alloc_slow(fm_pool *p) {
     fm__tc_entry *e = fm__tc_entry_of(p);
     if (FM__UNLIKELY(!e)) {
         pthread_mutex_lock(&p->lock);
@@ -1446,6 +1439,19 @@ static void *fm__tc_alloc(fm_pool *p) {
     if (FM__UNLIKELY(e->count == 0) && !fm__tc_refill(p, e)) return NULL;
     fm__count(&e->allocs);
     return fm__cached_to_live(p, e->slots[--e->count]);
+}
+
+/* The common alloc: the thread's last entry is this pool's and has a slot;
+ * nothing here needs a register saved, the rest is tail-called. */
+static inline void *fm__tc_alloc(fm_pool *p) {
+    fm__tcache *tc = fm__tc;
+    fm__tc_entry *e;
+    if (FM__LIKELY(tc != NULL && (e = tc->last) != NULL &&
+                   __atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id && e->count != 0)) {
+        fm__count(&e->allocs);
+        return fm__cached_to_live(p, e->slots[--e->count]);
+    }
+    return fm__tc_alloc_slow(p);
 }
 
 FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op) {
@@ -1549,16 +1555,20 @@ void fm_pool_flush_thread_cache(fm_pool *pool) {
 
 enum { FM__LF_BATCH = 32 };
 
-static uint32_t fm__stripe_next; /* hands out stripes round-robin (atomic) */
-static _Thread_local uint32_t fm__stripe_plus1;
+/* LOCKFREE's user counters live in the same per-thread entries as
+ * THREAD_CACHE's magazines (with no slots in them): a plain store per
+ * operation instead of an atomic add on a shared line. */
+FM__NOINLINE static void fm__count_uncached(fm_pool *p, bool alloc) {
+    pthread_mutex_lock(&p->lock);
+    if (alloc) p->tc_gone_allocs++;
+    else p->tc_gone_frees++;
+    pthread_mutex_unlock(&p->lock);
+}
 
-static inline fm__lf_count *fm__lf_stripe(fm_pool *p) {
-    uint32_t s = fm__stripe_plus1;
-    if (FM__UNLIKELY(s == 0)) {
-        s = __atomic_fetch_add(&fm__stripe_next, 1, __ATOMIC_RELAXED) % FM__LF_STRIPES + 1;
-        fm__stripe_plus1 = s;
-    }
-    return &p->lf_counts[s - 1];
+static inline void fm__count_op(fm_pool *p, bool alloc) {
+    fm__tc_entry *e = fm__tc_entry_of(p);
+    if (FM__LIKELY(e != NULL)) fm__count(alloc ? &e->allocs : &e->frees);
+    else fm__count_uncached(p, alloc);
 }
 
 static inline uint32_t *fm__lf_link(const fm_pool *p, uint32_t g) {
@@ -1629,7 +1639,7 @@ FM__NOINLINE static void *fm__lf_refill(fm_pool *p) {
     return mine;
 }
 
-static void *fm__lf_alloc(fm_pool *p) {
+FM__NOINLINE static void *fm__lf_alloc(fm_pool *p) {
     uint64_t old = __atomic_load_n(&p->lf.head, __ATOMIC_ACQUIRE);
     void *slot;
     for (;;) {
@@ -1647,11 +1657,11 @@ static void *fm__lf_alloc(fm_pool *p) {
             break;
         }
     }
-    __atomic_fetch_add(&fm__lf_stripe(p)->allocs, 1, __ATOMIC_RELAXED);
+    fm__count_op(p, true);
     return fm__cached_to_live(p, slot);
 }
 
-static void fm__lf_free(fm_pool *p, void *item, const char *op) {
+FM__NOINLINE static void fm__lf_free(fm_pool *p, void *item, const char *op) {
     fm__loc loc;
     fm_error err = fm__locate_fast(p, item, &loc);
     if (FM__UNLIKELY(err != FM_OK)) {
@@ -1659,7 +1669,7 @@ static void fm__lf_free(fm_pool *p, void *item, const char *op) {
         return;
     }
     int done = fm__live_to_cached(p, item, &loc, op);
-    if (done != FM__NOT_FREED) __atomic_fetch_add(&fm__lf_stripe(p)->frees, 1, __ATOMIC_RELAXED);
+    if (done != FM__NOT_FREED) fm__count_op(p, false);
     if (done != FM__FREED_TO_CACHE) return;
     uint32_t g = fm__lf_index(p, loc.chunk, loc.slot);
     fm__lf_push(p, g, g);
@@ -1669,43 +1679,36 @@ static void fm__lf_free(fm_pool *p, void *item, const char *op) {
 
 /* Never inlined: the FM_SYNC_NONE paths that test for it stay as lean as
  * they were before policies existed (no registers saved for these). */
+FM__NOINLINE static void *fm__mutex_alloc(fm_pool *p) {
+    pthread_mutex_lock(&p->lock);
+    void *item = fm__alloc_core(p);
+    pthread_mutex_unlock(&p->lock);
+    return item;
+}
+
+FM__NOINLINE static void fm__mutex_free(fm_pool *p, void *item, const char *op) {
+    pthread_mutex_lock(&p->lock);
+    fm__free_checked(p, item, op);
+    pthread_mutex_unlock(&p->lock);
+}
+
 FM__NOINLINE static void *fm__sync_alloc(fm_pool *p) {
-    switch (p->sync) {
-    case FM_SYNC_THREAD_CACHE: return fm__tc_alloc(p);
-    case FM_SYNC_LOCKFREE: return fm__lf_alloc(p);
-    default: {
-        pthread_mutex_lock(&p->lock);
-        void *item = fm__alloc_core(p);
-        pthread_mutex_unlock(&p->lock);
-        return item;
-    }
-    }
+    if (FM__LIKELY(p->sync == FM_SYNC_THREAD_CACHE)) return fm__tc_alloc(p);
+    if (p->sync == FM_SYNC_LOCKFREE) return fm__lf_alloc(p);
+    return fm__mutex_alloc(p);
 }
 
 FM__NOINLINE static void fm__sync_free(fm_pool *p, void *item, const char *op) {
     if (!item) return;
-    switch (p->sync) {
-    case FM_SYNC_THREAD_CACHE: fm__tc_free(p, item, op); break;
-    case FM_SYNC_LOCKFREE: fm__lf_free(p, item, op); break;
-    default:
-        pthread_mutex_lock(&p->lock);
-        fm__free_checked(p, item, op);
-        pthread_mutex_unlock(&p->lock);
-        break;
-    }
+    if (FM__LIKELY(p->sync == FM_SYNC_THREAD_CACHE)) fm__tc_free(p, item, op);
+    else if (p->sync == FM_SYNC_LOCKFREE) fm__lf_free(p, item, op);
+    else fm__mutex_free(p, item, op);
 }
 
 /* Items live for the user: the core's count, or under THREAD_CACHE and
  * LOCKFREE the user's allocs minus frees (caches' free slots excluded). */
 static void fm__user_counts(const fm_pool *p, uint64_t *allocs, uint64_t *frees) {
-    if (p->sync == FM_SYNC_LOCKFREE) {
-        /* frees first: every free follows its alloc, so allocs >= frees. */
-        uint64_t a = 0, f = 0;
-        for (int i = 0; i < FM__LF_STRIPES; i++) f += __atomic_load_n(&p->lf_counts[i].frees, __ATOMIC_ACQUIRE);
-        for (int i = 0; i < FM__LF_STRIPES; i++) a += __atomic_load_n(&p->lf_counts[i].allocs, __ATOMIC_ACQUIRE);
-        *allocs = a;
-        *frees = f;
-    } else if (p->sync == FM_SYNC_THREAD_CACHE) {
+    if (fm__cached_policy(p)) {
         uint64_t a = p->tc_gone_allocs, f = p->tc_gone_frees;
         for (const fm__tc_entry *e = p->tc_entries; e; e = e->next) {
             f += __atomic_load_n(&e->frees, __ATOMIC_ACQUIRE);
@@ -1933,7 +1936,7 @@ void fm_pool_destroy(fm_pool *pool) {
     fm_pool *p = pool;
     /* Caches of other threads forget the pool; what they hold is returned
      * with the chunks. */
-    if (p->sync == FM_SYNC_THREAD_CACHE) fm__tc_detach_all(p);
+    if (fm__cached_policy(p)) fm__tc_detach_all(p);
     uint64_t live = fm__user_live(p);
     if (live && !p->desc.silent_destroy) fm__report_leaks(p, live);
     if (live && p->desc.dtor) {
