@@ -51,6 +51,10 @@ typedef struct worker {
     int misaligned;
 } worker;
 
+/* Valgrind runs one thread at a time and every access slowly: half the
+ * work still races the same paths and keeps the binary near 10 s there. */
+static int valgrind_scale(void) { return fm_test_under_valgrind() ? 2 : 1; }
+
 /* ------------------------------------------------------------------ workers */
 
 static void *alloc_worker(void *arg) {
@@ -219,7 +223,7 @@ static void run_stress(const stress_case *c) {
     if (c->mode == CHAINED) desc.allocator = sync_alloc_get(&backing);
     fm_arena *arena = fm_arena_create(&desc);
     assert_non_null(arena);
-    const int attempts = 16000 / c->threads;
+    const int attempts = 16000 / c->threads / valgrind_scale();
     worker *w = make_workers(c->threads, attempts, 400, arena, false);
     for (int i = 0; i < c->threads; i++) w[i].bad_calls = true;
 
@@ -416,7 +420,7 @@ static void run_frames(backing_mode mode, int threads) {
     if (mode == CHAINED) desc.arena.allocator = sync_alloc_get(&backing);
     fm_frame_arena *fa = fm_frame_arena_create(&desc);
     assert_non_null(fa);
-    const int frames = 6, attempts = 8000 / threads / 2;
+    const int frames = 6, attempts = 8000 / threads / 2 / valgrind_scale();
     frame_run run = {.frames = frames};
     run.w = calloc(2 * SYNC_MAX_THREADS, sizeof *run.w);
     assert_non_null(run.w);
