@@ -27,11 +27,20 @@
  *
  * Second part: what fm_arena_reset costs after 1,000, 100,000 and 1,000,000
  * allocations, each reset timed on its own, median of many.
+ *
+ * Third part: a frame arena shared by job threads: FM_SYNC_NONE on one
+ * thread against FM_SYNC_LOCKFREE on 1 and 2 threads (each thread making
+ * its share of the frame's allocations at once), frames separated by a
+ * barrier and fm_frame_arena_advance.
  */
+#define _GNU_SOURCE 1 /* pthread_attr_setaffinity_np, CPU_SET */
 #include "bench.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "framemem/arena.h"
 #include "framemem/clock.h"
@@ -386,6 +395,134 @@ static void reset_cost(const uint16_t *sizes, int resets) {
     free(ns);
 }
 
+/* ---------------------------------------------- shared frame arena */
+
+enum { SHARED_MAX_THREADS = 2 };
+
+typedef struct shared_frames {
+    fm_frame_arena *fa;
+    const uint16_t *sizes;
+    uint32_t n; /* allocations per frame, all threads together */
+    int threads, frames;
+    pthread_barrier_t start, end;
+} shared_frames;
+
+typedef struct shared_worker {
+    shared_frames *sf;
+    int index;
+} shared_worker;
+
+/* Thread `index` makes allocations index, index + threads, ... of each frame. */
+static void shared_frame_part(shared_frames *sf, int index) {
+    for (uint32_t i = (uint32_t)index; i < sf->n; i += (uint32_t)sf->threads) {
+        unsigned char *p = fm_frame_alloc(sf->fa, sf->sizes[i], 0);
+        if (!p) frame_failed("fm_frame_alloc (shared)");
+        p[0] = (unsigned char)i;
+        BENCH_ESCAPE(p);
+    }
+}
+
+static void *shared_frame_worker(void *arg) {
+    shared_worker *w = arg;
+    for (int f = 0; f < w->sf->frames; f++) {
+        pthread_barrier_wait(&w->sf->start);
+        shared_frame_part(w->sf, w->index);
+        pthread_barrier_wait(&w->sf->end);
+    }
+    return NULL;
+}
+
+/* One run: ns per allocation over the warm frames (wall time from the
+ * frame's start to the end of its advance, all threads together). */
+static double shared_frames_once(fm_sync sync, int threads, const uint16_t *sizes, uint32_t n,
+                                 int frames, size_t bytes) {
+    fm_arena_desc ad = frame_arena_desc(NULL, false, bytes);
+    ad.sync = sync;
+    shared_frames sf = {.sizes = sizes, .n = n, .threads = threads, .frames = frames};
+    sf.fa = fm_frame_arena_create(&(fm_frame_arena_desc){.name = "bench-shared", .arena = ad});
+    if (!sf.fa) frame_failed("fm_frame_arena_create (shared)");
+    pthread_barrier_init(&sf.start, NULL, (unsigned)threads);
+    pthread_barrier_init(&sf.end, NULL, (unsigned)threads);
+    pthread_t tid[SHARED_MAX_THREADS];
+    shared_worker w[SHARED_MAX_THREADS];
+    /* fm-bench is pinned to one CPU; the helper threads may use any. */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+#if defined(__linux__)
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++) CPU_SET((int)c, &all);
+    pthread_attr_setaffinity_np(&attr, sizeof all, &all);
+#endif
+    for (int i = 1; i < threads; i++) {
+        w[i] = (shared_worker){&sf, i};
+        if (pthread_create(&tid[i], &attr, shared_frame_worker, &w[i]) != 0)
+            bench_die("frame: pthread_create failed");
+    }
+    pthread_attr_destroy(&attr);
+    uint64_t warm = 0;
+    for (int f = 0; f < frames; f++) {
+        pthread_barrier_wait(&sf.start);
+        uint64_t t0 = fm_clock_now();
+        shared_frame_part(&sf, 0);
+        pthread_barrier_wait(&sf.end);
+        fm_frame_arena_advance(sf.fa);
+        uint64_t t1 = fm_clock_now();
+        if (f >= FRAME_COLD) warm += t1 - t0;
+    }
+    for (int i = 1; i < threads; i++) pthread_join(tid[i], NULL);
+    fm_frame_arena_stats st;
+    fm_frame_arena_get_stats(sf.fa, &st);
+    if (st.total_allocs != (uint64_t)frames * n || st.failed_allocs)
+        bench_die("frame, shared: total_allocs %llu (expected %llu), failed %llu",
+                  (unsigned long long)st.total_allocs, (unsigned long long)frames * n,
+                  (unsigned long long)st.failed_allocs);
+    pthread_barrier_destroy(&sf.start);
+    pthread_barrier_destroy(&sf.end);
+    fm_frame_arena_destroy(sf.fa);
+    return (double)fm_clock_to_ns(warm) / ((double)(frames - FRAME_COLD) * n);
+}
+
+static void shared_frames_report(const uint16_t *sizes, uint32_t n, int frames, size_t bytes,
+                                 int repeat) {
+    static const struct {
+        const char *name;
+        fm_sync sync;
+        int threads;
+    } rows[] = {
+        {"fm_frame_arena, FM_SYNC_NONE, 1 thread (baseline)", FM_SYNC_NONE, 1},
+        {"fm_frame_arena, FM_SYNC_LOCKFREE, 1 thread", FM_SYNC_LOCKFREE, 1},
+        {"fm_frame_arena, FM_SYNC_LOCKFREE, 2 threads sharing it", FM_SYNC_LOCKFREE, 2},
+        {"fm_frame_arena, FM_SYNC_MUTEX, 2 threads sharing it", FM_SYNC_MUTEX, 2},
+    };
+    enum { ROWS = sizeof rows / sizeof rows[0] };
+    double *ns = bench_xmalloc((size_t)ROWS * (size_t)repeat * sizeof *ns);
+    for (int r = 0; r < repeat; r++)
+        for (int v = 0; v < ROWS; v++)
+            ns[v * repeat + r] = shared_frames_once(rows[v].sync, rows[v].threads, sizes, n,
+                                                    frames, bytes);
+    printf("\n### frame: one frame arena shared by job threads\n\n");
+    printf("The same %u allocations per frame through fm_frame_alloc (2 frames), split "
+           "round-robin between the threads, which run the frame at once (a barrier starts "
+           "and ends it; the first thread, pinned like the rest of fm-bench, then calls "
+           "fm_frame_arena_advance; the second may run on any CPU). ns/alloc = "
+           "wall time of the %d warm frames (barriers and advance included) / their "
+           "allocations; median of %d runs, rows interleaved run by run. FM_SYNC_LOCKFREE: "
+           "a CAS on the top per allocation; FM_SYNC_MUTEX: a lock per allocation. Ratio = "
+           "row / the FM_SYNC_NONE row. This machine has 2 cores shared with other work.\n\n",
+           n, frames - FRAME_COLD, repeat);
+    printf("| variant | ns/alloc (wall) | min | max | ratio vs NONE, 1 thread |\n");
+    printf("|---|---:|---:|---:|---:|\n");
+    double base = bench_median(&ns[0], (size_t)repeat);
+    for (int v = 0; v < ROWS; v++) {
+        double *col = &ns[v * repeat];
+        double med = bench_median(col, (size_t)repeat); /* sorts col */
+        printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", rows[v].name, med, col[0],
+               col[repeat - 1], med / base);
+    }
+    free(ns);
+}
+
 /* ----------------------------------------------------------------- report */
 
 void frame_run(const bench_opts *opts) {
@@ -526,6 +663,7 @@ void frame_run(const bench_opts *opts) {
     }
 
     reset_cost(sizes, resets);
+    shared_frames_report(sizes, n, frames, bytes, repeat);
 
     free(runs);
     free(s.faults);
