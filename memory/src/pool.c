@@ -417,7 +417,7 @@ static void fm__leave(const fm_pool *p);
 /* Finds the chunk and slot of ptr and says what is wrong with it, without
  * reporting: FM_OK (a live item), FOREIGN, INTERIOR or DOUBLE_FREE (a slot
  * that was handed out before and is free now). Never reads foreign memory. */
-static fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
+static inline fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t a = (uintptr_t)ptr;
     uintptr_t base = a & p->base_mask;
     uint32_t idx = base == p->cs->cur_base ? p->cur_idx : fm__table_find(p, base);
@@ -438,6 +438,12 @@ static fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
     out->slot = (uint32_t)slot;
     out->meta = fm__meta_get(base, (uint32_t)slot);
     return (out->meta & FM__LIVE) ? FM_OK : FM_ERR_DOUBLE_FREE;
+}
+
+/* fm__locate under the pool's lock or owner check; without the lock under
+ * THREAD_CACHE and LOCKFREE. */
+static inline fm_error fm__locate_policy(const fm_pool *p, const void *ptr, fm__loc *out) {
+    return fm__cached_policy(p) ? fm__locate_for(p, ptr, out) : fm__locate(p, ptr, out);
 }
 
 FM__COLD static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const char *op) {
@@ -980,7 +986,7 @@ void *fm_pool_new(fm_pool *pool) {
 static void fm__delete_core(fm_pool *pool, void *item) {
     if (!item) return;
     fm__loc loc;
-    fm_error err = fm__locate_for(pool, item, &loc);
+    fm_error err = fm__locate_policy(pool, item, &loc);
     if (err != FM_OK) {
         fm__misuse(pool, err, item, "delete");
         return;
@@ -1184,7 +1190,7 @@ static void *fm__depot_take(fm_pool *p, bool may_grow) {
             slot = fm__alloc_next_chunk(p);
             if (!slot) return NULL;
         }
-        fm__loc loc;
+        fm__loc loc = {0};
         (void)fm__locate(p, slot, &loc);
         if ((loc.meta & FM__GEN_MAX) == FM__GEN_MAX) {
             fm__free_located(p, slot, &loc); /* generations used up: retired */
@@ -1200,7 +1206,7 @@ static void *fm__depot_take(fm_pool *p, bool may_grow) {
 
 /* Returns a free slot of a cache or the stack to the core. */
 static void fm__depot_put(fm_pool *p, void *slot) {
-    fm__loc loc;
+    fm__loc loc = {0};
     (void)fm__locate(p, slot, &loc); /* reads as freed: FM_ERR_DOUBLE_FREE */
     loc.meta = FM__LIVE | (loc.meta & FM__GEN_MAX);
     fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, loc.meta);
@@ -1627,7 +1633,7 @@ FM__NOINLINE static void *fm__lf_refill(fm_pool *p) {
     for (uint32_t n = 1; n < FM__LF_BATCH; n++) {
         void *slot = fm__depot_take(p, false);
         if (!slot) break;
-        fm__loc loc;
+        fm__loc loc = {0};
         (void)fm__locate(p, slot, &loc);
         uint32_t g = fm__lf_index(p, loc.chunk, loc.slot);
         __atomic_store_n(fm__lf_link(p, g), first, __ATOMIC_RELAXED);
@@ -1747,10 +1753,9 @@ static void *fm__resolve_shared(const fm_pool *p, fm_handle h) {
     return fm__slot(p, base, slot);
 }
 
-/* The caller holds the lock or owns the pool, except under THREAD_CACHE and
- * LOCKFREE, where the lookup needs no lock and only a problem takes it. */
+/* THREAD_CACHE and LOCKFREE: the lookup needs no lock; only a problem takes
+ * it (other policies call fm__locate with the lock held or as the owner). */
 static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out) {
-    if (!fm__cached_policy(p)) return fm__locate(p, ptr, out);
     fm_error err = fm__locate_fast(p, ptr, out);
     return err == FM_OK ? err : fm__shared_problem(p, err, ptr);
 }
@@ -2102,7 +2107,7 @@ static fm_handle fm__handle_core(const fm_pool *pool, const void *item) {
         return FM_HANDLE_NULL;
     }
     fm__loc loc;
-    fm_error err = item ? fm__locate_for(pool, item, &loc) : FM_ERR_FOREIGN_POINTER;
+    fm_error err = item ? fm__locate_policy(pool, item, &loc) : FM_ERR_FOREIGN_POINTER;
     if (err != FM_OK) {
         /* A freed slot is "not a live item", like any foreign pointer. */
         fm__misuse((fm_pool *)pool, err == FM_ERR_DOUBLE_FREE ? FM_ERR_FOREIGN_POINTER : err,
@@ -2145,7 +2150,7 @@ static uint32_t fm__ref_count(const fm_pool *p, const fm__loc *loc) {
 }
 
 static fm_error fm__ref_locate(const fm_pool *p, const void *item, fm__loc *loc) {
-    fm_error err = item ? fm__locate_for(p, item, loc) : FM_ERR_FOREIGN_POINTER;
+    fm_error err = item ? fm__locate_policy(p, item, loc) : FM_ERR_FOREIGN_POINTER;
     return err == FM_ERR_DOUBLE_FREE ? FM_ERR_REFCOUNT : err;
 }
 
