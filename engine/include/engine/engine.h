@@ -97,9 +97,13 @@ void eng_destroy(eng *e);
 
 /* ---------------------------------------------------------------- frames */
 
+/// Frame boundary: advances the frame arena (the render list of two frames
+/// ago goes) and runs due timers. Ends an open frame first.
 void eng_frame_begin(eng *e);
 /// Advances the world by dt seconds (clamped to [0, 0.1]) and builds the render list.
 void eng_update(eng *e, double dt);
+/// Grows ahead (maintenance), samples every pool and the frame arena and
+/// pushes the frame's telemetry record. No-op without an open frame.
 void eng_frame_end(eng *e);
 /// eng_frame_begin + eng_update + eng_frame_end.
 void eng_tick(eng *e, double dt);
@@ -110,7 +114,8 @@ void eng_set_render_ns(eng *e, uint64_t ns);
 
 /* -------------------------------------------------------------- controls */
 
-/// Spawning at 10x for `seconds` of simulated time (1.0 for the demo key).
+/// Particle spawning at 10x for `seconds` of simulated time (1.0 for the
+/// demo key); entities are not affected.
 void eng_burst(eng *e, double seconds);
 /// New load multiplier (clamped as in the desc); the world follows over a few frames.
 void eng_set_scale(eng *e, double scale);
@@ -132,7 +137,7 @@ bool eng_reload_config(eng *e, const char *path, char *err, size_t err_len);
 /// with this engine's config and headroom; headroom <= 0 means 1.25).
 bool eng_write_tuned_config(eng *e, const char *path, double headroom, char *err,
                             size_t err_len);
-/// Clears the telemetry ring and totals.
+/// Clears the telemetry ring and totals; peaks restart from the live counts.
 void eng_reset_stats(eng *e);
 
 /* --------------------------------------------------------------- queries */
