@@ -408,6 +408,9 @@ typedef struct fm__loc {
 static bool fm__cached_policy(const fm_pool *p);
 static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out);
 static fm_error fm__locate_shared(const fm_pool *p, const void *ptr, fm__loc *out);
+static void fm__retain_shared(fm_pool *p, void *item, const fm__loc *loc);
+static bool fm__release_shared(fm_pool *p, void *item, const fm__loc *loc);
+static uint32_t fm__refcount_shared(const fm_pool *p, const fm__loc *loc);
 static void *fm__sync_alloc(fm_pool *p);
 static void fm__sync_free(fm_pool *p, void *item, const char *op);
 static bool fm__owner_ok(const fm_pool *p, const char *op);
@@ -2161,6 +2164,10 @@ static void fm__retain_core(fm_pool *pool, void *item) {
         fm__misuse(pool, err, item, "retain");
         return;
     }
+    if (FM__UNLIKELY(fm__cached_policy(pool))) {
+        fm__retain_shared(pool, item, &loc);
+        return;
+    }
     uint32_t count = fm__ref_count(pool, &loc);
     if (count == UINT32_MAX) {
         fm__misuse(pool, FM_ERR_REFCOUNT, item, "retain (count at its maximum)");
@@ -2177,6 +2184,7 @@ static bool fm__release_core(fm_pool *pool, void *item) {
         fm__misuse(pool, err, item, "release");
         return false;
     }
+    if (FM__UNLIKELY(fm__cached_policy(pool))) return fm__release_shared(pool, item, &loc);
     uint32_t count = fm__ref_count(pool, &loc);
     if (count > 1) {
         pool->chunks[loc.chunk].refs[loc.slot] =
@@ -2201,6 +2209,7 @@ static uint32_t fm__refcount_core(const fm_pool *pool, const void *item) {
         fm__misuse((fm_pool *)pool, err, item, "refcount");
         return 0;
     }
+    if (FM__UNLIKELY(fm__cached_policy(pool))) return fm__refcount_shared(pool, &loc);
     return fm__ref_count(pool, &loc);
 }
 
@@ -2333,16 +2342,10 @@ static uint32_t fm__count_of(uint64_t w, uint32_t gen) {
     return (uint32_t)(w >> 32) == gen ? (uint32_t)w + 1 : 1;
 }
 
-static void fm__retain_shared(fm_pool *p, void *item) {
-    fm__loc loc;
-    fm_error err = fm__ref_locate(p, item, &loc);
-    if (err != FM_OK) {
-        fm__misuse(p, err, item, "retain");
-        return;
-    }
-    uint64_t *w = fm__refs_shared(p, &loc, true);
+FM__NOINLINE static void fm__retain_shared(fm_pool *p, void *item, const fm__loc *loc) {
+    uint64_t *w = fm__refs_shared(p, loc, true);
     if (!w) return;
-    uint32_t gen = loc.meta & FM__GEN_MAX;
+    uint32_t gen = loc->meta & FM__GEN_MAX;
     uint64_t old = __atomic_load_n(w, __ATOMIC_RELAXED);
     for (;;) {
         uint32_t count = fm__count_of(old, gen);
@@ -2356,15 +2359,9 @@ static void fm__retain_shared(fm_pool *p, void *item) {
     }
 }
 
-static bool fm__release_shared(fm_pool *p, void *item) {
-    fm__loc loc;
-    fm_error err = fm__ref_locate(p, item, &loc);
-    if (err != FM_OK) {
-        fm__misuse(p, err, item, "release");
-        return false;
-    }
-    uint64_t *w = fm__refs_shared(p, &loc, false);
-    uint32_t gen = loc.meta & FM__GEN_MAX;
+FM__NOINLINE static bool fm__release_shared(fm_pool *p, void *item, const fm__loc *loc) {
+    uint64_t *w = fm__refs_shared(p, loc, false);
+    uint32_t gen = loc->meta & FM__GEN_MAX;
     if (w) {
         uint64_t old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
         for (;;) {
@@ -2382,15 +2379,9 @@ static bool fm__release_shared(fm_pool *p, void *item) {
     return true;
 }
 
-static uint32_t fm__refcount_shared(const fm_pool *p, const void *item) {
-    fm__loc loc;
-    fm_error err = fm__ref_locate(p, item, &loc);
-    if (err != FM_OK) {
-        fm__misuse((fm_pool *)p, err, item, "refcount");
-        return 0;
-    }
-    const uint64_t *w = fm__refs_shared((fm_pool *)p, &loc, false);
-    return w ? fm__count_of(__atomic_load_n(w, __ATOMIC_ACQUIRE), loc.meta & FM__GEN_MAX) : 1;
+FM__NOINLINE static uint32_t fm__refcount_shared(const fm_pool *p, const fm__loc *loc) {
+    const uint64_t *w = fm__refs_shared((fm_pool *)p, loc, false);
+    return w ? fm__count_of(__atomic_load_n(w, __ATOMIC_ACQUIRE), loc->meta & FM__GEN_MAX) : 1;
 }
 
 /* ============================================================ entry points
@@ -2399,15 +2390,19 @@ static uint32_t fm__refcount_shared(const fm_pool *p, const void *item) {
  * check for NONE, the lock otherwise), except where THREAD_CACHE and
  * LOCKFREE need no lock. */
 
+/* Entry points whose THREAD_CACHE and LOCKFREE paths take no lock: one call
+ * site of the core function each, so it is inlined. */
+static inline bool fm__enter_unlocked(const fm_pool *p, const char *op) {
+    return (p && fm__cached_policy(p)) || fm__enter(p, op);
+}
+static inline void fm__leave_unlocked(const fm_pool *p) {
+    if (p && !fm__cached_policy(p)) fm__leave(p);
+}
+
 void fm_pool_delete(fm_pool *pool, void *item) {
-    if (!item) return;
-    if (fm__cached_policy(pool)) {
-        fm__delete_core(pool, item);
-        return;
-    }
-    if (!fm__enter(pool, "delete")) return;
+    if (!item || !fm__enter_unlocked(pool, "delete")) return;
     fm__delete_core(pool, item);
-    fm__leave(pool);
+    fm__leave_unlocked(pool);
 }
 
 bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
@@ -2432,11 +2427,9 @@ size_t fm_pool_trim(fm_pool *pool) {
 }
 
 bool fm_pool_owns(const fm_pool *pool, const void *item) {
-    if (!pool || !item) return false;
-    if (fm__cached_policy(pool)) return fm__owns_core(pool, item);
-    if (!fm__enter(pool, "owns")) return false;
+    if (!pool || !item || !fm__enter_unlocked(pool, "owns")) return false;
     bool owns = fm__owns_core(pool, item);
-    fm__leave(pool);
+    fm__leave_unlocked(pool);
     return owns;
 }
 
@@ -2466,10 +2459,9 @@ void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
 }
 
 fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
-    if (pool && fm__cached_policy(pool)) return fm__handle_core(pool, item);
-    if (!fm__enter(pool, "handle")) return FM_HANDLE_NULL;
+    if (!fm__enter_unlocked(pool, "handle")) return FM_HANDLE_NULL;
     fm_handle h = fm__handle_core(pool, item);
-    fm__leave(pool);
+    fm__leave_unlocked(pool);
     return h;
 }
 
@@ -2480,28 +2472,22 @@ void *(fm_pool_resolve)(const fm_pool *pool, fm_handle h) {
 }
 
 void fm_pool_retain(fm_pool *pool, void *item) {
-    if (fm__cached_policy(pool)) {
-        fm__retain_shared(pool, item);
-        return;
-    }
-    if (!fm__enter(pool, "retain")) return;
+    if (!fm__enter_unlocked(pool, "retain")) return;
     fm__retain_core(pool, item);
-    fm__leave(pool);
+    fm__leave_unlocked(pool);
 }
 
 bool fm_pool_release(fm_pool *pool, void *item) {
-    if (fm__cached_policy(pool)) return fm__release_shared(pool, item);
-    if (!fm__enter(pool, "release")) return false;
+    if (!fm__enter_unlocked(pool, "release")) return false;
     bool freed = fm__release_core(pool, item);
-    fm__leave(pool);
+    fm__leave_unlocked(pool);
     return freed;
 }
 
 uint32_t fm_pool_refcount(const fm_pool *pool, const void *item) {
-    if (fm__cached_policy(pool)) return fm__refcount_shared(pool, item);
-    if (!fm__enter(pool, "refcount")) return 0;
+    if (!fm__enter_unlocked(pool, "refcount")) return 0;
     uint32_t count = fm__refcount_core(pool, item);
-    fm__leave(pool);
+    fm__leave_unlocked(pool);
     return count;
 }
 
