@@ -468,6 +468,9 @@ static bool create_arena(model *m, fz_input *in) {
     d.reserve_bytes = k_reserve[(b0 >> 2) & 7];
     d.commit_step = k_step[(b0 >> 5) & 7];
     if (m->chained) d.allocator = fz_alloc_get(&g_alloc);
+    /* Shared arenas follow the same model on one thread. */
+    static const fm_sync k_sync[4] = {FM_SYNC_NONE, FM_SYNC_MUTEX, FM_SYNC_LOCKFREE, FM_SYNC_NONE};
+    d.sync = k_sync[(b1 >> 4) & 3];
     size_t reserve = d.reserve_bytes ? d.reserve_bytes : (size_t)64 << 20;
     m->reserve = fm_align_up(reserve, PAGE);
     m->step = fm_align_up(d.commit_step ? d.commit_step : (size_t)64 << 10, PAGE);
@@ -500,6 +503,7 @@ static bool create_arena(model *m, fz_input *in) {
     fm_arena_desc r = fm_arena_get_desc(m->arena);
     FZ_CHECK_EQ(r.reserve_bytes, m->reserve);
     FZ_CHECK_EQ(r.commit_step, m->step);
+    FZ_CHECK_EQ(r.sync, d.sync);
     FZ_CHECK(strcmp(fm_arena_name(m->arena), "fuzz") == 0);
     fm_arena_stats s = stats_of(m->arena);
     FZ_CHECK_EQ(s.used, 0);
