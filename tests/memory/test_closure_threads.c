@@ -184,7 +184,7 @@ static void run_pool(fm_sync sync, int threads) {
         .allocator = sync_alloc_get(&backing)});
     if (!cp) print_error("create: %s\n", fm_last_error_message());
     assert_non_null(cp);
-    pool_run r = {.cp = cp, .threads = threads, .per_thread = 4000 / threads};
+    pool_run r = {.cp = cp, .threads = threads, .per_thread = 8000 / threads};
     r.boxes = calloc((size_t)threads, sizeof *r.boxes);
     assert_non_null(r.boxes);
     for (int i = 0; i < threads; i++) mailbox_init(&r.boxes[i], 32);
@@ -376,7 +376,7 @@ static void run_event(int threads) {
     fm_event *ev = fm_event_create(&(fm_event_desc){.name = "shared_event", .sync = FM_SYNC_MUTEX,
                                                     .initial_capacity = 2});
     assert_non_null(ev);
-    ev_run r = {.ev = ev, .cp = cp, .rounds = 1600 / threads};
+    ev_run r = {.ev = ev, .cp = cp, .rounds = 3200 / threads};
     /* A few long-lived subscribers every emit must reach. */
     atomic_int steady_calls = 0;
     fm_handle steady[3];
