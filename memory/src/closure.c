@@ -704,7 +704,10 @@ uint32_t fm_defer_run(fm_defer_queue *q) {
     fm__q_lock(q);
     if (q->running) {
         fm__q_unlock(q);
-        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': run during its own run", q->name);
+        fm__report(FM_ERR_INVALID_ARG,
+                   "defer queue '%s': run while a run is under way (from inside it, or on another "
+                   "thread)",
+                   q->name);
         return 0;
     }
     fm__inbox_drain(q, false);

@@ -581,6 +581,65 @@ static void test_lockfree_defer_queue_takes_pushes_from_7_threads_during_runs(vo
     run_defer(FM_SYNC_LOCKFREE, 8);
 }
 
+static void *run_queue_once(void *arg) {
+    return (void *)(uintptr_t)fm_defer_run(arg);
+}
+
+/* While one thread's run is inside a deferred call, another thread may
+ * defer (the closure waits for a later run) but not run or destroy. */
+static void run_beside_a_run(fm_sync sync) {
+    sync_errors errors;
+    sync_errors_install(&errors);
+    fm_closure_pool *cp = fm_closure_pool_create(
+        &(fm_closure_pool_desc){.name = "beside_closures", .sync = FM_SYNC_MUTEX});
+    assert_non_null(cp);
+    fm_defer_queue *q =
+        fm_defer_queue_create(&(fm_defer_queue_desc){.name = "busy_queue", .sync = sync});
+    assert_non_null(q);
+    parked p = {0};
+    parked *pp = &p;
+    fm_closure *park = fm_closure_make(cp, park_fn, &pp, sizeof pp);
+    assert_true(fm_defer(q, park, 0));
+    fm_closure_release(park);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run_queue_once, q), 0);
+    while (!atomic_load(&p.inside)) sched_yield();
+    assert_int_equal(fm_defer_run(q), 0);
+    sync_expect_errors(&errors, 0, FM_ERR_INVALID_ARG, 1);
+    assert_true(fm_test_contains(errors.last_message, "busy_queue"));
+    fm_defer_queue_destroy(q); /* refused too: the queue stays */
+    sync_expect_errors(&errors, 1, FM_ERR_INVALID_ARG, 1);
+    atomic_int calls = 0, bad = 0;
+    fm_closure *later = make_tagged(cp, 4, 4, 24, &calls, &bad);
+    assert_true(fm_defer(q, later, 0));
+    fm_closure_release(later);
+    atomic_store(&p.go, 1);
+    void *ran;
+    assert_int_equal(pthread_join(t, &ran), 0);
+    assert_int_equal((uintptr_t)ran, 1);        /* the parked one only */
+    assert_int_equal(atomic_load(&calls), 0);   /* deferred during the run: waits */
+    assert_int_equal(fm_defer_pending(q), 1);
+    assert_int_equal(fm_defer_run(q), 1);
+    assert_int_equal(atomic_load(&calls), 1);
+    assert_int_equal(atomic_load(&bad), 0);
+    fm_defer_queue_destroy(q);
+    fm_closure_pool_stats st;
+    fm_closure_pool_get_stats(cp, &st);
+    assert_int_equal(st.live, 0);
+    fm_closure_pool_destroy(cp);
+    assert_int_equal(atomic_load(&errors.count), 2);
+    sync_errors_remove(&errors);
+}
+
+static void test_mutex_defer_run_beside_another_threads_run_is_refused(void **state) {
+    (void)state;
+    run_beside_a_run(FM_SYNC_MUTEX);
+}
+static void test_lockfree_defer_run_beside_another_threads_run_is_refused(void **state) {
+    (void)state;
+    run_beside_a_run(FM_SYNC_LOCKFREE);
+}
+
 /* Waiting closures at destroy are released, inbox included. */
 static void test_lockfree_defer_queue_destroy_releases_what_waits(void **state) {
     (void)state;
@@ -722,6 +781,8 @@ int main(void) {
         cmocka_unit_test(test_mutex_defer_queue_takes_pushes_from_3_threads_during_runs),
         cmocka_unit_test(test_lockfree_defer_queue_takes_pushes_from_3_threads_during_runs),
         cmocka_unit_test(test_lockfree_defer_queue_takes_pushes_from_7_threads_during_runs),
+        cmocka_unit_test(test_mutex_defer_run_beside_another_threads_run_is_refused),
+        cmocka_unit_test(test_lockfree_defer_run_beside_another_threads_run_is_refused),
         cmocka_unit_test(test_lockfree_defer_queue_destroy_releases_what_waits),
         cmocka_unit_test(test_frame_closures_made_on_8_threads_in_a_lockfree_frame_arena),
     };
