@@ -22,7 +22,7 @@
  *   use and the first. Debug and sanitizer builds report any other use as
  *   FM_ERR_WRONG_THREAD and change nothing; release builds do not check.
  * - FM_SYNC_MUTEX: every call takes the pool's lock (recursive: a dtor or a
- *   foreach callback may call back into the pool).
+ *   foreach callback, which run with it held, may call back into the pool).
  * - FM_SYNC_THREAD_CACHE: each thread keeps up to 64 free slots per pool and
  *   trades 32 at a time with the pool under its lock; alloc and free of a
  *   warm thread touch only that thread's cache. A slot freed on another
@@ -33,12 +33,13 @@
  * - FM_SYNC_LOCKFREE: one shared lock-free stack of free slots (ABA-safe,
  *   tagged 64-bit CAS), refilled in batches under the lock, where growth is.
  * Under every policy but NONE, any call may come from any thread at any
- * time, except: destroy (no other call may run or follow), and resolve of a
- * handle or a bad pointer racing an fm_pool_trim that releases that item's
- * chunk (it would read released memory). Handles, reference counts (atomic),
- * stats (live = allocs - frees summed over threads, exact once the threads
- * are quiet; capacity and peak_live count slots held by caches as used)
- * and trim work under every policy. The inline fast paths below serve only
+ * time, except: destroy (no other call may run or follow; idle or exited
+ * threads' caches are no obstacle), and resolve of a handle or a bad pointer
+ * racing an fm_pool_trim that releases that item's chunk (it would read
+ * released memory). Handles, reference counts (atomic), stats (live = allocs
+ * - frees summed over threads, exact once the threads are quiet; peak_live
+ * counts free slots held by caches as used) and trim work under every
+ * policy. The inline fast paths below serve only
  * FM_SYNC_NONE pools; other pools keep their hot state empty so every call
  * goes into the library.
  *
