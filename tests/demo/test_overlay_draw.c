@@ -46,6 +46,33 @@ static void test_draw_ten_thousand_rects_cost_one_call(void **state) {
     sw_target_close(&t);
 }
 
+static void test_draw_software_fills_colour_runs_in_queue_order(void **state) {
+    (void)state;
+    sw_target t = sw_target_open(200, 100);
+    ovl_batch *b = ovl_batch_create(0);
+    /* 64 red, then 64 green over the right half of them: two runs, two calls. */
+    for (int i = 0; i < 64; i++) ovl_rect(b, (float)i * 2, 10, 2, 10, (SDL_Color){255, 0, 0, 255});
+    for (int i = 0; i < 64; i++) ovl_rect(b, 64 + (float)i, 15, 1, 10, (SDL_Color){0, 255, 0, 255});
+    assert_true(ovl_batch_flush(b, t.r));
+    assert_int_equal(ovl_batch_draw_calls(b), 2);
+    assert_int_equal(sw_pixel(&t, 10, 12), 0xFF0000);
+    assert_int_equal(sw_pixel(&t, 70, 17), 0x00FF00); /* queue order: green on top */
+    assert_int_equal(sw_pixel(&t, 70, 12), 0xFF0000);
+    assert_int_equal(sw_pixel(&t, 127, 12), 0xFF0000);
+    assert_int_equal(sw_pixel(&t, 128, 12), 0x000000);
+    /* A translucent quad or a slanted line sends the batch through geometry. */
+    for (int i = 0; i < 64; i++) ovl_rect(b, (float)i, 40, 1, 5, (SDL_Color){0, 0, 255, 255});
+    ovl_line(b, 0, 60, 100, 70, 2, (SDL_Color){0, 0, 255, 255});
+    assert_true(ovl_batch_flush(b, t.r));
+    assert_int_equal(ovl_batch_draw_calls(b), 3);
+    assert_int_equal(sw_pixel(&t, 30, 42), 0x0000FF);
+    int on_line = 0;
+    for (int y = 62; y < 69; y++) on_line += sw_pixel(&t, 50, y) == 0x0000FF;
+    assert_true(on_line >= 1); /* the slanted line, rasterised */
+    ovl_batch_destroy(b);
+    sw_target_close(&t);
+}
+
 static void test_draw_full_batch_flushes_into_its_target_or_counts_drops(void **state) {
     (void)state;
     sw_target t = sw_target_open(64, 64);
@@ -127,6 +154,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_draw_rects_land_where_asked_in_one_draw_call),
         cmocka_unit_test(test_draw_ten_thousand_rects_cost_one_call),
+        cmocka_unit_test(test_draw_software_fills_colour_runs_in_queue_order),
         cmocka_unit_test(test_draw_full_batch_flushes_into_its_target_or_counts_drops),
         cmocka_unit_test(test_draw_text_has_width_and_pixels_in_its_box),
         cmocka_unit_test(test_draw_lines_and_outlines),

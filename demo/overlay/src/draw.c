@@ -38,6 +38,8 @@ struct ovl_batch {
     int max_quads, quads;
     int dropped, draw_calls;
     bool translucent; /* a queued quad has alpha < 255 */
+    bool not_rect;    /* a queued quad is not an axis-aligned rectangle */
+    SDL_FRect *rects; /* max_quads: the fill-rectangle path's scratch */
     SDL_Renderer *target;
     easy_vertex *scratch; /* stb_easy_font output, TEXT_SCRATCH_QUADS quads */
 };
@@ -52,7 +54,8 @@ ovl_batch *ovl_batch_create(int max_quads) {
     b->vertices = malloc(sizeof *b->vertices * 4 * (size_t)max_quads);
     b->indices = malloc(sizeof *b->indices * 6 * (size_t)max_quads);
     b->scratch = malloc(sizeof *b->scratch * 4 * TEXT_SCRATCH_QUADS);
-    if (!b->vertices || !b->indices || !b->scratch) {
+    b->rects = malloc(sizeof *b->rects * (size_t)max_quads);
+    if (!b->vertices || !b->indices || !b->scratch || !b->rects) {
         ovl_batch_destroy(b);
         return NULL;
     }
@@ -70,16 +73,62 @@ void ovl_batch_destroy(ovl_batch *b) {
     free(b->vertices);
     free(b->indices);
     free(b->scratch);
+    free(b->rects);
     free(b);
+}
+
+static bool same_colour(SDL_Color a, SDL_Color c) {
+    return a.r == c.r && a.g == c.g && a.b == c.b && a.a == c.a;
+}
+
+/* Runs of one colour in queue order (quads 0..n-1). */
+static int colour_runs(const ovl_batch *b, int n) {
+    int runs = 0;
+    for (int q = 0; q < n; q++)
+        runs += q == 0 || !same_colour(b->vertices[4 * q].color, b->vertices[4 * (q - 1)].color);
+    return runs;
+}
+
+/* SDL's software renderer rasterises triangles at several ns a pixel but
+ * fills opaque rectangles at memset speed. When every quad is an opaque
+ * rectangle, each run of one colour becomes one SDL_RenderFillRectsF call:
+ * queue order is kept, so the picture is the same. */
+static bool flush_as_rects(ovl_batch *b, SDL_Renderer *r, int n, int runs) {
+    bool ok = true;
+    SDL_SetRenderDrawBlendMode(r, SDL_BLENDMODE_NONE);
+    for (int q = 0; q < n; q++) {
+        const SDL_Vertex *v = b->vertices + 4 * q;
+        b->rects[q] = (SDL_FRect){v[0].position.x, v[0].position.y, v[2].position.x - v[0].position.x,
+                                  v[2].position.y - v[0].position.y};
+    }
+    for (int start = 0; start < n;) {
+        int end = start + 1;
+        SDL_Color c = b->vertices[4 * start].color;
+        while (end < n && same_colour(b->vertices[4 * end].color, c)) end++;
+        SDL_SetRenderDrawColor(r, c.r, c.g, c.b, 255);
+        ok &= SDL_RenderFillRectsF(r, b->rects + start, end - start) == 0;
+        start = end;
+    }
+    b->draw_calls += runs;
+    return ok;
 }
 
 bool ovl_batch_flush(ovl_batch *b, SDL_Renderer *r) {
     if (b->quads == 0) return true;
     int n = b->quads;
+    bool translucent = b->translucent, not_rect = b->not_rect;
     b->quads = 0;
+    b->translucent = b->not_rect = false;
+    SDL_RendererInfo info;
+    bool software = SDL_GetRendererInfo(r, &info) == 0 && (info.flags & SDL_RENDERER_SOFTWARE);
+    if (software && !translucent && !not_rect) {
+        /* Worth it only for long runs (overlay bars and text, not a scene of
+         * individually coloured sprites). */
+        int runs = colour_runs(b, n);
+        if (runs * 8 <= n) return flush_as_rects(b, r, n, runs);
+    }
     /* All opaque: no blending, which a software renderer does much faster. */
-    SDL_SetRenderDrawBlendMode(r, b->translucent ? SDL_BLENDMODE_BLEND : SDL_BLENDMODE_NONE);
-    b->translucent = false;
+    SDL_SetRenderDrawBlendMode(r, translucent ? SDL_BLENDMODE_BLEND : SDL_BLENDMODE_NONE);
     b->draw_calls++;
     return SDL_RenderGeometry(r, NULL, b->vertices, 4 * n, b->indices, 6 * n) == 0;
 }
@@ -104,6 +153,9 @@ static void put_quad(ovl_batch *b, const float xy[8], SDL_Color c) {
     SDL_Vertex *v = quad_slot(b);
     if (!v) return;
     b->translucent |= c.a != 255;
+    /* (x0,y0) (x1,y0) (x1,y1) (x0,y1) with x0 <= x1, y0 <= y1: a rectangle. */
+    b->not_rect |= !(xy[1] == xy[3] && xy[2] == xy[4] && xy[5] == xy[7] && xy[6] == xy[0] &&
+                     xy[0] <= xy[2] && xy[1] <= xy[5]);
     for (int i = 0; i < 4; i++) {
         v[i].position.x = xy[2 * i];
         v[i].position.y = xy[2 * i + 1];

@@ -166,6 +166,13 @@ static void place_label(ovl_batch *b, float *row_end, int rows, float x, float y
     }
 }
 
+/* Height of one source's bar segment; a growth is never invisible. */
+static float segment_height(const eng_sample *sm, double ymax, float full) {
+    float h = (float)((double)sm->alloc_ns / ymax) * full;
+    if (sm->grow_events > 0 && h < 2) h = 2;
+    return h > 0 ? h : 0;
+}
+
 static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const resolved *r) {
     double peak = 0;
     uint64_t grows = 0;
@@ -191,22 +198,29 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
 
     float bw = g->w / (float)v->slots;
     const SDL_Color grow = {OVL_GROWTH_R, OVL_GROWTH_G, OVL_GROWTH_B, 255};
+    /* Source by source (then frame by frame): long runs of one colour, which
+     * a software renderer fills with one call each. A segment's base is the
+     * sum of the segments below it in the same frame. */
+    for (uint32_t s = 0; s < v->sources; s++)
+        for (uint32_t k = 0; k < v->shown; k++) {
+            float bottom = g->y + g->h - 1, h = 0;
+            for (uint32_t below = 0; below <= s; below++) {
+                const eng_sample *sm = eng_telemetry_sample(v->t, v->first + k, below);
+                h = segment_height(sm, ymax, g->h - 1);
+                if (below < s) bottom -= h;
+            }
+            if (h <= 0) continue;
+            bool grown = eng_telemetry_sample(v->t, v->first + k, s)->grow_events > 0;
+            ovl_rect(b, slot_x(v, g, k), bottom - h, bw > 1 ? bw : 1, h, grown ? grow : ovl_source_color(s));
+        }
     /* Growth labels go on three rows so neighbours do not overwrite each other. */
     float label_end[3] = {-1e9f, -1e9f, -1e9f};
     for (uint32_t k = 0; k < v->shown; k++) {
-        float x = slot_x(v, g, k), bottom = g->y + g->h - 1;
+        float x = slot_x(v, g, k);
         const char *grew = NULL;
-        for (uint32_t s = 0; s < v->sources; s++) {
-            const eng_sample *sm = eng_telemetry_sample(v->t, v->first + k, s);
-            bool grown = sm->grow_events > 0;
-            if (sm->alloc_ns == 0 && !grown) continue;
-            float h = (float)((double)sm->alloc_ns / ymax) * (g->h - 1);
-            if (grown && h < 2) h = 2; /* a growth is never invisible */
-            if (h <= 0) continue;
-            ovl_rect(b, x, bottom - h, bw > 1 ? bw : 1, h, grown ? grow : ovl_source_color(s));
-            bottom -= h;
-            if (grown && !grew) grew = eng_telemetry_source(v->t, s)->name;
-        }
+        for (uint32_t s = 0; s < v->sources && !grew; s++)
+            if (eng_telemetry_sample(v->t, v->first + k, s)->grow_events)
+                grew = eng_telemetry_source(v->t, s)->name;
         if (grew) {
             ovl_rect(b, x, g->y, bw > 2 ? bw : 2, 4 * r->ts, grow);
             place_label(b, label_end, 3, x, g->y + 5 * r->ts, r, grow, grew);
@@ -288,17 +302,17 @@ static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
         x += ovl_text(b, x, g->y - r->lh, r->ts, rgb(parts[i].rgb, 255), parts[i].name);
     graph_frame(b, g, r);
     float bw = g->w / (float)v->slots;
-    for (uint32_t k = 0; k < v->shown; k++) {
-        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
-        const uint64_t part_ns[4] = {f->sim_ns, f->alloc_total_ns, f->maint_ns, f->render_ns};
-        float bottom = g->y + g->h - 1, xk = slot_x(v, g, k);
-        for (size_t i = 0; i < 4; i++) {
+    /* Part by part (then frame by frame): long runs of one colour, which a
+     * software renderer fills with one call each. */
+    for (size_t i = 0; i < 4; i++)
+        for (uint32_t k = 0; k < v->shown; k++) {
+            const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+            const uint64_t part_ns[4] = {f->sim_ns, f->alloc_total_ns, f->maint_ns, f->render_ns};
+            float bottom = g->y + g->h - 1;
+            for (size_t j = 0; j < i; j++) bottom -= (float)((double)part_ns[j] / ymax) * (g->h - 1);
             float h = (float)((double)part_ns[i] / ymax) * (g->h - 1);
-            if (h <= 0) continue;
-            ovl_rect(b, xk, bottom - h, bw > 1 ? bw : 1, h, rgb(parts[i].rgb, 255));
-            bottom -= h;
+            if (h > 0) ovl_rect(b, slot_x(v, g, k), bottom - h, bw > 1 ? bw : 1, h, rgb(parts[i].rgb, 255));
         }
-    }
     hline(b, g, r->frame_budget_ns, ymax, rgb(BUDGET_RGB, 255));
 }
 

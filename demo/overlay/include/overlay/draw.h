@@ -32,15 +32,18 @@ void ovl_batch_destroy(ovl_batch *b);
 
 /// Submits everything queued with one SDL_RenderGeometry call (alpha blending
 /// when a queued quad is translucent, none when all are opaque) and empties the
-/// batch. Returns false and leaves the batch empty when SDL refuses
-/// (SDL_GetError() says why).
+/// batch. On a software renderer, when every quad is an opaque rectangle and
+/// the colours come in runs (8 quads a run or more on average), each run is one
+/// SDL_RenderFillRectsF call instead, in queue order: the same picture, filled
+/// at memset speed instead of rasterised. Returns false (the batch emptied
+/// all the same) when SDL refuses (SDL_GetError() says why).
 bool ovl_batch_flush(ovl_batch *b, SDL_Renderer *r);
 /// The renderer a full batch flushes into: set before queueing (NULL: a full
 /// batch drops further quads and counts them in ovl_batch_dropped).
 void ovl_batch_set_target(ovl_batch *b, SDL_Renderer *r);
 /// Quads dropped because the batch was full with no target set.
 int ovl_batch_dropped(const ovl_batch *b);
-/// Number of SDL_RenderGeometry calls made by this batch so far.
+/// Draw calls (SDL_RenderGeometry or SDL_RenderFillRectsF) made by this batch so far.
 int ovl_batch_draw_calls(const ovl_batch *b);
 
 /// Queues a filled axis-aligned rectangle.

@@ -19,8 +19,10 @@
  *     suggested capacity) and per arena (bytes used, high water, commits);
  *   - optional caller lines (key help, current settings).
  * Drawing allocates nothing: it queues quads into the caller's ovl_batch and
- * flushes once at the end (one SDL_RenderGeometry call when the batch holds
- * them all; OVL_BATCH_QUADS does for 32 sources and 600 frames), plus two
+ * flushes once at the end: one SDL_RenderGeometry call when the batch holds
+ * them all (OVL_BATCH_QUADS does for 32 sources and 600 frames), or on a
+ * software renderer one SDL_RenderFillRectsF call per run of a colour (bars
+ * are queued source by source, so a few dozen calls), plus two
  * SDL_RenderFillRect calls for opaque backgrounds. The renderer's clip
  * rectangle is set to the area while drawing and restored after.
  */
