@@ -844,11 +844,14 @@ void *fm__pool_alloc_slow(fm_pool *pool) {
 }
 
 #ifdef FM_TRACK_SITES
+/* The allocating thread owns the new item's site entry: THREAD_CACHE and
+ * LOCKFREE write it without the lock (destroy reads it, with no thread left
+ * using the pool). */
 static void fm__record_site(fm_pool *p, void *item, const char *file, int line) {
     if (!item) return;
     fm__loc loc;
-    if (fm__locate(p, item, &loc) != FM_OK) return;
-    fm__site *s = &fm__sites(p, p->chunks[loc.chunk].base)[loc.slot];
+    if (fm__locate_policy(p, item, &loc) != FM_OK) return;
+    fm__site *s = &fm__sites(p, (const uint8_t *)((uintptr_t)item & p->base_mask))[loc.slot];
     s->file = file;
     s->line = line;
 }
@@ -857,9 +860,10 @@ static void fm__record_site(fm_pool *p, void *item, const char *file, int line) 
 void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line) {
     void *item = fm__pool_alloc_slow(pool);
 #ifdef FM_TRACK_SITES
-    if (item && fm__enter(pool, "alloc")) {
+    bool lock = !fm__cached_policy(pool);
+    if (item && (!lock || fm__enter(pool, "alloc"))) {
         fm__record_site(pool, item, file, line);
-        fm__leave(pool);
+        if (lock) fm__leave(pool);
     }
 #else
     (void)file, (void)line;
