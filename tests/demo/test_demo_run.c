@@ -253,6 +253,7 @@ static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state)
     eng_telemetry_destroy(t);
 
     /* The trace: JSON with a traceEvents array (python3's json module). */
+    if (!PYTHON3[0]) fail_msg("python3 was not found when CMake ran: cannot check %s (tools/dev installs it)", trace);
     char cmd[1400];
     snprintf(cmd, sizeof cmd,
              "%s -c 'import json,sys; d=json.load(open(sys.argv[1])); "
