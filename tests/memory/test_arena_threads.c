@@ -380,6 +380,56 @@ static void test_lockfree_chained_arena_survives_a_refused_block_under_threads(v
     sync_errors_remove(&errors);
 }
 
+/* ================================================== marks between phases */
+
+/* A mark taken between two parallel phases: rewinding to it after the
+ * second phase releases that phase and keeps the first, in both modes. */
+static void run_phases(backing_mode mode) {
+    sync_errors errors;
+    sync_errors_install(&errors);
+    sync_alloc backing;
+    sync_alloc_init(&backing);
+    fm_arena_desc desc = {.name = "phases", .sync = FM_SYNC_LOCKFREE, .commit_step = 8 * KIB};
+    if (mode == CHAINED) desc.allocator = sync_alloc_get(&backing);
+    fm_arena *arena = fm_arena_create(&desc);
+    assert_non_null(arena);
+    worker *first = make_workers(4, 1000, 200, arena, false);
+    worker *second = make_workers(4, 1000, 200, arena, false);
+    for (int i = 0; i < 4; i++) second[i].tid += 4;
+    sync_run(4, alloc_worker, first, sizeof *first);
+    fm_arena_mark mark = fm_arena_get_mark(arena);
+    fm_arena_stats at_mark = stats_of(arena);
+    assert_int_equal(mark.pos, at_mark.used);
+    sync_run(4, alloc_worker, second, sizeof *second);
+    (void)check_workers(second, 4, arena);
+    fm_arena_rewind(arena, mark);
+    fm_arena_stats s = stats_of(arena);
+    assert_int_equal(s.used, at_mark.used);
+    assert_int_equal(s.rewinds, 1);
+    assert_int_equal(s.total_allocs, 8000);
+    (void)check_workers(first, 4, arena); /* intact and still owned */
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < second[i].count; j++)
+            if (second[i].recs[j].size)
+                assert_false(fm_arena_owns(arena, second[i].recs[j].p, second[i].recs[j].size));
+    assert_int_equal(atomic_load(&errors.count), 0);
+    free_workers(first, 4);
+    free_workers(second, 4);
+    fm_arena_destroy(arena);
+    sync_alloc_finish(&backing);
+    sync_errors_remove(&errors);
+}
+
+static void test_lockfree_vm_rewind_between_parallel_phases_keeps_the_first(void **state) {
+    (void)state;
+    run_phases(VM);
+}
+
+static void test_lockfree_chained_rewind_between_parallel_phases_keeps_the_first(void **state) {
+    (void)state;
+    run_phases(CHAINED);
+}
+
 /* ============================================================ frame arenas */
 
 typedef struct frame_run {
@@ -610,6 +660,8 @@ int main(void) {
         cmocka_unit_test(test_lockfree_vm_arena_8_threads_fill_the_reserve_with_arena_full_only),
         cmocka_unit_test(test_lockfree_chained_arena_4_threads_fill_the_reserve_with_arena_full_only),
         cmocka_unit_test(test_lockfree_chained_arena_survives_a_refused_block_under_threads),
+        cmocka_unit_test(test_lockfree_vm_rewind_between_parallel_phases_keeps_the_first),
+        cmocka_unit_test(test_lockfree_chained_rewind_between_parallel_phases_keeps_the_first),
         cmocka_unit_test(test_lockfree_frame_arena_4_threads_share_frames_across_advances),
         cmocka_unit_test(test_lockfree_frame_arena_8_threads_share_frames_across_advances),
         cmocka_unit_test(test_lockfree_chained_frame_arena_8_threads_share_frames_across_advances),
