@@ -166,6 +166,25 @@ static void draw_overlay(demo *d, double fps) {
                          .no_backdrop = d->software});
 }
 
+/* The scene, then the overlay; on a software renderer the scene darkens the
+ * overlay's area itself instead of a blended backdrop. */
+static void draw_frame(demo *d, double fps, float sx, float sy) {
+    eng_render_list list = eng_get_render_list(d->e);
+    const SDL_Rect dim = {8, 8, d->plat.width - 16, d->plat.height - 16};
+    demo_scene_draw_list(&d->scene, d->plat.renderer, &list, sx, sy, d->overlay && d->software ? &dim : NULL);
+    if (d->overlay) draw_overlay(d, fps);
+}
+
+static bool exit_screenshot(demo *d) {
+    char err[512];
+    if (!demo_platform_screenshot(&d->plat, d->opt.screenshot, err, sizeof err)) {
+        fprintf(stderr, "framemem-demo: --screenshot: %s\n", err);
+        return false;
+    }
+    printf("framemem-demo: wrote %s (%dx%d)\n", d->opt.screenshot, d->plat.width, d->plat.height);
+    return true;
+}
+
 /* ------------------------------------------------------------ setup */
 
 static int fail_usage(const char *msg) {
@@ -290,26 +309,21 @@ int main(int argc, char **argv) {
             SDL_PushEvent(&ev);
         }
         poll_events(&d);
-        if (d.quit) break;
+        if (d.quit) { /* closed or Esc: --screenshot still gets the frame as it stands */
+            if (d.opt.screenshot) {
+                draw_frame(&d, fps, sx, sy);
+                if (!exit_screenshot(&d)) rc = DEMO_EXIT_FAILURE;
+            }
+            break;
+        }
         bool tick = !d.paused || d.step;
         d.step = false;
         if (tick) eng_tick(d.e, 1.0 / 60.0);
         bool last = tick && d.opt.frames && simulated + 1 >= d.opt.frames;
 
         uint64_t r0 = fm_clock_now();
-        eng_render_list list = eng_get_render_list(d.e);
-        const SDL_Rect dim = {8, 8, d.plat.width - 16, d.plat.height - 16};
-        demo_scene_draw_list(&d.scene, d.plat.renderer, &list, sx, sy,
-                             d.overlay && d.software ? &dim : NULL);
-        if (d.overlay) draw_overlay(&d, fps);
-        if (last && d.opt.screenshot) {
-            if (demo_platform_screenshot(&d.plat, d.opt.screenshot, err, sizeof err)) {
-                printf("framemem-demo: wrote %s (%dx%d)\n", d.opt.screenshot, d.plat.width, d.plat.height);
-            } else {
-                fprintf(stderr, "framemem-demo: --screenshot: %s\n", err);
-                rc = DEMO_EXIT_FAILURE;
-            }
-        }
+        draw_frame(&d, fps, sx, sy);
+        if (last && d.opt.screenshot && !exit_screenshot(&d)) rc = DEMO_EXIT_FAILURE;
         uint64_t p0 = fm_clock_now();
         demo_platform_present(&d.plat);
         uint64_t r1 = fm_clock_now();

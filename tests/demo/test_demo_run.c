@@ -322,6 +322,22 @@ static void test_demo_keys_save_reload_switch_and_reset(void **state) {
     assert_int_equal(after, 0);
 }
 
+static void test_demo_escape_quits_early_with_the_screenshot(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "100000", "--press", "30:Escape", "--screenshot", "esc.png");
+    if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
+    expect_text(r.out, "framemem-demo summary: 30 frames", "summary");
+    char png[600];
+    path_in(png, sizeof png, "esc.png");
+    int w, h, comp;
+    unsigned char *px = stbi_load(png, &w, &h, &comp, 3);
+    if (!px) fail_msg("%s does not decode: %s", png, stbi_failure_reason());
+    assert_int_equal(w, W);
+    assert_int_equal(h, H);
+    stbi_image_free(px);
+}
+
 static void test_demo_malloc_backend_runs_the_same_world(void **state) {
     (void)state;
     static run r;
@@ -383,6 +399,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_demo_headless_run_writes_screenshot_csv_and_trace),
         cmocka_unit_test(test_demo_saved_config_removes_growth_after_frame_1),
         cmocka_unit_test(test_demo_keys_save_reload_switch_and_reset),
+        cmocka_unit_test(test_demo_escape_quits_early_with_the_screenshot),
         cmocka_unit_test(test_demo_malloc_backend_runs_the_same_world),
     };
     return cmocka_run_group_tests_name("demo_run", tests, make_dir, remove_dir);
