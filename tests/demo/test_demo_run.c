@@ -92,6 +92,17 @@ static void expect_text(const char *haystack, const char *needle, const char *wh
     if (!strstr(haystack, needle)) fail_msg("%s lacks '%s':\n%s", where, needle, haystack);
 }
 
+/* The PNG at path decodes to the window size; returns its RGB pixels
+ * (stbi_image_free them). */
+static unsigned char *expect_png(const char *path) {
+    int w, h, comp;
+    unsigned char *px = stbi_load(path, &w, &h, &comp, 3);
+    if (!px) fail_msg("%s does not decode: %s", path, stbi_failure_reason());
+    assert_int_equal(w, W);
+    assert_int_equal(h, H);
+    return px;
+}
+
 /* ------------------------------------------------------------ bad input */
 
 static void test_demo_help_lists_the_options_and_exits_0(void **state) {
@@ -218,11 +229,7 @@ static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state)
 
     /* The PNG: window size, and the overlay's allocation graph holds bars in
      * the colours of the pools that allocated the most. */
-    int w, h, comp;
-    unsigned char *px = stbi_load(png, &w, &h, &comp, 3);
-    if (!px) fail_msg("%s does not decode: %s", png, stbi_failure_reason());
-    assert_int_equal(w, W);
-    assert_int_equal(h, H);
+    unsigned char *px = expect_png(png);
     ovl_layout lo;
     const SDL_FRect area = {8, 8, W - 16, H - 16};
     ovl_layout_compute(&area, t, &(ovl_desc){.settings = "s", .help = "h"}, &lo);
@@ -330,12 +337,7 @@ static void test_demo_escape_quits_early_with_the_screenshot(void **state) {
     expect_text(r.out, "framemem-demo summary: 30 frames", "summary");
     char png[600];
     path_in(png, sizeof png, "esc.png");
-    int w, h, comp;
-    unsigned char *px = stbi_load(png, &w, &h, &comp, 3);
-    if (!px) fail_msg("%s does not decode: %s", png, stbi_failure_reason());
-    assert_int_equal(w, W);
-    assert_int_equal(h, H);
-    stbi_image_free(px);
+    stbi_image_free(expect_png(png));
 }
 
 static void test_demo_malloc_backend_runs_the_same_world(void **state) {
@@ -359,12 +361,7 @@ static void test_demo_window_under_xvfb_takes_a_screenshot(void **state) {
              ENV_WINDOW);
     if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
     expect_text(r.out, "framemem-demo summary: 120 frames", "summary");
-    int w, h, comp;
-    unsigned char *px = stbi_load(shot, &w, &h, &comp, 3);
-    if (!px) fail_msg("%s does not decode: %s", shot, stbi_failure_reason());
-    assert_int_equal(w, W);
-    assert_int_equal(h, H);
-    stbi_image_free(px);
+    stbi_image_free(expect_png(shot));
 }
 
 /* ------------------------------------------------------------ main */
