@@ -612,22 +612,25 @@ static void fm__arena_cut(fm_arena *a, uint64_t pos) {
     fm__record_cut(a, pos);
 }
 
+bool fm__arena_busy(const fm_arena *arena) {
+#ifndef NDEBUG
+    return arena->desc.sync == FM_SYNC_LOCKFREE &&
+           atomic_load_explicit(&arena->in_flight, memory_order_acquire) != 0;
+#else
+    (void)arena;
+    return false;
+#endif
+}
+
 /* LOCKFREE arenas rewind, reset and decommit only while no other thread
  * allocates from them; debug builds catch an allocation under way. */
 static bool fm__arena_quiet(fm_arena *a, const char *op) {
-#ifndef NDEBUG
-    if (a->desc.sync == FM_SYNC_LOCKFREE &&
-        atomic_load_explicit(&a->in_flight, memory_order_acquire) != 0) {
-        fm__report(FM_ERR_INVALID_ARG,
-                   "arena '%s': %s while another thread allocates (a LOCKFREE arena is rewound, "
-                   "reset or decommitted only between allocation phases); nothing changed",
-                   a->name, op);
-        return false;
-    }
-#else
-    (void)a, (void)op;
-#endif
-    return true;
+    if (FM__LIKELY(!fm__arena_busy(a))) return true;
+    fm__report(FM_ERR_INVALID_ARG,
+               "arena '%s': %s while another thread allocates (a LOCKFREE arena is rewound, "
+               "reset or decommitted only between allocation phases); nothing changed",
+               a->name, op);
+    return false;
 }
 
 static void fm__arena_rewind_locked(fm_arena *a, fm_arena_mark mark) {

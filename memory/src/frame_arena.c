@@ -67,6 +67,16 @@ void *fm_frame_alloc(fm_frame_arena *fa, size_t size, size_t align) {
 fm_arena *fm_frame_arena_current(fm_frame_arena *fa) { return fa->arenas[fa->current]; }
 
 void fm_frame_arena_advance(fm_frame_arena *fa) {
+    /* Shared frame arenas: the jobs of the frame must be done (arena.h). */
+    for (uint32_t i = 0; i < fa->frames; i++) {
+        if (fm__arena_busy(fa->arenas[i])) {
+            fm__report(FM_ERR_INVALID_ARG,
+                       "frame arena '%s': advance while another thread allocates (join the "
+                       "frame's jobs first); nothing changed",
+                       fa->name);
+            return;
+        }
+    }
     fm_arena_stats st;
     fm_arena_get_stats(fa->arenas[fa->current], &st);
     fa->history[fa->history_head] = st.used;

@@ -615,6 +615,61 @@ static void test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds(
 #endif
 }
 
+#ifndef NDEBUG
+static void *frame_alloc_one_big(void *arg) {
+    return fm_frame_alloc(arg, 64 * KIB, 0);
+}
+#endif
+
+/* Debug builds: an advance while a job thread is inside fm_frame_alloc is
+ * refused (the frame number and the frame's memory stay). */
+static void test_lockfree_frame_advance_during_an_allocation_is_refused_in_debug_builds(
+    void **state) {
+    (void)state;
+#ifdef NDEBUG
+    skip();
+#else
+    sync_errors errors;
+    sync_errors_install(&errors);
+    sync_alloc backing;
+    sync_alloc_init(&backing);
+    fm_frame_arena *fa = fm_frame_arena_create(&(fm_frame_arena_desc){
+        .name = "busy_frames",
+        .arena = {.sync = FM_SYNC_LOCKFREE, .allocator = sync_alloc_get(&backing)}});
+    assert_non_null(fa);
+    uint8_t *first = fm_frame_alloc(fa, 100, 0);
+    assert_non_null(first);
+    memset(first, 0x5A, 100);
+    atomic_store(&g_held.inside, 0);
+    atomic_store(&g_held.release, 0);
+    backing.hook = hold_in_alloc;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, frame_alloc_one_big, fa), 0);
+    while (!atomic_load(&g_held.inside)) sched_yield();
+    backing.hook = NULL;
+    fm_frame_arena_advance(fa);
+    sync_expect_errors(&errors, 0, FM_ERR_INVALID_ARG, 1);
+    assert_true(fm_test_contains(errors.last_message, "busy_frames"));
+    atomic_store(&g_held.release, 1);
+    void *big;
+    assert_int_equal(pthread_join(t, &big), 0);
+    assert_non_null(big);
+    fm_frame_arena_stats s;
+    fm_frame_arena_get_stats(fa, &s);
+    assert_int_equal(s.frame, 0);
+    assert_int_equal(s.total_allocs, 2);
+    assert_true(fm_arena_owns(fm_frame_arena_current(fa), first, 100));
+    fm_frame_arena_advance(fa); /* joined: fine */
+    fm_frame_arena_get_stats(fa, &s);
+    assert_int_equal(s.frame, 1);
+    for (int i = 0; i < 100; i++) assert_int_equal(first[i], 0x5A); /* kept for one more frame */
+    assert_int_equal(atomic_load(&errors.count), 1);
+    fm_frame_arena_destroy(fa);
+    sync_alloc_finish(&backing);
+    sync_errors_remove(&errors);
+#endif
+}
+
 /* ============================================================= bad descs */
 
 static void test_shared_arena_create_rejects_pool_only_and_unknown_policies(void **state) {
@@ -666,6 +721,7 @@ int main(void) {
         cmocka_unit_test(test_lockfree_frame_arena_8_threads_share_frames_across_advances),
         cmocka_unit_test(test_lockfree_chained_frame_arena_8_threads_share_frames_across_advances),
         cmocka_unit_test(test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds),
+        cmocka_unit_test(test_lockfree_frame_advance_during_an_allocation_is_refused_in_debug_builds),
     };
     return cmocka_run_group_tests_name("arena_threads", tests, NULL, NULL);
 }

@@ -168,7 +168,8 @@ void fm_frame_arena_destroy(fm_frame_arena *fa);
 /// Memory that stays valid until `frames` advances from now.
 void *fm_frame_alloc(fm_frame_arena *fa, size_t size, size_t align);
 /// The frame boundary: the arena of frames - 1 frames ago is reset and becomes
-/// current. Not while another thread allocates (see above).
+/// current. Not while another thread allocates (see above): debug builds
+/// report one that overlaps an allocation (FM_ERR_INVALID_ARG, nothing done).
 void fm_frame_arena_advance(fm_frame_arena *fa);
 /// The arena serving the current frame (for marks and typed macros).
 fm_arena *fm_frame_arena_current(fm_frame_arena *fa);
@@ -189,6 +190,9 @@ typedef struct fm__arena_hot {
 } fm__arena_hot;
 
 void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align);
+/* Debug builds: true while a LOCKFREE allocation is under way (another
+ * thread inside fm_arena_alloc); always false in release builds. */
+bool fm__arena_busy(const fm_arena *arena);
 
 #if defined(NDEBUG) && !defined(FM__SANITIZED) && !defined(FM_NO_INLINE) && \
     !defined(FM__BUILDING_ARENA) && (defined(__GNUC__) || defined(__clang__))
