@@ -87,8 +87,6 @@ typedef struct fm__chunk {
     uint64_t *refs;     /* lazily: per slot, generation << 32 | (count - 1) */
 } fm__chunk;
 
-typedef struct fm__tc_entry fm__tc_entry;
-
 /* FM_SYNC_LOCKFREE: the shared stack of free slots, on a cache line of its
  * own with the counters every alloc and free bumps anyway. */
 typedef struct fm__lf_state {
@@ -1183,6 +1181,12 @@ static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__lo
 
 /* ---- the depot: the core, under p->lock */
 
+/* A slot going into a cache or the stack holds its slot index in its first
+ * bytes: pool.h's inline THREAD_CACHE alloc finds its meta word by it. */
+static void fm__slot_to_cached(const fm_pool *p, void *slot, uint32_t idx) {
+    fm__slot_to_free(p, slot, &idx);
+}
+
 /* Moves one slot out of the core for a cache or the stack: allocated from
  * the core, then freed into the cache (generation bumped, live bit clear).
  * may_grow false: only slots the core has without growing. NULL when none
@@ -1204,9 +1208,7 @@ static void *fm__depot_take(fm_pool *p, bool may_grow) {
             continue;
         }
         fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, (loc.meta & FM__GEN_MAX) + 1);
-        fm__scrub(p, slot);
-        FM__VG_FREE(p, slot);
-        FM__POISON(slot, p->hot.stride);
+        fm__slot_to_cached(p, slot, loc.slot);
         return slot;
     }
 }
@@ -1257,9 +1259,7 @@ static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const 
         fm__misuse(p, FM_ERR_DOUBLE_FREE, item, op);
         return FM__NOT_FREED;
     }
-    fm__scrub(p, item);
-    FM__VG_FREE(p, item);
-    FM__POISON(item, p->hot.stride);
+    fm__slot_to_cached(p, item, loc->slot);
     return FM__FREED_TO_CACHE;
 }
 
@@ -1277,25 +1277,21 @@ static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const 
  * registry lock orders that against destroy. LOCKFREE pools keep their
  * counters in the same entries (with no slots). */
 
-enum { FM__TC_SLOTS = 64, FM__TC_BATCH = 32 };
+enum { FM__TC_BATCH = FM__TC_SLOTS / 2 };
 
-struct fm__tc_entry {
-    uint64_t id;     /* the pool's id; 0 once the pool is destroyed (atomic) */
-    fm_pool *pool;
-    uint64_t allocs; /* written by the owning thread only; read by stats (atomic) */
-    uint64_t frees;
-    uint32_t count;  /* slots[0, count) are free slots of the pool */
-    uintptr_t hint_base; /* a chunk of the pool this thread freed into (atomic) */
-    fm__tc_entry *prev, *next; /* the pool's list, under its lock */
-    void *slots[FM__TC_SLOTS];
-};
+/* hint_slots of an entry with no hint: slot starts counted from it lie at
+ * 2^63 and above, where no user-space pointer is, so no item matches. */
+#define FM__TC_NO_HINT ((uintptr_t)1 << 63)
 
 typedef struct fm__tcache {
-    fm__tc_entry *last; /* the entry used last: the fast path's one compare */
-    fm__tc_entry **entries;
+    fm__tc_entry **entries; /* the thread's entries (fm__tc_entry is in pool.h) */
     uint32_t n, cap;
 } fm__tcache;
 
+/* What fm__tc_last names when the thread has no entry: id 0 matches no pool,
+ * so every path goes on to fm__tc_find; nothing ever writes to it. */
+static fm__tc_entry fm__tc_none = {.hint_slots = FM__TC_NO_HINT};
+__thread fm__tc_entry *fm__tc_last __attribute__((tls_model("initial-exec"))) = &fm__tc_none;
 static _Thread_local fm__tcache *fm__tc;
 static pthread_key_t fm__tc_key;
 static pthread_once_t fm__tc_once = PTHREAD_ONCE_INIT;
@@ -1303,18 +1299,33 @@ static bool fm__tc_key_ok;
 /* Orders thread exit against pool destroy (taken before any pool lock). */
 static pthread_mutex_t fm__tc_registry = PTHREAD_MUTEX_INITIALIZER;
 
+/* An entry's share of the pool's user frees. LOCKFREE counts them.
+ * THREAD_CACHE counts only allocs, which saves the fast free a counter: over
+ * all entries, the slots taken from the depot are those in magazines, the
+ * live items and those a thread with no entry freed straight to the depot
+ * (tc_gone_frees counts these), so allocs + count - taken, summed over the
+ * entries (mod 2^64) plus tc_gone_frees, is exactly the frees. */
+static uint64_t fm__entry_frees(const fm_pool *p, const fm__tc_entry *e) {
+    if (p->sync != FM_SYNC_THREAD_CACHE) return __atomic_load_n(&e->frees, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&e->allocs, __ATOMIC_ACQUIRE) +
+           __atomic_load_n(&e->count, __ATOMIC_ACQUIRE) -
+           __atomic_load_n(&e->taken, __ATOMIC_ACQUIRE);
+}
+
 /* Lock held: count slots from the bottom of the magazine (the coldest) go
  * back to the depot. */
 static void fm__tc_flush_locked(fm_pool *p, fm__tc_entry *e, uint32_t count) {
     if (count > e->count) count = e->count;
     for (uint32_t i = 0; i < count; i++) fm__depot_put(p, e->slots[i]);
     memmove(e->slots, e->slots + count, (size_t)(e->count - count) * sizeof e->slots[0]);
-    e->count -= count;
+    FM__STORE(&e->count, e->count - count);
+    FM__STORE(&e->taken, e->taken - count);
 }
 
 static void fm__tc_thread_exit(void *arg) {
     fm__tcache *tc = arg;
     fm__tc = NULL;
+    fm__tc_last = &fm__tc_none;
     pthread_mutex_lock(&fm__tc_registry);
     for (uint32_t i = 0; i < tc->n; i++) {
         fm__tc_entry *e = tc->entries[i];
@@ -1323,7 +1334,7 @@ static void fm__tc_thread_exit(void *arg) {
             pthread_mutex_lock(&p->lock);
             fm__tc_flush_locked(p, e, e->count);
             p->tc_gone_allocs += e->allocs;
-            p->tc_gone_frees += e->frees;
+            p->tc_gone_frees += fm__entry_frees(p, e);
             if (e->prev) e->prev->next = e->next;
             else p->tc_entries = e->next;
             if (e->next) e->next->prev = e->prev;
@@ -1347,7 +1358,7 @@ static void fm__tc_detach_all(fm_pool *p) {
     for (fm__tc_entry *e = p->tc_entries, *next; e; e = next) {
         next = e->next;
         p->tc_gone_allocs += __atomic_load_n(&e->allocs, __ATOMIC_RELAXED);
-        p->tc_gone_frees += __atomic_load_n(&e->frees, __ATOMIC_RELAXED);
+        p->tc_gone_frees += fm__entry_frees(p, e);
         __atomic_store_n(&e->id, 0, __ATOMIC_RELEASE); /* last write to e */
     }
     p->tc_entries = NULL;
@@ -1381,7 +1392,7 @@ FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p) {
         fm__tc_entry *e = tc->entries[i];
         uint64_t id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
         if (id == 0) {
-            if (tc->last == e) tc->last = NULL;
+            if (fm__tc_last == e) fm__tc_last = &fm__tc_none;
             free(e);
             tc->entries[i] = tc->entries[--tc->n];
             continue;
@@ -1400,6 +1411,7 @@ FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p) {
         if (posix_memalign((void **)&found, 64, sizeof *found) != 0) goto oom;
         memset(found, 0, sizeof *found);
         found->id = p->id;
+        found->hint_slots = FM__TC_NO_HINT;
         found->pool = p;
         pthread_mutex_lock(&p->lock);
         found->next = p->tc_entries;
@@ -1408,7 +1420,7 @@ FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p) {
         pthread_mutex_unlock(&p->lock);
         tc->entries[tc->n++] = found;
     }
-    tc->last = found;
+    fm__tc_last = found;
     return found;
 oom:
     fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for this thread's cache", p->name);
@@ -1416,16 +1428,26 @@ oom:
 }
 
 static inline fm__tc_entry *fm__tc_entry_of(fm_pool *p) {
-    fm__tcache *tc = fm__tc;
-    if (FM__LIKELY(tc != NULL)) {
-        fm__tc_entry *e = tc->last;
-        if (FM__LIKELY(e != NULL && __atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id)) return e;
-    }
+    fm__tc_entry *e = fm__tc_last;
+    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id)) return e;
     return fm__tc_find(p);
 }
 
 static inline void fm__count(uint64_t *c) {
     __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+static inline void *fm__tc_pop(const fm_pool *p, fm__tc_entry *e) {
+    uint32_t n = e->count - 1;
+    FM__STORE(&e->count, n);
+    fm__count(&e->allocs);
+    return fm__cached_to_live(p, e->slots[n]);
+}
+
+/* The owning thread's push of a free slot; the magazine has room. */
+static inline void fm__tc_push(fm__tc_entry *e, void *slot) {
+    e->slots[e->count] = slot;
+    FM__STORE(&e->count, e->count + 1);
 }
 
 FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
@@ -1436,8 +1458,9 @@ FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
         e->slots[n++] = slot;
         slot = n < FM__TC_BATCH ? fm__depot_take(p, false) : NULL;
     }
+    FM__STORE(&e->count, n);
+    FM__STORE(&e->taken, e->taken + n);
     pthread_mutex_unlock(&p->lock);
-    e->count = n;
     return n > 0;
 }
 
@@ -1450,20 +1473,15 @@ FM__NOINLINE static void *fm__tc_alloc_slow(fm_pool *p) {
         return NULL;
     }
     if (FM__UNLIKELY(e->count == 0) && !fm__tc_refill(p, e)) return NULL;
-    fm__count(&e->allocs);
-    return fm__cached_to_live(p, e->slots[--e->count]);
+    return fm__tc_pop(p, e);
 }
 
 /* The common alloc: the thread's last entry is this pool's and has a slot;
  * nothing here needs a register saved, the rest is tail-called. */
 static inline void *fm__tc_alloc(fm_pool *p) {
-    fm__tcache *tc = fm__tc;
-    fm__tc_entry *e;
-    if (FM__LIKELY(tc != NULL && (e = tc->last) != NULL &&
-                   __atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id && e->count != 0)) {
-        fm__count(&e->allocs);
-        return fm__cached_to_live(p, e->slots[--e->count]);
-    }
+    fm__tc_entry *e = fm__tc_last;
+    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id && e->count != 0))
+        return fm__tc_pop(p, e);
     return fm__tc_alloc_slow(p);
 }
 
@@ -1490,17 +1508,17 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
     }
     int done = fm__live_to_cached(p, item, &loc, op);
     if (done != FM__FREED_TO_CACHE) {
-        if (done == FM__FREED_RETIRED) fm__count(&e->frees);
+        if (done == FM__FREED_RETIRED) FM__STORE(&e->taken, e->taken - 1); /* back in the depot */
         return;
     }
-    __atomic_store_n(&e->hint_base, (uintptr_t)item & p->base_mask, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->hint_slots, ((uintptr_t)item & p->base_mask) + p->hot.slots_off,
+                     __ATOMIC_RELAXED);
     if (FM__UNLIKELY(e->count == FM__TC_SLOTS)) {
         pthread_mutex_lock(&p->lock);
         fm__tc_flush_locked(p, e, FM__TC_BATCH);
         pthread_mutex_unlock(&p->lock);
     }
-    e->slots[e->count++] = item;
-    fm__count(&e->frees);
+    fm__tc_push(e, item);
 }
 
 /* The common free: an item of the chunk this thread's entry freed into last
@@ -1508,25 +1526,22 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
  * never names memory that is not this pool's), live, into a magazine with
  * room. Everything else takes the full path above. */
 static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
-    fm__tc_entry *e = fm__tc_entry_of(p);
-    uintptr_t base = (uintptr_t)item & p->base_mask;
-    if (FM__LIKELY(e != NULL && base == __atomic_load_n(&e->hint_base, __ATOMIC_RELAXED) &&
-                   e->count < FM__TC_SLOTS)) {
-        uint32_t slot = fm__slot_of(p, base, item);
-        if (FM__LIKELY(slot != FM__NONE)) {
-            uint32_t *mw = &fm__meta(base)[slot];
-            uint32_t m = __atomic_load_n(mw, __ATOMIC_ACQUIRE);
-            /* Live with a generation below the maximum: negative, below -1. */
-            if (FM__LIKELY((int32_t)m < -1 &&
-                           __atomic_compare_exchange_n(mw, &m, (m & FM__GEN_MAX) + 1, false,
-                                                       __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
-                fm__scrub(p, item);
-                FM__VG_FREE(p, item);
-                FM__POISON(item, p->hot.stride);
-                e->slots[e->count++] = item;
-                fm__count(&e->frees);
-                return;
-            }
+    fm__tc_entry *e = fm__tc_last;
+    uintptr_t hs = __atomic_load_n(&e->hint_slots, __ATOMIC_RELAXED);
+    uint64_t x = ((uintptr_t)item - hs) * p->hot.inv;
+    uint32_t k = p->hot.inv_shift;
+    uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
+    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id &&
+                   slot < p->hot.per_chunk && e->count < FM__TC_SLOTS)) {
+        uint32_t *mw = &fm__meta(hs - p->hot.slots_off)[slot];
+        uint32_t m = __atomic_load_n(mw, __ATOMIC_ACQUIRE);
+        /* Live with a generation below the maximum: negative, below -1. */
+        if (FM__LIKELY((int32_t)m < -1 &&
+                       __atomic_compare_exchange_n(mw, &m, (m & FM__GEN_MAX) + 1, false,
+                                                   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
+            fm__slot_to_cached(p, item, (uint32_t)slot);
+            fm__tc_push(e, item);
+            return;
         }
     }
     fm__tc_free_slow(p, item, op);
@@ -1535,7 +1550,7 @@ static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
 /* Trim, lock held: no entry's hint may outlive the chunks it releases. */
 static void fm__tc_forget_hints(fm_pool *p) {
     for (fm__tc_entry *e = p->tc_entries; e; e = e->next)
-        __atomic_store_n(&e->hint_base, (uintptr_t)0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->hint_slots, FM__TC_NO_HINT, __ATOMIC_RELAXED);
 }
 
 void fm_pool_flush_thread_cache(fm_pool *pool) {
@@ -1724,7 +1739,7 @@ static void fm__user_counts(const fm_pool *p, uint64_t *allocs, uint64_t *frees)
     if (fm__cached_policy(p)) {
         uint64_t a = p->tc_gone_allocs, f = p->tc_gone_frees;
         for (const fm__tc_entry *e = p->tc_entries; e; e = e->next) {
-            f += __atomic_load_n(&e->frees, __ATOMIC_ACQUIRE);
+            f += fm__entry_frees(p, e);
             a += __atomic_load_n(&e->allocs, __ATOMIC_ACQUIRE);
         }
         *allocs = a;
@@ -1816,6 +1831,7 @@ static void fm__geometry(fm_pool *p) {
     p->chunk_bytes = cb;
     p->chunk_shift = fm__ctz32((uint32_t)(cb >> 1)) + 1;
     p->base_mask = ~(uintptr_t)(cb - 1);
+    p->hot.base_mask = p->base_mask;
     p->hot.slot_bits = 1;
     while ((1u << p->hot.slot_bits) < per) p->hot.slot_bits++;
     p->hot.inv_shift = fm__ctz32(p->hot.stride);
@@ -1860,6 +1876,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->sync = desc->sync;
     p->hot.sync = (uint32_t)desc->sync;
     p->id = __atomic_add_fetch(&fm__pool_ids, 1, __ATOMIC_RELAXED);
+    p->hot.tc_id = p->sync == FM_SYNC_THREAD_CACHE ? p->id : UINT64_MAX;
 #ifdef FM__THREAD_CHECKS
     p->owner = fm__self();
 #endif

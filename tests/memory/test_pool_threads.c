@@ -907,6 +907,234 @@ static void test_pool_threads_none_pool_ownership_is_handed_over(void **state) {
     fm_pool_destroy(pool);
 }
 
+/* ----------------------------------------- THREAD_CACHE's inline paths
+ *
+ * Optimised builds inline THREAD_CACHE's common alloc and free (pool.h): a
+ * pop or push on the calling thread's last entry when it carries the pool's
+ * id. These tests run in every build; in Release they drive that path. */
+
+/* Two threads allocate from one pool and free each other's items, round
+ * after round: magazines fill with the other thread's slots and spill. */
+enum { PINGPONG_ITEMS = 100, PINGPONG_ROUNDS = 60 };
+
+typedef struct pingpong {
+    fm_pool *pool;
+    queue queues[2];
+    pthread_barrier_t step;
+} pingpong;
+
+typedef struct pingpong_arg {
+    pingpong *pp;
+    int index;
+} pingpong_arg;
+
+static void *pingpong_main(void *p) {
+    pingpong_arg *a = p;
+    pingpong *pp = a->pp;
+    uint32_t serial = 0;
+    int rounds = fm_test_under_valgrind() ? PINGPONG_ROUNDS / 6 : PINGPONG_ROUNDS;
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < PINGPONG_ITEMS; i++) {
+            item *it = fm_pool_alloc(pp->pool);
+            if (!it) {
+                atomic_fetch_add(&bad_checksums, 1);
+                continue;
+            }
+            item_taken(pp->pool, it, (uint32_t)a->index, serial++);
+            if (!queue_push(&pp->queues[1 - a->index], it)) atomic_fetch_add(&bad_checksums, 1);
+        }
+        pthread_barrier_wait(&pp->step);
+        item *it;
+        while ((it = queue_pop(&pp->queues[a->index])) != NULL) {
+            if (it->owner != (uint32_t)(1 - a->index)) atomic_fetch_add(&bad_checksums, 1);
+            item_give_back(pp->pool, it);
+        }
+        pthread_barrier_wait(&pp->step);
+    }
+    return NULL; /* the exit returns this thread's cache */
+}
+
+static void test_pool_threads_thread_cache_cross_thread_frees_between_two_threads(void **state) {
+    (void)state;
+    reset_flags();
+    pingpong *pp = calloc(1, sizeof *pp);
+    assert_non_null(pp);
+    pp->pool = make_pool(FM_SYNC_THREAD_CACHE, (fm_pool_desc){.name = "pingpong"});
+    for (int i = 0; i < 2; i++) pthread_mutex_init(&pp->queues[i].lock, NULL);
+    pthread_barrier_init(&pp->step, NULL, 2);
+    pingpong_arg args[2] = {{pp, 0}, {pp, 1}};
+    sync_run(2, pingpong_main, args, sizeof args[0]);
+    int rounds = fm_test_under_valgrind() ? PINGPONG_ROUNDS / 6 : PINGPONG_ROUNDS;
+    assert_quiet_pool(pp->pool, 2u * PINGPONG_ITEMS * (uint64_t)rounds);
+    /* Slots circulate: both threads' caches went back at exit, so this
+     * thread is served again from what they used. */
+    fm_pool_stats s = fm_test_pool_stats(pp->pool);
+    assert_true(s.capacity <= 2 * s.items_per_chunk);
+    pthread_barrier_destroy(&pp->step);
+    for (int i = 0; i < 2; i++) pthread_mutex_destroy(&pp->queues[i].lock);
+    fm_pool_destroy(pp->pool);
+    free(pp);
+}
+
+/* An allocator that serves its first block (the pool object) from one
+ * static buffer, so every pool made with it sits at the same address. */
+typedef struct same_addr {
+    _Alignas(64) unsigned char buf[16384];
+    bool used;
+    size_t live_blocks;
+} same_addr;
+
+static void *same_addr_alloc(size_t size, size_t align, void *user) {
+    same_addr *sa = user;
+    sa->live_blocks++;
+    if (!sa->used && size <= sizeof sa->buf && align <= 64) {
+        sa->used = true;
+        return sa->buf;
+    }
+    size_t al = align < sizeof(void *) ? sizeof(void *) : align;
+    return aligned_alloc(al, (size + al - 1) / al * al);
+}
+
+static void same_addr_free(void *ptr, size_t size, void *user) {
+    (void)size;
+    same_addr *sa = user;
+    sa->live_blocks--;
+    if (ptr == sa->buf) sa->used = false;
+    else free(ptr);
+}
+
+static same_addr same_addr_state;
+
+/* The thread's last entry belongs to a destroyed pool whose successor has
+ * the same address and geometry: the successor never serves the old
+ * entry's slots (they were in chunks given back), and counts only its own. */
+static void test_pool_threads_thread_cache_pool_recreated_at_same_address_skips_old_entry(void **state) {
+    fm_test_env *env = *state;
+    same_addr *sa = &same_addr_state;
+    memset(sa, 0, sizeof *sa);
+    fm_allocator al = {.alloc = same_addr_alloc, .free = same_addr_free, .user = sa};
+    enum { N = 100 };
+    void *items[N];
+    fm_pool *first = NULL;
+    for (int round = 0; round < 4; round++) {
+        fm_pool *pool = make_pool(FM_SYNC_THREAD_CACHE, (fm_pool_desc){.item_size = 16, .allocator = al});
+        if (round == 0) first = pool;
+        assert_ptr_equal(pool, first);
+        for (int i = 0; i < N; i++) {
+            items[i] = fm_pool_alloc(pool);
+            assert_non_null(items[i]);
+            assert_true(fm_pool_owns(pool, items[i]));
+            memset(items[i], 0x5A, 16);
+        }
+        for (int i = 0; i < N; i++) fm_pool_free(pool, items[i]);
+        /* Freed slots are served again (from this thread's cache). */
+        void *again = fm_pool_alloc(pool);
+        assert_true(fm_pool_owns(pool, again));
+        fm_pool_free(pool, again);
+        fm_pool_stats s = fm_test_pool_stats(pool);
+        assert_int_equal(s.total_allocs, N + 1);
+        assert_int_equal(s.total_frees, N + 1);
+        assert_int_equal(s.live, 0);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        fm_pool_destroy(pool); /* this thread's entry keeps slots of it */
+    }
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(sa->live_blocks, 0);
+}
+
+/* A free after a free of the same item is reported in every build, also
+ * when the item sits in the calling thread's cache under other slots, and
+ * the slot is still served once only. */
+static void test_pool_threads_thread_cache_double_free_is_reported_in_every_build(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = make_pool(FM_SYNC_THREAD_CACHE, (fm_pool_desc){.item_size = 16});
+    void *warm = fm_pool_alloc(pool);
+    fm_pool_free(pool, warm); /* the thread's entry and its chunk hint are set */
+    void *a = fm_pool_alloc(pool), *b = fm_pool_alloc(pool);
+    assert_ptr_not_equal(a, b);
+    fm_pool_free(pool, a);
+    for (int k = 0; k < 3; k++) {
+        if (k == 1) fm_pool_free(pool, b); /* a is now below b in the cache */
+        if (k == 2) {
+            void *again = fm_pool_alloc(pool);
+            assert_ptr_equal(again, b); /* b again; a stays cached */
+        }
+        fm_pool_stats before = fm_test_pool_stats(pool);
+        int calls = env->errors.count;
+        fm_pool_free(pool, a);
+        assert_int_equal(env->errors.count, calls + 1);
+        assert_int_equal(env->errors.last, FM_ERR_DOUBLE_FREE);
+        fm_pool_stats after = fm_test_pool_stats(pool);
+        fm_test_assert_pool_stats_same(&before, &after, 1);
+        assert_false(fm_pool_owns(pool, a));
+    }
+    void *c = fm_pool_alloc(pool), *d = fm_pool_alloc(pool);
+    assert_ptr_equal(c, a); /* the top of the cache */
+    assert_ptr_not_equal(d, a);
+    assert_ptr_not_equal(d, b);
+    fm_pool_free(pool, b);
+    fm_pool_free(pool, c);
+    fm_pool_free(pool, d);
+    fm_pool_stats s = fm_test_pool_stats(pool);
+    assert_int_equal(s.live, 0);
+    assert_int_equal(s.total_allocs, 6);
+    assert_int_equal(s.total_frees, 6);
+    assert_int_equal(s.misuse_count, 3);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    fm_pool_destroy(pool);
+}
+
+/* A thread alternating between two pools of one geometry: each item comes
+ * from and goes back to its own pool; an item given to the other pool while
+ * the thread's last entry (and chunk hint) is its own pool's is reported as
+ * foreign and changes neither pool. */
+static void test_pool_threads_thread_cache_alternating_pools_keep_their_items(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pa = make_pool(FM_SYNC_THREAD_CACHE, (fm_pool_desc){.item_size = 16});
+    fm_pool *pb = make_pool(FM_SYNC_THREAD_CACHE, (fm_pool_desc){.item_size = 16});
+    enum { N = 300 }; /* several magazines' worth: refills and spills */
+    void **ia = calloc(N, sizeof *ia), **ib = calloc(N, sizeof *ib);
+    assert_non_null(ia);
+    assert_non_null(ib);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            ia[i] = fm_pool_alloc(pa);
+            ib[i] = fm_pool_alloc(pb);
+            assert_true(fm_pool_owns(pa, ia[i]));
+            assert_true(fm_pool_owns(pb, ib[i]));
+        }
+        for (int i = 0; i < N; i++) {
+            fm_pool_free(pa, ia[i]);
+            fm_pool_free(pb, ib[i]);
+        }
+    }
+    assert_int_equal(env->errors.count, 0);
+    void *x = fm_pool_alloc(pa), *y = fm_pool_alloc(pa);
+    fm_pool_free(pa, y); /* pa's entry is the thread's last, hinting x's chunk */
+    fm_pool_stats before_a = fm_test_pool_stats(pa), before_b = fm_test_pool_stats(pb);
+    fm_pool_free(pb, x);
+    assert_int_equal(env->errors.count, 1);
+    assert_int_equal(env->errors.last, FM_ERR_FOREIGN_POINTER);
+    fm_pool_stats after_a = fm_test_pool_stats(pa), after_b = fm_test_pool_stats(pb);
+    fm_test_assert_pool_stats_same(&before_a, &after_a, 0);
+    fm_test_assert_pool_stats_same(&before_b, &after_b, 1);
+    assert_true(fm_pool_owns(pa, x));
+    fm_pool_free(pa, x);
+    fm_pool_stats s = fm_test_pool_stats(pa);
+    assert_int_equal(s.total_allocs, 3 * N + 2);
+    assert_int_equal(s.total_frees, 3 * N + 2);
+    assert_int_equal(s.live, 0);
+    s = fm_test_pool_stats(pb);
+    assert_int_equal(s.total_allocs, 3 * N);
+    assert_int_equal(s.live, 0);
+    assert_int_equal(fm_pool_check(pa), FM_OK);
+    assert_int_equal(fm_pool_check(pb), FM_OK);
+    free(ia);
+    free(ib);
+    fm_pool_destroy(pa);
+    fm_pool_destroy(pb);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, fm_test_setup, fm_test_teardown)
     const struct CMUnitTest tests[] = {
@@ -918,6 +1146,10 @@ int main(void) {
         T(test_pool_threads_refused_growth_changes_nothing_under_each_policy),
         T(test_pool_threads_handles_refs_foreach_and_delete_under_each_policy),
         T(test_pool_threads_none_pool_ownership_is_handed_over),
+        T(test_pool_threads_thread_cache_pool_recreated_at_same_address_skips_old_entry),
+        T(test_pool_threads_thread_cache_double_free_is_reported_in_every_build),
+        T(test_pool_threads_thread_cache_alternating_pools_keep_their_items),
+        cmocka_unit_test(test_pool_threads_thread_cache_cross_thread_frees_between_two_threads),
         cmocka_unit_test(test_pool_threads_none_pool_used_from_a_second_thread),
         cmocka_unit_test(test_pool_threads_double_free_on_another_thread_is_reported),
         cmocka_unit_test(test_pool_threads_random_alloc_free_with_4_threads),
