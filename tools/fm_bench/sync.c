@@ -1,8 +1,9 @@
 /*
  * fm_bench/sync.c: the mutex experiment. What a pool's thread-safety policy
  * costs per 16-byte alloc+free pair (alloc, write a byte, free):
- * - 1 thread: FM_SYNC_NONE (the inline fast path), MUTEX, THREAD_CACHE,
- *   LOCKFREE and glibc malloc/free;
+ * - 1 thread: FM_SYNC_NONE, MUTEX, THREAD_CACHE, LOCKFREE and glibc
+ *   malloc/free (NONE and THREAD_CACHE through pool.h's inline fast paths in
+ *   optimised builds, MUTEX and LOCKFREE through the library);
  * - 2 threads, each on its own pool (no sharing: the policy's bare cost when
  *   both cores work), and 2 threads on one shared pool (contention): MUTEX,
  *   THREAD_CACHE, LOCKFREE and glibc malloc/free (per-thread arenas, so its
@@ -250,8 +251,9 @@ void sync_run(const bench_opts *opts) {
            "warms up first, then all start at a barrier; ns/pair = wall time until the last "
            "thread finishes / pairs per thread. 2-thread runs use every CPU (fm-bench's pin "
            "is widened, then restored); %ld CPUs online, shared with whatever else runs. "
-           "fm_pool NONE is the inline fast path; the other policies always call the "
-           "library. cpu ns/pair: the threads' own CPU time (CLOCK_THREAD_CPUTIME_ID) per "
+           "fm_pool NONE and THREAD_CACHE use pool.h's inline fast paths (THREAD_CACHE's "
+           "free sets the item's meta word without a CAS there); MUTEX and LOCKFREE always "
+           "call the library. cpu ns/pair: the threads' own CPU time (CLOCK_THREAD_CPUTIME_ID) per "
            "pair, without the time they were descheduled or asleep in a futex: on a machine "
            "shared with other work, the 2-thread wall figures include time-slicing. Ratio = "
            "variant / fm_pool MUTEX in the same table, wall time (below 1 is faster).\n",
