@@ -21,12 +21,10 @@
 
 #include <malloc.h> // malloc_trim
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,37 +49,45 @@ using default_mutex = boost::details::pool::default_mutex;
 
 // ---------------------------------------------------------------- policies
 // Each policy: handle type H, H alloc(), void release(H &), unsigned char
-// *bytes(H), static name, static ordered: its free keeps the free list in
-// address order (ordered_free), a walk of the list per free; release_all
-// frees those in descending address order, their O(1) best case, since in
-// allocation order 5,000,000 frees would take quadratic time.
+// *bytes(H), void release_all(items, n) (every item at once), static name.
+// release_all frees one by one in allocation order, except where the free
+// keeps the free list in address order (object_pool::destroy and
+// pool_allocator::deallocate call ordered_free, a walk of the list per free:
+// 5,000,000 of them take hours); those release everything the way Boost
+// means it: object_pool's destructor (destroys every live object, frees the
+// blocks) and singleton_pool::purge_memory.
+
+// One by one, in allocation order.
+template <class P, class H> void release_each(P &pol, std::vector<H> &items, size_t n) {
+    for (size_t i = 0; i < n; i++) pol.release(items[i]);
+}
 
 template <class T> struct malloc_policy {
     using H = T *;
     static constexpr const char *name = "malloc/free (glibc, in fm-bench-boost)";
-    static constexpr bool ordered = false;
     H alloc() { return static_cast<T *>(std::malloc(sizeof(T))); }
     void release(H &p) { std::free(p); }
+    void release_all(std::vector<H> &items, size_t n) { release_each(*this, items, n); }
     static unsigned char *bytes(const H &p) { return p->b; }
 };
 
 template <class T> struct pool_policy {
     using H = T *;
     static constexpr const char *name = "boost::pool<> malloc/free";
-    static constexpr bool ordered = false;
     boost::pool<> pool{sizeof(T)};
     H alloc() { return static_cast<T *>(pool.malloc()); }
     void release(H &p) { pool.free(p); }
+    void release_all(std::vector<H> &items, size_t n) { release_each(*this, items, n); }
     static unsigned char *bytes(const H &p) { return p->b; }
 };
 
 template <class T> struct object_pool_policy {
     using H = T *;
     static constexpr const char *name = "boost::object_pool construct/destroy";
-    static constexpr bool ordered = true;
-    boost::object_pool<T> pool;
-    H alloc() { return pool.construct(); }
-    void release(H &p) { pool.destroy(p); }
+    std::unique_ptr<boost::object_pool<T>> pool{new boost::object_pool<T>};
+    H alloc() { return pool->construct(); }
+    void release(H &p) { pool->destroy(p); }
+    void release_all(std::vector<H> &, size_t) { pool.reset(new boost::object_pool<T>); }
     static unsigned char *bytes(const H &p) { return p->b; }
 };
 
@@ -90,6 +96,7 @@ template <class T, class Alloc> struct allocator_policy {
     Alloc a;
     H alloc() { return a.allocate(1); }
     void release(H &p) { a.deallocate(p, 1); }
+    void release_all(std::vector<H> &items, size_t n) { release_each(*this, items, n); }
     static unsigned char *bytes(const H &p) { return p->b; }
 };
 
@@ -99,38 +106,41 @@ template <class T, class M>
 using fast_alloc_t =
     boost::fast_pool_allocator<T, boost::default_user_allocator_new_delete, M, 32, 0>;
 
-template <class T> struct pool_alloc_mutex : allocator_policy<T, pool_alloc_t<T, default_mutex>> {
-    static constexpr const char *name = "boost::pool_allocator, default mutex";
-    static constexpr bool ordered = true;
+// pool_allocator's storage: the singleton_pool it allocates from.
+template <class T, class M>
+using pool_alloc_store = boost::singleton_pool<boost::pool_allocator_tag, sizeof(T),
+                                               boost::default_user_allocator_new_delete, M, 32, 0>;
+template <class T, class M> struct pool_alloc_policy : allocator_policy<T, pool_alloc_t<T, M>> {
+    void release_all(std::vector<T *> &, size_t) { pool_alloc_store<T, M>::purge_memory(); }
 };
-template <class T> struct pool_alloc_null : allocator_policy<T, pool_alloc_t<T, null_mutex>> {
+template <class T> struct pool_alloc_mutex : pool_alloc_policy<T, default_mutex> {
+    static constexpr const char *name = "boost::pool_allocator, default mutex";
+};
+template <class T> struct pool_alloc_null : pool_alloc_policy<T, null_mutex> {
     static constexpr const char *name = "boost::pool_allocator, null_mutex";
-    static constexpr bool ordered = true;
 };
 template <class T> struct fast_alloc_mutex : allocator_policy<T, fast_alloc_t<T, default_mutex>> {
     static constexpr const char *name = "boost::fast_pool_allocator, default mutex";
-    static constexpr bool ordered = false;
 };
 template <class T> struct fast_alloc_null : allocator_policy<T, fast_alloc_t<T, null_mutex>> {
     static constexpr const char *name = "boost::fast_pool_allocator, null_mutex";
-    static constexpr bool ordered = false;
 };
 
 template <class T> struct make_shared_policy {
     using H = std::shared_ptr<T>;
     static constexpr const char *name = "std::make_shared";
-    static constexpr bool ordered = false;
     H alloc() { return std::make_shared<T>(); }
     void release(H &p) { p.reset(); }
+    void release_all(std::vector<H> &items, size_t n) { release_each(*this, items, n); }
     static unsigned char *bytes(const H &p) { return p->b; }
 };
 
 template <class T, class M> struct allocate_shared_policy {
     using H = std::shared_ptr<T>;
-    static constexpr bool ordered = false;
     fast_alloc_t<T, M> a;
     H alloc() { return std::allocate_shared<T>(a); }
     void release(H &p) { p.reset(); }
+    void release_all(std::vector<H> &items, size_t n) { release_each(*this, items, n); }
     static unsigned char *bytes(const H &p) { return p->b; }
 };
 template <class T> struct alloc_shared_mutex : allocate_shared_policy<T, default_mutex> {
@@ -139,14 +149,6 @@ template <class T> struct alloc_shared_mutex : allocate_shared_policy<T, default
 template <class T> struct alloc_shared_null : allocate_shared_policy<T, null_mutex> {
     static constexpr const char *name = "std::allocate_shared, fast_pool_allocator, null_mutex";
 };
-
-template <class P> void release_all(P &pol, std::vector<typename P::H> &items, size_t n) {
-    if constexpr (P::ordered) {
-        std::sort(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(n),
-                  std::greater<typename P::H>());
-    }
-    for (size_t i = 0; i < n; i++) pol.release(items[i]);
-}
 
 template <class H> void keep(H &h, unsigned char *b, uint32_t i) {
     if (!b) bench_die("an allocation returned NULL");
@@ -200,7 +202,7 @@ void churn_one(bool random, uint32_t n, const uint32_t *idx, std::vector<row> &o
         }
         timed_random(pol, live, idx, warm);
         ticks = timed_random(pol, live, idx, n);
-        release_all(pol, live, churn_live);
+        pol.release_all(live, churn_live);
     } else {
         timed_pairs(pol, warm);
         ticks = timed_pairs(pol, n);
@@ -232,11 +234,8 @@ template <template <class> class Pol> void bulk_one(uint32_t n, std::vector<row>
         }
         ta = fm_clock_now() - t0;
         rss1 = bench_rss_bytes();
-        if constexpr (P::ordered) { // untimed: see release_all
-            std::sort(items.begin(), items.end(), std::greater<typename P::H>());
-        }
         t0 = fm_clock_now();
-        for (uint32_t i = 0; i < n; i++) pol.release(items[i]);
+        pol.release_all(items, n);
         tf = fm_clock_now() - t0;
     }
     out.push_back({P::name, "128",
@@ -265,7 +264,7 @@ template <template <class> class Pol> void regrowth_one(uint32_t n, std::vector<
             ns[i] = fm_clock_to_ns(t1 - t0);
         }
         faults = bench_minor_faults() - faults;
-        release_all(pol, items, n);
+        pol.release_all(items, n);
     }
     bench_latency lat = bench_latency_of(ns.data(), n);
     out.push_back({P::name, "1024",
@@ -364,9 +363,10 @@ void print_churn(const std::vector<series> &s, uint32_t n, int repeat) {
 
 void print_bulk(const std::vector<series> &s, uint32_t n, int repeat) {
     std::printf("\n## bulk (fm-bench-boost)\n\n%u items of %zu bytes allocated and held, then "
-                "all freed (in allocation order; object_pool and pool_allocator, whose frees "
-                "keep the free list in address order, in descending address order, sorted "
-                "before the clock starts: their best case); make_shared, allocate_shared and "
+                "all freed in allocation order, except object_pool (freed by its destructor, "
+                "which destroys every live object) and pool_allocator (by "
+                "singleton_pool::purge_memory): their frees keep the free list in address "
+                "order, a list walk per free, hours for 5,000,000; make_shared, allocate_shared and "
                 "object_pool value-initialise (zero) each item, as their API does; median of %d runs. RSS = "
                 "growth of the resident set while all are held; overhead = RSS / items - "
                 "%zu. Ratio = (alloc + free) / glibc's.\n\n",
