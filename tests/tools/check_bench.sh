@@ -78,6 +78,35 @@ fi
 noout=$("$bench" --quick --no-pin --no-peers --only bulk) || err "--no-peers run failed"
 grep -qE "^\| (mimalloc|jemalloc|tcmalloc|boost::|std::)" <<<"$noout" && err "--no-peers still printed peer rows"
 
+# The peer protocol end to end, with a stand-in peer beside a copy of
+# fm-bench: its rows join the table with a ratio against fm-bench's glibc
+# row; a malformed row or a failing peer stops fm-bench with a message.
+fake=$(mktemp -d)
+trap 'rm -rf "$fake"' EXIT
+cp "$bench" "$fake/fm-bench"
+peer="$fake/fm-bench-peer-jemalloc"
+write_peer() { # body of the churn answer
+    printf '#!/bin/sh\ncase "$2" in\n  info) printf "info\\tstand-in\\tlibstandin.so\\n" ;;\n  churn) %s ;;\nesac\n' "$1" >"$peer"
+    chmod +x "$peer"
+}
+write_peer 'printf "row\\tstand-in peer\\t16 pairs\\t4.5\\n"'
+fout=$("$fake/fm-bench" --quick --no-pin --only churn 2>&1) || err "stand-in peer: fm-bench failed: $fout"
+grep -q '^- peer fm-bench-peer-jemalloc: stand-in; its malloc comes from libstandin.so$' <<<"$fout" ||
+    err "stand-in peer: no header line"
+grep -qE '^\| stand-in peer \| 16 B \| alloc\+free pairs \| 4\.50 \| 4\.50 \| 4\.50 \| [0-9.]+ \|$' <<<"$fout" ||
+    err "stand-in peer: its row is not in the churn table"
+write_peer 'printf "row\\tstand-in peer\\t16 pairs\\tfast\\n"'
+fout=$("$fake/fm-bench" --quick --no-pin --only churn 2>&1)
+rc=$?
+[ $rc = 1 ] || err "malformed peer row: exit $rc, expected 1"
+grep -q "row 'stand-in peer': value 1 is not a number: 'fast'" <<<"$fout" ||
+    err "malformed peer row: message missing"
+write_peer 'exit 3'
+fout=$("$fake/fm-bench" --quick --no-pin --only churn 2>&1)
+rc=$?
+[ $rc = 1 ] || err "failing peer: exit $rc, expected 1"
+grep -q "fm-bench-peer-jemalloc (churn) failed: exit code 3" <<<"$fout" || err "failing peer: message missing"
+
 for bad in "--only nosuch" "--repeat 0" "--repeat x" "--frobnicate"; do
     # shellcheck disable=SC2086
     "$bench" $bad >/dev/null 2>&1
