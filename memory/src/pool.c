@@ -1181,10 +1181,11 @@ static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__lo
 
 /* ---- the depot: the core, under p->lock */
 
-/* A slot going into a cache or the stack holds its slot index in its first
- * bytes: pool.h's inline THREAD_CACHE alloc finds its meta word by it. */
-static void fm__slot_to_cached(const fm_pool *p, void *slot, uint32_t idx) {
-    fm__slot_to_free(p, slot, &idx);
+/* A slot going into a cache or the stack, for the debug tools. */
+static void fm__slot_to_cached(const fm_pool *p, void *slot) {
+    fm__scrub(p, slot);
+    FM__VG_FREE(p, slot);
+    FM__POISON(slot, p->hot.stride);
 }
 
 /* Moves one slot out of the core for a cache or the stack: allocated from
@@ -1208,7 +1209,7 @@ static void *fm__depot_take(fm_pool *p, bool may_grow) {
             continue;
         }
         fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, (loc.meta & FM__GEN_MAX) + 1);
-        fm__slot_to_cached(p, slot, loc.slot);
+        fm__slot_to_cached(p, slot);
         return slot;
     }
 }
@@ -1259,7 +1260,7 @@ static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const 
         fm__misuse(p, FM_ERR_DOUBLE_FREE, item, op);
         return FM__NOT_FREED;
     }
-    fm__slot_to_cached(p, item, loc->slot);
+    fm__slot_to_cached(p, item);
     return FM__FREED_TO_CACHE;
 }
 
@@ -1275,7 +1276,10 @@ static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const 
  * their counters and destroy can detach them. A thread's exit (pthread key
  * destructor) returns its slots and counters to the pools still alive; the
  * registry lock orders that against destroy. LOCKFREE pools keep their
- * counters in the same entries (with no slots). */
+ * counters in the same entries (with no slots). The entry a thread used last
+ * is fm__tc_last, which pool.h's inline alloc and free use as fm__tc_alloc
+ * and fm__tc_free below do, except that the free sets the meta word without
+ * a CAS (see pool.h's Threads). */
 
 enum { FM__TC_BATCH = FM__TC_SLOTS / 2 };
 
@@ -1299,6 +1303,19 @@ static bool fm__tc_key_ok;
 /* Orders thread exit against pool destroy (taken before any pool lock). */
 static pthread_mutex_t fm__tc_registry = PTHREAD_MUTEX_INITIALIZER;
 
+/* A cached slot found live is in another thread's cache too: two frees of
+ * its item raced on two threads and both succeeded (the inline free of
+ * optimised builds uses no CAS), and the other copy was served. This copy
+ * leaves the magazine unserved; that also takes back the free counted twice
+ * (frees are derived from count). */
+FM__COLD static void fm__tc_report_duplicate(fm_pool *p, const void *slot) {
+    __atomic_fetch_add(&p->misuse_count, 1, __ATOMIC_RELAXED);
+    fm__report(FM_ERR_DOUBLE_FREE,
+               "pool '%s': slot %p is in use but was also in this thread's cache (two frees "
+               "of its item raced on two threads); that copy is dropped",
+               p->name, slot);
+}
+
 /* An entry's share of the pool's user frees. LOCKFREE counts them.
  * THREAD_CACHE counts only allocs, which saves the fast free a counter: over
  * all entries, the slots taken from the depot are those in magazines, the
@@ -1316,10 +1333,21 @@ static uint64_t fm__entry_frees(const fm_pool *p, const fm__tc_entry *e) {
  * back to the depot. */
 static void fm__tc_flush_locked(fm_pool *p, fm__tc_entry *e, uint32_t count) {
     if (count > e->count) count = e->count;
-    for (uint32_t i = 0; i < count; i++) fm__depot_put(p, e->slots[i]);
-    memmove(e->slots, e->slots + count, (size_t)(e->count - count) * sizeof e->slots[0]);
-    FM__STORE(&e->count, e->count - count);
-    FM__STORE(&e->taken, e->taken - count);
+    uint32_t returned = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uintptr_t base = (uintptr_t)e->slots[i] & p->base_mask;
+        if (FM__UNLIKELY(fm__meta_get(base, e->slot_idx[i]) & FM__LIVE)) {
+            fm__tc_report_duplicate(p, e->slots[i]); /* in use: not the depot's */
+            continue;
+        }
+        fm__depot_put(p, e->slots[i]);
+        returned++;
+    }
+    uint32_t rest = e->count - count;
+    memmove(e->slots, e->slots + count, (size_t)rest * sizeof e->slots[0]);
+    memmove(e->slot_idx, e->slot_idx + count, (size_t)rest * sizeof e->slot_idx[0]);
+    FM__STORE(&e->count, rest);
+    FM__STORE(&e->taken, e->taken - returned);
 }
 
 static void fm__tc_thread_exit(void *arg) {
@@ -1437,17 +1465,32 @@ static inline void fm__count(uint64_t *c) {
     __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
+/* The owning thread's pop: the top slot becomes a live item; NULL when it
+ * is live already (see fm__tc_drop_top), and then nothing changed. */
 static inline void *fm__tc_pop(const fm_pool *p, fm__tc_entry *e) {
     uint32_t n = e->count - 1;
+    void *slot = e->slots[n];
+    uintptr_t base = (uintptr_t)slot & p->base_mask;
+    uint32_t m = fm__meta_get(base, e->slot_idx[n]);
+    if (FM__UNLIKELY(m & FM__LIVE)) return NULL;
     FM__STORE(&e->count, n);
+    fm__meta_set(base, e->slot_idx[n], m | FM__LIVE);
+    FM__UNPOISON(slot, fm__link_bytes(p));
+    FM__VG_ALLOC(p, slot, p->item_size);
     fm__count(&e->allocs);
-    return fm__cached_to_live(p, e->slots[n]);
+    return slot;
 }
 
 /* The owning thread's push of a free slot; the magazine has room. */
-static inline void fm__tc_push(fm__tc_entry *e, void *slot) {
+static inline void fm__tc_push(fm__tc_entry *e, void *slot, uint32_t idx) {
     e->slots[e->count] = slot;
+    e->slot_idx[e->count] = idx;
     FM__STORE(&e->count, e->count + 1);
+}
+
+FM__COLD static void fm__tc_drop_top(fm_pool *p, fm__tc_entry *e) {
+    fm__tc_report_duplicate(p, e->slots[e->count - 1]);
+    FM__STORE(&e->count, e->count - 1);
 }
 
 FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
@@ -1455,7 +1498,9 @@ FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
     uint32_t n = 0;
     void *slot = fm__depot_take(p, true);
     while (slot) {
-        e->slots[n++] = slot;
+        uintptr_t base = (uintptr_t)slot & p->base_mask;
+        e->slots[n] = slot;
+        e->slot_idx[n++] = fm__slot_of(p, base, slot);
         slot = n < FM__TC_BATCH ? fm__depot_take(p, false) : NULL;
     }
     FM__STORE(&e->count, n);
@@ -1472,16 +1517,22 @@ FM__NOINLINE static void *fm__tc_alloc_slow(fm_pool *p) {
         pthread_mutex_unlock(&p->lock);
         return NULL;
     }
-    if (FM__UNLIKELY(e->count == 0) && !fm__tc_refill(p, e)) return NULL;
-    return fm__tc_pop(p, e);
+    for (;;) {
+        if (FM__UNLIKELY(e->count == 0) && !fm__tc_refill(p, e)) return NULL;
+        void *item = fm__tc_pop(p, e);
+        if (FM__LIKELY(item != NULL)) return item;
+        fm__tc_drop_top(p, e);
+    }
 }
 
 /* The common alloc: the thread's last entry is this pool's and has a slot;
  * nothing here needs a register saved, the rest is tail-called. */
 static inline void *fm__tc_alloc(fm_pool *p) {
     fm__tc_entry *e = fm__tc_last;
-    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id && e->count != 0))
-        return fm__tc_pop(p, e);
+    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id && e->count != 0)) {
+        void *item = fm__tc_pop(p, e);
+        if (FM__LIKELY(item != NULL)) return item;
+    }
     return fm__tc_alloc_slow(p);
 }
 
@@ -1518,7 +1569,7 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
         fm__tc_flush_locked(p, e, FM__TC_BATCH);
         pthread_mutex_unlock(&p->lock);
     }
-    fm__tc_push(e, item);
+    fm__tc_push(e, item, loc.slot);
 }
 
 /* The common free: an item of the chunk this thread's entry freed into last
@@ -1539,8 +1590,8 @@ static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
         if (FM__LIKELY((int32_t)m < -1 &&
                        __atomic_compare_exchange_n(mw, &m, (m & FM__GEN_MAX) + 1, false,
                                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
-            fm__slot_to_cached(p, item, (uint32_t)slot);
-            fm__tc_push(e, item);
+            fm__slot_to_cached(p, item);
+            fm__tc_push(e, item, (uint32_t)slot);
             return;
         }
     }

@@ -31,14 +31,17 @@
  *   fm_pool_flush_thread_cache. A thread may see FM_ERR_POOL_FULL at
  *   max_capacity while other threads' caches hold free slots. Double frees:
  *   a free of an item that is not live is always reported (also when the
- *   first free was on another thread, ordered before it). Two frees of one
- *   item racing on two threads at the same instant are both caught by one
- *   compare-and-swap of the meta word in debug and sanitizer builds and in
- *   the library's own functions; the inline free of optimised builds (below)
- *   clears the live bit with a plain load and store instead (with the CAS a
- *   warm alloc+free pair took 1.85x NONE's time, without it 1.4x), so there
- *   both racing frees may succeed and the slot is then served twice: that
- *   race, a bug in the caller, is not detected in those builds.
+ *   first free was on another thread, ordered before it). Of two frees of
+ *   one item racing on two threads at the same instant, one compare-and-swap
+ *   of the meta word lets exactly one succeed in debug and sanitizer builds
+ *   and in the library's own functions. The inline free of optimised builds
+ *   (below) clears the live bit with a plain load and store instead (with
+ *   the CAS a warm alloc+free pair took 1.85x NONE's time, without it 1.4x):
+ *   there both racing frees may succeed, unreported, leaving the slot in two
+ *   threads' caches. It is still never handed out twice at once: a thread
+ *   that finds its copy in use when serving it or when flushing its cache
+ *   drops that copy and reports FM_ERR_DOUBLE_FREE then. Only two allocs of
+ *   such a slot racing at the same instant again would both get it.
  * - FM_SYNC_LOCKFREE: one shared lock-free stack of free slots (ABA-safe,
  *   tagged 64-bit CAS), refilled in batches under the lock, where growth is.
  * Under every policy but NONE, any call may come from any thread at any
@@ -175,10 +178,11 @@ void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
  * Pools with sync != NONE keep cur_free UINT32_MAX and cur_bump 0 here, so
  * NONE's part falls through. THREAD_CACHE pools then pop from or push onto
  * the calling thread's magazine when its last entry (fm__tc_last) carries
- * the pool's id: an alloc sets the live bit, a free checks the item is a slot
- * start of the chunk the thread freed into last and live, and bumps the
- * generation; the thread's other pools, an empty or full magazine, a first
- * use and every misuse go into the library. The inline resolve reads words
+ * the pool's id: an alloc checks the slot is not live and sets the live bit,
+ * a free checks the item is a slot start of the chunk the thread freed into
+ * last and live, and bumps the generation (no CAS: see Threads); the
+ * thread's other pools, an empty or full magazine, a first use and every
+ * misuse go into the library. The inline resolve reads words
  * the library only ever replaces whole (old arrays of such pools are kept
  * until destroy). */
 #define FM__META_LIVE 0x80000000u /* meta word: live bit | 31-bit generation */
@@ -221,8 +225,7 @@ struct fm__tc_entry {
     /* Written by the owning thread only (but id, hint_slots), read by stats
      * and destroy: accessed atomically. */
     uint64_t id;         /* the pool's id; 0 once the pool is destroyed */
-    uint32_t count;      /* slots[0, count) are free slots of the pool, each with
-                            its slot index in its first 4 bytes */
+    uint32_t count;      /* slots[0, count) are free slots of the pool */
     uintptr_t hint_slots; /* first slot of a chunk of the pool this thread freed
                              into; trim resets it */
     uint64_t allocs;     /* items handed out */
@@ -233,6 +236,7 @@ struct fm__tc_entry {
     fm_pool *pool;
     fm__tc_entry *prev, *next; /* the pool's list, under its lock */
     void *slots[FM__TC_SLOTS];
+    uint32_t slot_idx[FM__TC_SLOTS]; /* slots[i]'s index in its chunk: its meta word */
 };
 #if defined(__GNUC__) || defined(__clang__)
 /* The calling thread's entry used last (never NULL: an entry with id 0 when
@@ -297,14 +301,16 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     uint32_t n = e->count;
     if (__builtin_expect(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == h->tc_id && n != 0, 1)) {
         uint8_t *slot = (uint8_t *)e->slots[n - 1];
-        __atomic_store_n(&e->count, n - 1, __ATOMIC_RELAXED);
-        uint32_t si;
-        __builtin_memcpy(&si, slot, sizeof si);
-        uint32_t *meta = (uint32_t *)((uintptr_t)slot & h->base_mask) + si;
-        __atomic_store_n(meta, __atomic_load_n(meta, __ATOMIC_RELAXED) | FM__META_LIVE,
-                         __ATOMIC_RELAXED);
-        __atomic_store_n(&e->allocs, e->allocs + 1, __ATOMIC_RELAXED);
-        return slot;
+        uint32_t *meta = (uint32_t *)((uintptr_t)slot & h->base_mask) + e->slot_idx[n - 1];
+        uint32_t m = __atomic_load_n(meta, __ATOMIC_RELAXED);
+        /* Live already: served from another thread's cache too (see Threads);
+         * the library drops this copy and reports. */
+        if (__builtin_expect((int32_t)m >= 0, 1)) {
+            __atomic_store_n(&e->count, n - 1, __ATOMIC_RELAXED);
+            __atomic_store_n(meta, m | FM__META_LIVE, __ATOMIC_RELAXED);
+            __atomic_store_n(&e->allocs, e->allocs + 1, __ATOMIC_RELAXED);
+            return slot;
+        }
     }
     return fm__pool_alloc_slow(pool);
 }
@@ -339,9 +345,8 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
         uint32_t m = __atomic_load_n(meta, __ATOMIC_RELAXED);
         if (__builtin_expect((int32_t)m < -1, 1)) {
             __atomic_store_n(meta, m + (FM__META_LIVE + 1u), __ATOMIC_RELAXED);
-            uint32_t s32 = (uint32_t)si;
-            __builtin_memcpy(item, &s32, sizeof s32);
             e->slots[n] = item;
+            e->slot_idx[n] = (uint32_t)si;
             __atomic_store_n(&e->count, n + 1, __ATOMIC_RELAXED);
             return;
         }
