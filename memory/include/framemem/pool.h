@@ -301,6 +301,7 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     uint32_t n = e->count;
     if (__builtin_expect(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == h->tc_id && n != 0, 1)) {
         uint8_t *slot = (uint8_t *)e->slots[n - 1];
+        if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
         uint32_t *meta = (uint32_t *)((uintptr_t)slot & h->base_mask) + e->slot_idx[n - 1];
         uint32_t m = __atomic_load_n(meta, __ATOMIC_RELAXED);
         /* Live already: served from another thread's cache too (see Threads);
