@@ -40,7 +40,7 @@ static const bench_experiment experiments[] = {
     {"scene", "the engine's standard scene, 1,000 frames: allocation time per frame with the "
               "pool backend vs the malloc backend; telemetry timing overhead",
      scene_run},
-    {"mutex",
+    {"sync",
      "16-byte alloc+free pairs under each sync policy (NONE, MUTEX, THREAD_CACHE, LOCKFREE) "
      "vs glibc malloc: 1 thread, 2 threads on their own pools, 2 threads on one shared pool",
      sync_run},

@@ -172,7 +172,7 @@ static double sync_once(const sync_variant *v, uint32_t pairs, double *cpu) {
         for (int i = 0; i < 2; i++) {
             w[i] = (sync_worker){.v = v, .pool = pools[i], .pairs = pairs, .start = &start};
             if (pthread_create(&t[i], NULL, sync_worker_main, &w[i]) != 0)
-                bench_die("mutex: pthread_create failed");
+                bench_die("sync: pthread_create failed");
         }
         for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
         pthread_barrier_destroy(&start);
@@ -184,7 +184,7 @@ static double sync_once(const sync_variant *v, uint32_t pairs, double *cpu) {
     if (pools[0]) {
         fm_pool_stats s;
         fm_pool_get_stats(pools[0], &s);
-        if (s.live != 0) bench_die("mutex: %s left %llu items live", v->name, (unsigned long long)s.live);
+        if (s.live != 0) bench_die("sync: %s left %llu items live", v->name, (unsigned long long)s.live);
         fm_pool_destroy(pools[0]);
         if (pools[1] != pools[0]) fm_pool_destroy(pools[1]);
     }
@@ -198,7 +198,7 @@ static int sync_mutex_twin(int v) {
         if (sync_variants[w].share == sync_variants[v].share &&
             sync_variants[w].kind == SYNC_POOL && sync_variants[w].sync == FM_SYNC_MUTEX)
             return w;
-    bench_die("mutex: variant table has no MUTEX row for variant %d", v);
+    bench_die("sync: variant table has no MUTEX row for variant %d", v);
 }
 
 static int sync_find(sync_share share, sync_kind kind, fm_sync sync) {
@@ -206,7 +206,7 @@ static int sync_find(sync_share share, sync_kind kind, fm_sync sync) {
         if (sync_variants[w].share == share && sync_variants[w].kind == kind &&
             (kind == SYNC_MALLOC || sync_variants[w].sync == sync))
             return w;
-    bench_die("mutex: no such variant");
+    bench_die("sync: no such variant");
 }
 
 void sync_run(const bench_opts *opts) {
@@ -216,7 +216,7 @@ void sync_run(const bench_opts *opts) {
     double *cpu = bench_xmalloc((size_t)SYNC_VARIANTS * (size_t)repeat * sizeof *cpu);
     FILE *csv = NULL;
     if (opts->csv_dir) {
-        csv = bench_csv_open(opts->csv_dir, "mutex.csv");
+        csv = bench_csv_open(opts->csv_dir, "sync.csv");
         fprintf(csv, "variant,threads,run,ns_per_pair,cpu_ns_per_pair\n");
     }
 
@@ -245,7 +245,7 @@ void sync_run(const bench_opts *opts) {
         cpu_med[v] = bench_median(&cpu[v * repeat], (size_t)repeat);
     }
 
-    printf("\n## mutex\n\n");
+    printf("\n## sync\n\n");
     printf("16-byte items, %u alloc+free pairs per thread per run (one byte written into "
            "each item), median of %d runs, variants interleaved run by run. Each thread "
            "warms up first, then all start at a barrier; ns/pair = wall time until the last "
@@ -259,7 +259,7 @@ void sync_run(const bench_opts *opts) {
            "variant / fm_pool MUTEX in the same table, wall time (below 1 is faster).\n",
            pairs, repeat, sysconf(_SC_NPROCESSORS_ONLN));
     for (sync_share share = SYNC_ONE_THREAD; share <= SYNC_SHARED_POOL; share++) {
-        printf("\n### mutex: %s\n\n", share_title(share));
+        printf("\n### sync: %s\n\n", share_title(share));
         printf("| variant | ns/pair | min | max | cpu ns/pair | ratio vs MUTEX |\n");
         printf("|---|---:|---:|---:|---:|---:|\n");
         for (int v = 0; v < SYNC_VARIANTS; v++) {
