@@ -558,16 +558,37 @@ static void hold_in_alloc(sync_alloc *a) {
 static void *alloc_one_big(void *arg) {
     return fm_arena_alloc(arg, 64 * KIB, 0);
 }
-#endif
+
+static void *frame_alloc_one_big(void *arg) {
+    return fm_frame_alloc(arg, 64 * KIB, 0);
+}
+
+/* Runs fn(arg) on a new thread and returns once that thread is parked inside
+ * its next block request from backing (so it is inside an allocation). */
+static pthread_t park_in_alloc(sync_alloc *backing, void *(*fn)(void *), void *arg) {
+    atomic_store(&g_held.inside, 0);
+    atomic_store(&g_held.release, 0);
+    backing->hook = hold_in_alloc;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
+    while (!atomic_load(&g_held.inside)) sched_yield();
+    backing->hook = NULL;
+    return t;
+}
+
+/* Lets the parked thread finish; its allocation must succeed. */
+static void unpark(pthread_t t) {
+    atomic_store(&g_held.release, 1);
+    void *big;
+    assert_int_equal(pthread_join(t, &big), 0);
+    assert_non_null(big);
+}
 
 /* Debug builds: a reset, rewind or decommit while another thread is inside
  * fm_arena_alloc is refused (FM_ERR_INVALID_ARG naming the arena) and
  * changes nothing; the allocation then completes. */
 static void test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds(void **state) {
     (void)state;
-#ifdef NDEBUG
-    skip();
-#else
     sync_errors errors;
     sync_errors_install(&errors);
     sync_alloc backing;
@@ -579,13 +600,7 @@ static void test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds(
     assert_non_null(first);
     fm_arena_mark mark = fm_arena_get_mark(arena);
     fm_arena_stats before = stats_of(arena);
-    atomic_store(&g_held.inside, 0);
-    atomic_store(&g_held.release, 0);
-    backing.hook = hold_in_alloc; /* the next block request parks its thread */
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, alloc_one_big, arena), 0);
-    while (!atomic_load(&g_held.inside)) sched_yield();
-    backing.hook = NULL;
+    pthread_t t = park_in_alloc(&backing, alloc_one_big, arena);
     fm_clear_error();
     fm_arena_reset(arena);
     assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
@@ -593,10 +608,7 @@ static void test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds(
     assert_int_equal(fm_arena_decommit(arena, 0), 0);
     sync_expect_errors(&errors, 0, FM_ERR_INVALID_ARG, 3);
     assert_true(fm_test_contains(errors.last_message, "busy_arena"));
-    atomic_store(&g_held.release, 1);
-    void *big;
-    assert_int_equal(pthread_join(t, &big), 0);
-    assert_non_null(big);
+    unpark(t);
     fm_arena_stats s = stats_of(arena);
     assert_int_equal(s.resets, before.resets);
     assert_int_equal(s.rewinds, before.rewinds);
@@ -612,23 +624,13 @@ static void test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds(
     fm_arena_destroy(arena);
     sync_alloc_finish(&backing);
     sync_errors_remove(&errors);
-#endif
 }
-
-#ifndef NDEBUG
-static void *frame_alloc_one_big(void *arg) {
-    return fm_frame_alloc(arg, 64 * KIB, 0);
-}
-#endif
 
 /* Debug builds: an advance while a job thread is inside fm_frame_alloc is
  * refused (the frame number and the frame's memory stay). */
 static void test_lockfree_frame_advance_during_an_allocation_is_refused_in_debug_builds(
     void **state) {
     (void)state;
-#ifdef NDEBUG
-    skip();
-#else
     sync_errors errors;
     sync_errors_install(&errors);
     sync_alloc backing;
@@ -640,20 +642,11 @@ static void test_lockfree_frame_advance_during_an_allocation_is_refused_in_debug
     uint8_t *first = fm_frame_alloc(fa, 100, 0);
     assert_non_null(first);
     memset(first, 0x5A, 100);
-    atomic_store(&g_held.inside, 0);
-    atomic_store(&g_held.release, 0);
-    backing.hook = hold_in_alloc;
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, frame_alloc_one_big, fa), 0);
-    while (!atomic_load(&g_held.inside)) sched_yield();
-    backing.hook = NULL;
+    pthread_t t = park_in_alloc(&backing, frame_alloc_one_big, fa);
     fm_frame_arena_advance(fa);
     sync_expect_errors(&errors, 0, FM_ERR_INVALID_ARG, 1);
     assert_true(fm_test_contains(errors.last_message, "busy_frames"));
-    atomic_store(&g_held.release, 1);
-    void *big;
-    assert_int_equal(pthread_join(t, &big), 0);
-    assert_non_null(big);
+    unpark(t);
     fm_frame_arena_stats s;
     fm_frame_arena_get_stats(fa, &s);
     assert_int_equal(s.frame, 0);
@@ -667,8 +660,8 @@ static void test_lockfree_frame_advance_during_an_allocation_is_refused_in_debug
     fm_frame_arena_destroy(fa);
     sync_alloc_finish(&backing);
     sync_errors_remove(&errors);
-#endif
 }
+#endif /* !NDEBUG: release builds have no such check, so no such test */
 
 /* ============================================================= bad descs */
 
@@ -720,8 +713,10 @@ int main(void) {
         cmocka_unit_test(test_lockfree_frame_arena_4_threads_share_frames_across_advances),
         cmocka_unit_test(test_lockfree_frame_arena_8_threads_share_frames_across_advances),
         cmocka_unit_test(test_lockfree_chained_frame_arena_8_threads_share_frames_across_advances),
+#ifndef NDEBUG
         cmocka_unit_test(test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds),
         cmocka_unit_test(test_lockfree_frame_advance_during_an_allocation_is_refused_in_debug_builds),
+#endif
     };
     return cmocka_run_group_tests_name("arena_threads", tests, NULL, NULL);
 }
