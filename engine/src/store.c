@@ -166,8 +166,7 @@ void eng_store_free_n(eng_store *s, void *const *items, uint32_t n) {
     if (!n) return;
     uint64_t t0 = s->timing ? fm_clock_now() : 0;
     if (s->backend == ENG_BACKEND_POOL) {
-        fm_pool *p = s->pool;
-        for (uint32_t i = 0; i < n; i++) fm_pool_free(p, items[i]);
+        fm_pool_free_n(s->pool, items, n);
     } else {
         for (uint32_t i = 0; i < n; i++) eng__free_item(s, items[i]);
     }

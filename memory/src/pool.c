@@ -75,7 +75,7 @@ typedef struct fm__list {
 
 typedef struct fm__chunk {
     uint8_t *base;
-    uint32_t free_head; /* first free slot, FM__NONE when the list is empty */
+    uint32_t free_top;  /* free slot indices on the chunk's stack (see fm__stack) */
     uint32_t bump;      /* slots [0, bump) have been handed out at least once */
     uint32_t limit;     /* usable slots: items_per_chunk, or fewer at max_capacity */
     uint32_t live;      /* stale while the chunk is current (see fm__park_current) */
@@ -104,6 +104,7 @@ struct fm_pool {
      * &shadow otherwise, with hot's current chunk kept empty so the inline
      * fast paths of pool.h always call the library. */
     fm__pool_hot *cs;
+    uint32_t stack_off; /* a chunk's free stack: per_chunk 16-bit slot indices */
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     uint32_t cur_gen_floor;
@@ -192,21 +193,15 @@ static inline void fm__meta_set(uintptr_t base, uint32_t slot, uint32_t v) {
     FM__STORE(&fm__meta(base)[slot], v);
 }
 
-/* Bytes of a live item that ASan leaves addressable: the item, and at least
- * the free-list link the slot held. */
-static size_t fm__link_bytes(const fm_pool *p) {
-    return p->item_size > sizeof(uint32_t) ? p->item_size : sizeof(uint32_t);
+/* A chunk's stack of free slot indices, after its meta words. */
+static inline uint16_t *fm__stack(const fm_pool *p, const uint8_t *base) {
+    return (uint16_t *)(void *)((uint8_t *)base + p->stack_off);
 }
 
-/* The free-list link sits inside a free, poisoned slot. */
-static uint32_t fm__read_link(const fm_pool *p, const uint8_t *slot) {
-    uint32_t next;
-    FM__UNPOISON((void *)slot, sizeof next);
-    FM__VG_DEFINED(slot, sizeof next);
-    memcpy(&next, slot, sizeof next);
-    FM__POISON((void *)slot, p->hot.stride);
-    FM__VG_NOACCESS(slot, sizeof next);
-    return next;
+/* A free slot of the current chunk becomes its next one (see pool.h). */
+static inline void fm__push_current(fm__pool_hot *h, uint32_t idx) {
+    if (h->cur_next != FM__NONE) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+    h->cur_next = idx;
 }
 
 /* ======================================================= the record lists */
@@ -256,7 +251,7 @@ static uint32_t fm__list_pop(fm_pool *p, fm__list *l) {
 static uint32_t fm__chunk_room(const fm__chunk *c) { return c->limit - c->live - c->retired; }
 
 static bool fm__chunk_exhausted(const fm__chunk *c) {
-    return c->free_head == FM__NONE && c->bump >= c->limit;
+    return c->free_top == 0 && c->bump >= c->limit;
 }
 
 /* Puts a chunk that is not current where its state says it belongs. Partly
@@ -280,7 +275,8 @@ static void fm__file_chunk(fm_pool *p, uint32_t idx) {
 static void fm__park_current(fm_pool *p) {
     if (p->cur_idx == FM__NONE) return;
     fm__chunk *c = fm__chunk_at(p, p->cur_idx);
-    c->free_head = p->cs->cur_free;
+    if (p->cs->cur_next != FM__NONE) p->cs->cur_stack[p->cs->cur_top++] = (uint16_t)p->cs->cur_next;
+    c->free_top = p->cs->cur_top;
     c->bump = (uint32_t)p->cs->cur_bump;
     c->live = (uint32_t)(fm__live(p) - p->live_other);
     p->live_other = fm__live(p);
@@ -289,7 +285,9 @@ static void fm__park_current(fm_pool *p) {
     fm__file_chunk(p, idx);
     p->cs->cur_base = 1;
     p->cs->cur_slots = NULL;
-    p->cs->cur_free = FM__NONE;
+    p->cs->cur_next = FM__NONE;
+    p->cs->cur_top = 0;
+    p->cs->cur_stack = NULL;
     p->cs->cur_bump = 0;
     p->cs->cur_limit = 0;
 }
@@ -308,7 +306,8 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
     p->cur_idx = idx;
     p->cs->cur_base = (uintptr_t)c->base;
     p->cs->cur_slots = c->base + p->hot.slots_off;
-    p->cs->cur_free = c->free_head;
+    p->cs->cur_top = c->free_top;
+    p->cs->cur_stack = fm__stack(p, c->base);
     p->cs->cur_bump = c->bump;
     p->cs->cur_limit = c->limit;
     p->cur_gen_floor = c->gen_floor;
@@ -723,7 +722,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
             g.chain = pend.next;
             if (p->desc.prefault) fm__os_prefault(c->base, p->chunk_bytes);
         }
-        c->free_head = FM__NONE;
+        c->free_top = 0;
         c->limit = left < p->hot.per_chunk ? (uint32_t)left : p->hot.per_chunk;
         left -= c->limit;
         c->state = FM__CHUNK_FRESH;
@@ -790,17 +789,16 @@ static bool fm__next_chunk(fm_pool *p) {
 
 /* ======================================================= alloc and free */
 
-/* Takes a slot of the current chunk: its free list first, then never-used
+/* Takes a slot of the current chunk: its free stack first, then never-used
  * slots. NULL when the chunk is exhausted (or there is none). */
 static inline void *fm__alloc_fast(fm_pool *p) {
     fm__pool_hot *h = p->cs;
-    uint32_t idx = h->cur_free;
+    uint32_t idx = h->cur_next;
     uint8_t *slot;
-    if (FM__LIKELY(idx != FM__NONE)) {
+    if (FM__LIKELY(idx != FM__NONE || h->cur_top != 0)) {
+        if (idx != FM__NONE) h->cur_next = FM__NONE;
+        else idx = h->cur_stack[--h->cur_top];
         slot = h->cur_slots + (size_t)idx * h->stride;
-        FM__UNPOISON(slot, sizeof(uint32_t));
-        FM__VG_DEFINED(slot, sizeof(uint32_t));
-        memcpy(&h->cur_free, slot, sizeof(uint32_t));
         fm__meta_set(h->cur_base, idx, fm__meta_get(h->cur_base, idx) | FM__LIVE);
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
         idx = (uint32_t)h->cur_bump++;
@@ -809,7 +807,7 @@ static inline void *fm__alloc_fast(fm_pool *p) {
     } else {
         return NULL;
     }
-    FM__UNPOISON(slot, fm__link_bytes(p));
+    FM__UNPOISON(slot, p->item_size);
     FM__VG_ALLOC(p, slot, p->item_size);
     h->total_allocs++;
     if (--h->headroom < 0) {
@@ -885,17 +883,12 @@ static inline void fm__scrub(const fm_pool *p, void *item) {
 #endif
 }
 
-/* Turns a live slot into a free one for the debug tools: fill, Valgrind's
- * view (the item is gone; the link, which may reach past a small item, is
- * written as ours), ASan poison over the whole slot. link NULL: retired. */
-static void fm__slot_to_free(const fm_pool *p, void *item, const uint32_t *link) {
+/* Turns a live slot into a free one (in a chunk's stack, a cache or the
+ * lock-free stack) or a retired one, for the debug tools: fill, Valgrind's
+ * view (the item is gone), ASan poison over the whole slot. */
+static void fm__slot_to_free(const fm_pool *p, void *item) {
     fm__scrub(p, item);
     FM__VG_FREE(p, item);
-    if (link) {
-        FM__VG_UNDEFINED(item, sizeof *link);
-        memcpy(item, link, sizeof *link);
-        FM__VG_NOACCESS(item, sizeof *link);
-    }
     FM__POISON(item, p->hot.stride);
 }
 
@@ -915,12 +908,12 @@ static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
         c->retired++;
         p->retired++;
         p->capacity--;
-        fm__slot_to_free(p, item, NULL);
+        fm__slot_to_free(p, item);
     } else {
         fm__meta_set(base, loc->slot, (loc->meta & FM__GEN_MAX) + 1);
-        uint32_t *head = current ? &p->cs->cur_free : &c->free_head;
-        fm__slot_to_free(p, item, head);
-        *head = loc->slot;
+        fm__slot_to_free(p, item);
+        if (current) fm__push_current(p->cs, loc->slot);
+        else fm__stack(p, c->base)[c->free_top++] = (uint16_t)loc->slot;
     }
     if (current) return;
     if (c->state == FM__CHUNK_FULL) {
@@ -967,13 +960,33 @@ void fm_pool_free(fm_pool *pool, void *item) {
         int32_t next = (int32_t)(FM__LOAD(meta) + FM__LIVE + 1u);
         if (FM__LIKELY(next > 0)) {
             FM__STORE(meta, (uint32_t)next);
-            fm__slot_to_free(pool, item, &h->cur_free);
-            h->cur_free = (uint32_t)idx;
+            fm__slot_to_free(pool, item);
+            fm__push_current(h, (uint32_t)idx);
             h->headroom++;
             return;
         }
     }
     fm__pool_free_slow(pool, item);
+}
+
+void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
+    /* A free's one cache miss is the item's meta word (the caller has just
+     * touched the item, not the chunk's meta words); these loads are
+     * independent, so requesting them early overlaps the misses. Any
+     * address is safe to prefetch: a foreign pointer's is never read. */
+    enum { AHEAD = 8 };
+    uintptr_t mask = pool->base_mask;
+    uint32_t slots_off = pool->hot.slots_off, k = pool->hot.inv_shift;
+    uint64_t inv = pool->hot.inv;
+    for (size_t i = 0; i < n; i++) {
+        if (i + AHEAD < n) {
+            uintptr_t a = (uintptr_t)items[i + AHEAD], base = a & mask;
+            uint64_t x = (a - base - slots_off) * inv;
+            uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
+            if (slot < pool->hot.per_chunk) __builtin_prefetch(fm__meta(base) + slot, 1);
+        }
+        fm_pool_free(pool, items[i]);
+    }
 }
 
 void *fm_pool_new_at(fm_pool *pool, const char *file, int line) {
@@ -1181,13 +1194,6 @@ static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__lo
 
 /* ---- the depot: the core, under p->lock */
 
-/* A slot going into a cache or the stack, for the debug tools. */
-static void fm__slot_to_cached(const fm_pool *p, void *slot) {
-    fm__scrub(p, slot);
-    FM__VG_FREE(p, slot);
-    FM__POISON(slot, p->hot.stride);
-}
-
 /* Moves one slot out of the core for a cache or the stack: allocated from
  * the core, then freed into the cache (generation bumped, live bit clear).
  * may_grow false: only slots the core has without growing. NULL when none
@@ -1209,7 +1215,7 @@ static void *fm__depot_take(fm_pool *p, bool may_grow) {
             continue;
         }
         fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, (loc.meta & FM__GEN_MAX) + 1);
-        fm__slot_to_cached(p, slot);
+        fm__slot_to_free(p, slot);
         return slot;
     }
 }
@@ -1220,7 +1226,7 @@ static void fm__depot_put(fm_pool *p, void *slot) {
     (void)fm__locate(p, slot, &loc); /* reads as freed: FM_ERR_DOUBLE_FREE */
     loc.meta = FM__LIVE | (loc.meta & FM__GEN_MAX);
     fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, loc.meta);
-    FM__UNPOISON(slot, fm__link_bytes(p));
+    FM__UNPOISON(slot, p->item_size);
     FM__VG_ALLOC(p, slot, p->item_size);
     fm__free_located(p, slot, &loc);
 }
@@ -1230,7 +1236,7 @@ static inline void *fm__cached_to_live(const fm_pool *p, void *slot) {
     uintptr_t base = (uintptr_t)slot & p->base_mask;
     uint32_t s = fm__slot_of(p, base, slot);
     fm__meta_set(base, s, fm__meta_get(base, s) | FM__LIVE);
-    FM__UNPOISON(slot, fm__link_bytes(p));
+    FM__UNPOISON(slot, p->item_size);
     FM__VG_ALLOC(p, slot, p->item_size);
     return slot;
 }
@@ -1260,7 +1266,7 @@ static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const 
         fm__misuse(p, FM_ERR_DOUBLE_FREE, item, op);
         return FM__NOT_FREED;
     }
-    fm__slot_to_cached(p, item);
+    fm__slot_to_free(p, item);
     return FM__FREED_TO_CACHE;
 }
 
@@ -1475,7 +1481,7 @@ static inline void *fm__tc_pop(const fm_pool *p, fm__tc_entry *e) {
     if (FM__UNLIKELY(m & FM__LIVE)) return NULL;
     FM__STORE(&e->count, n);
     fm__meta_set(base, e->slot_idx[n], m | FM__LIVE);
-    FM__UNPOISON(slot, fm__link_bytes(p));
+    FM__UNPOISON(slot, p->item_size);
     FM__VG_ALLOC(p, slot, p->item_size);
     fm__count(&e->allocs);
     return slot;
@@ -1590,7 +1596,7 @@ static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
         if (FM__LIKELY((int32_t)m < -1 &&
                        __atomic_compare_exchange_n(mw, &m, (m & FM__GEN_MAX) + 1, false,
                                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
-            fm__slot_to_cached(p, item);
+            fm__slot_to_free(p, item);
             fm__tc_push(e, item, (uint32_t)slot);
             return;
         }
@@ -1854,12 +1860,15 @@ static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
 }
 
 /* Picks chunk_bytes (a power of two, >= 64 KiB) so a chunk holds at least a
- * few dozen items, then fits as many slots as the meta words leave room for. */
+ * few dozen items, then fits as many slots as the meta words and the free
+ * stack leave room for. The smallest chunk that holds 32 slots holds fewer
+ * than 65536 (a slot is 4 bytes or more), so 16-bit stack entries suffice. */
 static void fm__geometry(fm_pool *p) {
+    const size_t per_slot_head = sizeof(uint32_t) + sizeof(uint16_t);
 #ifdef FM_TRACK_SITES
-    const size_t per_slot_meta = sizeof(uint32_t) + sizeof(fm__site);
+    const size_t per_slot_meta = per_slot_head + sizeof(fm__site);
 #else
-    const size_t per_slot_meta = sizeof(uint32_t);
+    const size_t per_slot_meta = per_slot_head;
 #endif
     uint32_t stride = p->hot.stride;
     uint32_t min_slots = stride >= (1u << 20) ? 4 : stride >= (1u << 16) ? 16 : 32;
@@ -1868,10 +1877,12 @@ static void fm__geometry(fm_pool *p) {
     while (cb < want) cb <<= 1;
     uint32_t per = (uint32_t)(cb / (stride + per_slot_meta));
     for (;;) {
-        size_t sites = fm_align_up((size_t)per * sizeof(uint32_t), sizeof(void *));
-        size_t meta_end = sites + (per_slot_meta - sizeof(uint32_t)) * per;
+        size_t stack = (size_t)per * sizeof(uint32_t);
+        size_t sites = fm_align_up(stack + (size_t)per * sizeof(uint16_t), sizeof(void *));
+        size_t meta_end = sites + (per_slot_meta - per_slot_head) * per;
         size_t off = fm_align_up(meta_end, p->item_align);
         if (off + (size_t)per * stride <= cb) {
+            p->stack_off = (uint32_t)stack;
             p->sites_off = (uint32_t)sites;
             p->hot.slots_off = (uint32_t)off;
             break;
@@ -1911,11 +1922,10 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->bytes_reserved = self_bytes;
     p->item_size = (uint32_t)desc->item_size;
     p->item_align = (uint32_t)p->desc.item_align;
-    /* Every slot can hold the free-list link (a 4-byte index). */
-    size_t link_align = p->item_align > sizeof(uint32_t) ? p->item_align : sizeof(uint32_t);
+    /* Slots of 4 bytes or more keep a chunk under 65536 slots (fm__geometry). */
     size_t min_slot = sizeof(uint32_t);
     p->hot.stride = (uint32_t)fm_align_up(p->item_size > min_slot ? p->item_size : min_slot,
-                                          link_align);
+                                          p->item_align);
     fm__geometry(p);
     p->desc.grow_step = fm__def(desc->grow_step, p->hot.per_chunk);
     p->desc.initial_capacity = fm__def(desc->initial_capacity, p->hot.per_chunk);
@@ -1932,9 +1942,11 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->owner = fm__self();
 #endif
     p->hot.cur_base = 1;
-    p->hot.cur_free = FM__NONE;
+    p->hot.cur_next = FM__NONE;
+    p->hot.cur_top = 0;
     /* The core works on hot (NONE) or on the shadow; hot's current chunk
-     * stays empty (cur_free NONE, cur_bump 0) for every other policy. */
+     * stays empty (cur_next NONE, cur_top 0, cur_bump 0) for every other
+     * policy. */
     p->shadow = p->hot;
     p->cs = p->sync == FM_SYNC_NONE ? &p->hot : &p->shadow;
     p->cur_idx = FM__NONE;
@@ -2303,6 +2315,7 @@ static fm_error fm__check_core(const fm_pool *pool) {
     const fm_pool *p = pool;
     uint64_t live = 0, capacity = 0, retired = 0, held = 0;
     uint64_t in_state[FM__CHUNK_FULL + 1] = {0};
+    uint64_t seen[65536 / 64]; /* slots met on a chunk's free stack */
     for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
         const fm__chunk *c = &p->chunks[ci];
         if (c->state == FM__CHUNK_UNUSED) continue;
@@ -2312,11 +2325,12 @@ static fm_error fm__check_core(const fm_pool *pool) {
         FM__CHECK(fm_is_aligned(c->base, p->chunk_bytes), "pool '%s': chunk %u misaligned",
                   p->name, ci);
         uint32_t bump = fm__chunk_bump(p, ci);
-        uint32_t head = ci == p->cur_idx ? p->cs->cur_free : c->free_head;
+        uint32_t top = ci == p->cur_idx ? p->cs->cur_top : c->free_top;
+        uint32_t next = ci == p->cur_idx ? p->cs->cur_next : FM__NONE;
         FM__CHECK(bump <= c->limit && c->limit <= p->hot.per_chunk,
                   "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
                   c->limit);
-        FM__CHECK(c->state != FM__CHUNK_FRESH || (bump == 0 && head == FM__NONE),
+        FM__CHECK(c->state != FM__CHUNK_FRESH || (bump == 0 && top == 0),
                   "pool '%s': fresh chunk %u has been used", p->name, ci);
         FM__CHECK((c->state == FM__CHUNK_CURRENT) == (ci == p->cur_idx),
                   "pool '%s': chunk %u current state disagrees", p->name, ci);
@@ -2327,12 +2341,21 @@ static fm_error fm__check_core(const fm_pool *pool) {
             if (m & FM__LIVE) n_live++;
             else if (m == FM__RETIRED) n_retired++;
         }
-        for (uint32_t s = head; s != FM__NONE; s = fm__read_link(p, fm__slot(p, c->base, s))) {
-            FM__CHECK(s < bump, "pool '%s': chunk %u free list points past the bump index",
-                      p->name, ci);
+        uint32_t n_stacked = top + (next != FM__NONE);
+        FM__CHECK(n_stacked <= bump, "pool '%s': chunk %u free stack holds %u of %u used slots",
+                  p->name, ci, n_stacked, bump);
+        memset(seen, 0, ((size_t)bump + 63) / 64 * sizeof seen[0]);
+        const uint16_t *stack = fm__stack(p, c->base);
+        for (uint32_t i = 0; i < n_stacked; i++, n_free++) {
+            uint32_t s = i < top ? stack[i] : next;
+            FM__CHECK(s < bump, "pool '%s': chunk %u free stack holds slot %u past the bump index",
+                      p->name, ci, s);
             FM__CHECK(!(fm__meta_get(base, s) & FM__LIVE) && fm__meta_get(base, s) != FM__RETIRED,
-                      "pool '%s': chunk %u free list holds a live slot %u", p->name, ci, s);
-            FM__CHECK(++n_free <= bump, "pool '%s': chunk %u free list has a cycle", p->name, ci);
+                      "pool '%s': chunk %u free stack holds a live or retired slot %u", p->name,
+                      ci, s);
+            FM__CHECK(!(seen[s / 64] >> (s % 64) & 1u),
+                      "pool '%s': chunk %u free stack holds slot %u twice", p->name, ci, s);
+            seen[s / 64] |= (uint64_t)1 << (s % 64);
         }
         /* Under THREAD_CACHE and LOCKFREE the slots out of the core are
          * live items or free slots held by caches or the shared stack. */
@@ -2346,7 +2369,7 @@ static fm_error fm__check_core(const fm_pool *pool) {
         FM__CHECK(n_out == fm__chunk_live(p, ci) && n_retired == c->retired,
                   "pool '%s': chunk %u live count %u, live bits %u", p->name, ci,
                   fm__chunk_live(p, ci), n_live);
-        FM__CHECK(c->state != FM__CHUNK_FULL || (head == FM__NONE && bump == c->limit),
+        FM__CHECK(c->state != FM__CHUNK_FULL || (top == 0 && bump == c->limit),
                   "pool '%s': chunk %u marked full but has room", p->name, ci);
         FM__CHECK(c->state != FM__CHUNK_PARTIAL || (n_out > 0 && !fm__chunk_exhausted(c)),
                   "pool '%s': chunk %u in the partial list is empty or full", p->name, ci);

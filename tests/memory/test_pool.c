@@ -680,6 +680,76 @@ static void test_pool_double_free_right_after_free_is_reported(void **state) {
     destroy_clean(env, pool);
 }
 
+/* fm_pool_free_n over items of several chunks in shuffled order, with NULLs
+ * and bad entries mixed in, under every policy: the same outcome as single
+ * frees (each bad entry reported with its code, the rest freed), the array
+ * untouched, the pool consistent and serving every slot again. */
+static void test_pool_free_n_frees_a_batch_and_reports_each_bad_entry(void **state) {
+    fm_test_env *env = *state;
+    const fm_sync policies[] = {FM_SYNC_NONE, FM_SYNC_MUTEX, FM_SYNC_THREAD_CACHE,
+                                FM_SYNC_LOCKFREE};
+    for (size_t pi = 0; pi < sizeof policies / sizeof policies[0]; pi++) {
+        fm_pool *pool = create_counted(
+            env, (fm_pool_desc){.name = "batch", .item_size = 48, .sync = policies[pi]});
+        uint32_t n = (uint32_t)stats_of(pool).items_per_chunk * 3 + 7;
+        void **items = calloc(n + 5, sizeof *items);
+        assert_non_null(items);
+        for (uint32_t i = 0; i < n; i++) {
+            items[i] = fm_pool_alloc(pool);
+            assert_non_null(items[i]);
+        }
+        uint32_t x = 12345; /* xorshift: a fixed shuffle */
+        for (uint32_t i = n - 1; i > 0; i--) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            uint32_t j = x % (i + 1);
+            void *t = items[i];
+            items[i] = items[j];
+            items[j] = t;
+        }
+        long long on_stack[4] = {0};
+        items[n] = NULL;
+        items[n + 1] = on_stack;                 /* foreign */
+        items[n + 2] = items[5];                 /* freed earlier in the batch */
+        items[n + 3] = byte_offset(items[9], 8); /* interior: reported, item 9 freed */
+        items[n + 4] = NULL;
+        void *spared = items[n / 2];
+        items[n / 2] = NULL;
+        void **copy = malloc((n + 5) * sizeof *copy);
+        assert_non_null(copy);
+        memcpy(copy, items, (n + 5) * sizeof *copy);
+        fm_pool_stats before = stats_of(pool);
+        int errors_before = env->errors.count;
+
+        fm_pool_free_n(pool, items, n + 5);
+
+        assert_memory_equal(copy, items, (n + 5) * sizeof *copy);
+        assert_int_equal(env->errors.count - errors_before, 3);
+        assert_int_equal(env->errors.last, FM_ERR_INTERIOR_POINTER);
+        fm_pool_stats after = stats_of(pool);
+        assert_int_equal(after.live, 1);
+        assert_int_equal(after.total_frees - before.total_frees, n - 1);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        assert_true(fm_pool_owns(pool, spared));
+        for (uint32_t i = 0; i < n; i++) assert_false(items[i] && fm_pool_owns(pool, items[i]));
+        /* Every freed slot is served again, each once. */
+        for (uint32_t i = 0; i < n - 1; i++) {
+            copy[i] = fm_pool_alloc(pool);
+            assert_non_null(copy[i]);
+        }
+        assert_int_equal(stats_of(pool).capacity, before.capacity);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        fm_pool_free_n(pool, copy, n - 1);
+        assert_int_equal(env->errors.count - errors_before, 3);
+        assert_int_equal(stats_of(pool).live, 1);
+        fm_pool_trim(pool);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        fm_pool_free_n(pool, &spared, 1);
+        free(copy);
+        free(items);
+        destroy_clean(env, pool);
+    }
+}
+
 static void test_pool_free_of_stack_pointer_is_reported_as_foreign(void **state) {
     fm_test_env *env = *state;
     misuse_case m;
@@ -2106,7 +2176,8 @@ int main(void) {
         T(test_pool_free_of_null_is_a_silent_no_op),
         T(test_pool_double_free_is_reported_and_state_kept),
         T(test_pool_double_free_right_after_free_is_reported),
-        T(test_pool_free_of_stack_pointer_is_reported_as_foreign),
+        T(test_pool_free_n_frees_a_batch_and_reports_each_bad_entry),
+    T(test_pool_free_of_stack_pointer_is_reported_as_foreign),
         T(test_pool_free_of_malloc_block_is_reported_as_foreign),
         T(test_pool_free_of_another_pools_item_is_reported_as_foreign),
         T(test_pool_free_of_far_away_pointer_is_reported_as_foreign),
