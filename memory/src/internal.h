@@ -10,12 +10,14 @@
 #define FM__LIKELY(x) __builtin_expect(!!(x), 1)
 #define FM__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define FM__NOINLINE __attribute__((noinline))
+#define FM__ALWAYS_INLINE __attribute__((always_inline))
 #define FM__COLD __attribute__((cold, noinline))
 #define FM__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define FM__LIKELY(x) (x)
 #define FM__UNLIKELY(x) (x)
 #define FM__NOINLINE
+#define FM__ALWAYS_INLINE
 #define FM__COLD
 #define FM__PRINTF(f, a)
 #endif

@@ -108,6 +108,11 @@ struct fm_pool {
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     uint32_t cur_gen_floor;
+    /* NONE and MUTEX: the chunk the last free outside the current chunk
+     * went to (its base, 0: none). Items born together tend to die together,
+     * so the next free often skips the table. */
+    uintptr_t hint_base;
+    uint32_t hint_idx;
     uint64_t live_other; /* live items outside the current chunk */
     uintptr_t base_mask;
 
@@ -420,7 +425,9 @@ static void fm__leave(const fm_pool *p);
 static inline fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t a = (uintptr_t)ptr;
     uintptr_t base = a & p->base_mask;
-    uint32_t idx = base == p->cs->cur_base ? p->cur_idx : fm__table_find(p, base);
+    uint32_t idx = base == p->cs->cur_base ? p->cur_idx
+                   : base == p->hint_base  ? p->hint_idx
+                                           : fm__table_find(p, base);
     if (idx == FM__NONE) return FM_ERR_FOREIGN_POINTER;
     /* Valid items take the multiply-and-rotate path of pool.h; division
      * only runs to tell an interior pointer from a foreign one. */
@@ -505,6 +512,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     /* Unpublish first: lock-free lookups stop finding the chunk. */
     fm__table_remove(p, idx);
+    if (p->hint_base == (uintptr_t)c->base) p->hint_base = 0;
     FM__STORE_REL(&p->hot.bases[idx], NULL);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
@@ -893,7 +901,7 @@ static void fm__slot_to_free(const fm_pool *p, void *item) {
 }
 
 /* Frees a located live item of any chunk. */
-static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
+static inline FM__ALWAYS_INLINE void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
     fm__chunk *c = fm__chunk_at(p, loc->chunk);
     uintptr_t base = (uintptr_t)c->base;
     bool current = loc->chunk == p->cur_idx;
@@ -924,7 +932,8 @@ static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
     }
 }
 
-FM__NOINLINE static void fm__free_checked(fm_pool *p, void *item, const char *op) {
+/* NONE and MUTEX (under the lock): frees or reports one item. */
+static inline FM__ALWAYS_INLINE void fm__free_one(fm_pool *p, void *item, const char *op) {
     if (!item) return;
     fm__loc loc;
     fm_error err = fm__locate(p, item, &loc);
@@ -932,7 +941,13 @@ FM__NOINLINE static void fm__free_checked(fm_pool *p, void *item, const char *op
         fm__misuse(p, err, item, op);
         return;
     }
+    p->hint_base = (uintptr_t)item & p->base_mask;
+    p->hint_idx = loc.chunk;
     fm__free_located(p, item, &loc);
+}
+
+FM__NOINLINE static void fm__free_checked(fm_pool *p, void *item, const char *op) {
+    fm__free_one(p, item, op);
 }
 
 void fm__pool_free_slow(fm_pool *pool, void *item) {
@@ -978,6 +993,11 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
     uintptr_t mask = pool->base_mask;
     uint32_t slots_off = pool->hot.slots_off, k = pool->hot.inv_shift;
     uint64_t inv = pool->hot.inv;
+    /* NONE: the whole batch in this loop, the owner checked once. */
+    bool none = pool->sync == FM_SYNC_NONE;
+#ifdef FM__THREAD_CHECKS
+    if (none && !fm__owner_ok(pool, "free")) return;
+#endif
     for (size_t i = 0; i < n; i++) {
         if (i + AHEAD < n) {
             uintptr_t a = (uintptr_t)items[i + AHEAD], base = a & mask;
@@ -985,7 +1005,8 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
             uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
             if (slot < pool->hot.per_chunk) __builtin_prefetch(fm__meta(base) + slot, 1);
         }
-        fm_pool_free(pool, items[i]);
+        if (none) fm__free_one(pool, items[i], "free");
+        else fm_pool_free(pool, items[i]);
     }
 }
 
