@@ -840,9 +840,10 @@ static void test_pool_threads_handles_refs_foreach_and_delete_under_each_policy(
 
 typedef struct none_arg {
     fm_pool *pool;
-    void *item; /* an item of the pool, allocated by the owner */
-    void *got;  /* what alloc returned on the thread */
-    fm_error alloc_err, free_err, trim_err;
+    void *item;  /* an item of the pool, allocated by the owner */
+    void *batch; /* another one, for fm_pool_free_n */
+    void *got;   /* what alloc returned on the thread */
+    fm_error alloc_err, free_err, free_n_err, trim_err;
 } none_arg;
 
 static void *none_main(void *p) {
@@ -854,6 +855,9 @@ static void *none_main(void *p) {
     fm_pool_free(a->pool, a->item);
     a->free_err = fm_last_error();
     fm_clear_error();
+    fm_pool_free_n(a->pool, &a->batch, 1);
+    a->free_n_err = fm_last_error();
+    fm_clear_error();
     (void)fm_pool_trim(a->pool);
     a->trim_err = fm_last_error();
     return NULL;
@@ -864,7 +868,7 @@ static void test_pool_threads_none_pool_used_from_a_second_thread(void **state) 
     sync_errors errs;
     sync_errors_install(&errs);
     fm_pool *pool = make_pool(FM_SYNC_NONE, (fm_pool_desc){.name = "single"});
-    none_arg arg = {.pool = pool, .item = fm_pool_alloc(pool)};
+    none_arg arg = {.pool = pool, .item = fm_pool_alloc(pool), .batch = fm_pool_alloc(pool)};
     fm_pool_stats before = fm_test_pool_stats(pool);
     sync_run(1, none_main, &arg, sizeof arg);
 #ifdef THREAD_CHECKS
@@ -872,18 +876,22 @@ static void test_pool_threads_none_pool_used_from_a_second_thread(void **state) 
     assert_null(arg.got);
     assert_int_equal(arg.alloc_err, FM_ERR_WRONG_THREAD);
     assert_int_equal(arg.free_err, FM_ERR_WRONG_THREAD);
+    assert_int_equal(arg.free_n_err, FM_ERR_WRONG_THREAD);
     assert_int_equal(arg.trim_err, FM_ERR_WRONG_THREAD);
-    sync_expect_errors(&errs, 0, FM_ERR_WRONG_THREAD, 3);
+    sync_expect_errors(&errs, 0, FM_ERR_WRONG_THREAD, 4);
     assert_true(fm_test_contains(errs.last_message, "single"));
     fm_pool_stats after = fm_test_pool_stats(pool);
     fm_test_assert_pool_stats_same(&before, &after, 0);
     assert_true(fm_pool_owns(pool, arg.item));
+    assert_true(fm_pool_owns(pool, arg.batch));
     fm_pool_free(pool, arg.item);
+    fm_pool_free(pool, arg.batch);
 #else
     /* Release builds do not check: the calls went through. */
     assert_non_null(arg.got);
     assert_int_equal(arg.alloc_err, FM_OK);
     assert_int_equal(arg.free_err, FM_OK);
+    assert_int_equal(arg.free_n_err, FM_OK);
     assert_int_equal(atomic_load(&errs.count), 0);
     fm_pool_free(pool, arg.got);
     (void)before;
