@@ -13,16 +13,18 @@
  * it lies at or above pos.
  *
  * Shared arenas (MUTEX, LOCKFREE): the top and limit live in atomics beside
- * the hot struct, which stays zero so the inline path in arena.h always
- * falls through to here. MUTEX runs the single-threaded code under the lock.
- * LOCKFREE bumps the top with a CAS loop (alignment rules out a plain
- * fetch-add) and takes the lock only to grow: committing pages raises the
- * limit (release) after mprotect, so a thread that reads a limit covering its
- * bytes finds them committed; chaining a block first seals the top (no CAS
- * can succeed on it), then publishes the new limit and then the new top, so a
- * thread whose CAS succeeds read the limit of the block its top was in.
- * Blocks are not reused while threads allocate (only rewind and reset free
- * them), so a top value never returns and the CAS has no ABA.
+ * the hot struct, which stays zero so the inline path in arena.h always falls
+ * through to here (NONE arenas keep their limit there too; hot holds the
+ * inline path's copy, 0 where that path must not run). MUTEX runs the
+ * single-threaded code under the lock. LOCKFREE bumps the top with a CAS loop
+ * (alignment rules out a plain fetch-add) and takes the lock only to grow:
+ * committing pages raises the limit (release) after mprotect, so a thread
+ * that reads a limit covering its bytes finds them committed; chaining a
+ * block first seals the top (no CAS can succeed on it), then publishes the
+ * new limit and then the new top, so a thread whose CAS succeeds read the
+ * limit of the block its top was in. Blocks are not reused while threads
+ * allocate (only rewind and reset free them), so a top value never returns
+ * and the CAS has no ABA.
  */
 #define FM__BUILDING_ARENA 1
 #include "framemem/arena.h"
@@ -70,7 +72,7 @@ struct fm_arena {
     bool shared; /* sync is MUTEX or LOCKFREE */
     /* shared arenas: what hot holds otherwise */
     _Atomic uintptr_t top;
-    _Atomic uintptr_t limit;
+    _Atomic uintptr_t limit; /* every policy: hot.limit is the inline path's copy */
     _Atomic uint64_t shared_allocs;
     _Atomic uint32_t in_flight; /* debug builds: LOCKFREE allocations under way */
     pthread_mutex_t lock;       /* MUTEX: every call; LOCKFREE: growth and queries */
@@ -111,9 +113,12 @@ static void fm__set_top(fm_arena *a, uintptr_t top) {
     if (a->shared) atomic_store_explicit(&a->top, top, memory_order_release);
     else a->hot.top = top;
 }
+/* The limit lives in a->limit for every policy; NONE arenas copy it into
+ * hot for the inline path unless a size up to FM__ARENA_INLINE_MAX added to
+ * an address below it could wrap (arena.h). */
 static void fm__set_limit(fm_arena *a, uintptr_t limit) {
-    if (a->shared) atomic_store_explicit(&a->limit, limit, memory_order_release);
-    else a->hot.limit = limit;
+    atomic_store_explicit(&a->limit, limit, memory_order_release);
+    if (!a->shared) a->hot.limit = limit <= UINTPTR_MAX - FM__ARENA_INLINE_MAX ? limit : 0;
 }
 
 static void fm__lock(const fm_arena *a) {
@@ -416,7 +421,7 @@ static void fm__arena_hand_out(fm_arena *a, uintptr_t p, size_t size) {
  * the NONE copy works on the hot struct with no policy test. */
 FM__ARENA_INLINE void *fm__alloc_serial(fm_arena *a, size_t size, size_t al, bool shared) {
     uintptr_t top = shared ? atomic_load_explicit(&a->top, memory_order_relaxed) : a->hot.top;
-    uintptr_t limit = shared ? atomic_load_explicit(&a->limit, memory_order_relaxed) : a->hot.limit;
+    uintptr_t limit = atomic_load_explicit(&a->limit, memory_order_relaxed);
     uintptr_t p = fm_align_up(top, al);
     if (!fm__size_fits(a, p, size)) return NULL;
     if (FM__UNLIKELY(size > limit - p)) {
@@ -525,12 +530,20 @@ void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
     return p;
 }
 
+/* The library's entry points bump inline too (arena.h), except where every
+ * allocation must reach fm__arena_hand_out for its annotations. */
+#if defined(FM__ARENA_HAS_INLINE) && !defined(FM__ASAN) && !defined(FM_USE_VALGRIND)
+#define FM__ARENA_ALLOC fm__arena_alloc_inline
+#else
+#define FM__ARENA_ALLOC fm__arena_alloc_slow
+#endif
+
 void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align) {
-    return fm__arena_alloc_slow(arena, size, align);
+    return FM__ARENA_ALLOC(arena, size, align);
 }
 
 void *fm_arena_alloc_zero(fm_arena *arena, size_t size, size_t align) {
-    void *p = fm__arena_alloc_slow(arena, size, align);
+    void *p = FM__ARENA_ALLOC(arena, size, align);
     if (p) memset(p, 0, size);
     return p;
 }

@@ -7,6 +7,8 @@
 #include <string.h>
 
 struct fm_frame_arena {
+    fm__frame_arena_hot hot; /* first: the inline fm_frame_alloc in arena.h reads
+                                it; hot.current is arenas[current] */
     fm_arena *arenas[FM_FRAME_ARENA_MAX_FRAMES];
     uint32_t frames;
     uint32_t current;
@@ -50,6 +52,7 @@ fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc) {
             return NULL;
         }
     }
+    fa->hot.current = fa->arenas[0];
     return fa;
 }
 
@@ -60,11 +63,12 @@ void fm_frame_arena_destroy(fm_frame_arena *fa) {
     fm__mem_free(&a, fa, fa->self_bytes);
 }
 
-void *fm_frame_alloc(fm_frame_arena *fa, size_t size, size_t align) {
-    return fm_arena_alloc(fa->arenas[fa->current], size, align);
+/* Parenthesised: optimised builds define fm_frame_alloc as a macro. */
+void *(fm_frame_alloc)(fm_frame_arena *fa, size_t size, size_t align) {
+    return fm_arena_alloc(fa->hot.current, size, align);
 }
 
-fm_arena *fm_frame_arena_current(fm_frame_arena *fa) { return fa->arenas[fa->current]; }
+fm_arena *fm_frame_arena_current(fm_frame_arena *fa) { return fa->hot.current; }
 
 void fm_frame_arena_advance(fm_frame_arena *fa) {
     /* Shared frame arenas: the jobs of the frame must be done (arena.h). */
@@ -85,6 +89,7 @@ void fm_frame_arena_advance(fm_frame_arena *fa) {
     if (st.used > fa->high_water) fa->high_water = st.used;
     fa->frame++;
     fa->current = (fa->current + 1) % fa->frames;
+    fa->hot.current = fa->arenas[fa->current];
     /* The arena coming round served frame - frames (if there was one): its
      * memory is due. */
     if (fa->frame >= fa->frames) fm_arena_reset(fa->arenas[fa->current]);

@@ -698,13 +698,17 @@ static void test_arena_alloc_of_size_max_is_invalid_arg_on_an_empty_arena(void *
     destroy_clean(env, arena);
 }
 
-/* Huge but representable sizes are past the reserve, not overflows. */
+/* Huge but representable sizes are past the reserve, not overflows; on
+ * either side of the largest size the inline path takes. */
 static void test_arena_alloc_of_half_the_address_space_is_arena_full(void **state) {
     fm_test_env *env = *state;
     fm_arena *arena = create_arena(env, g_mode, (fm_arena_desc){.name = "half"});
     piece_list l = {0};
     pieces_alloc(&l, arena, 100, 8);
     EXPECT_ALLOC_FAILS(env, arena, FM_ERR_ARENA_FULL, fm_arena_alloc(arena, SIZE_MAX / 2, 8));
+    EXPECT_ALLOC_FAILS(env, arena, FM_ERR_ARENA_FULL, fm_arena_alloc(arena, SIZE_MAX / 2 + 1, 8));
+    EXPECT_ALLOC_FAILS(env, arena, FM_ERR_ARENA_FULL,
+                       (fm_arena_alloc)(arena, SIZE_MAX / 2 + 1, 0));
     EXPECT_ALLOC_FAILS(env, arena, FM_ERR_ARENA_FULL, fm_arena_alloc(arena, 64 * MIB + 1, 1));
     assert_arena_usable(arena, &l);
     pieces_free(&l);

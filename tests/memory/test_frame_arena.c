@@ -398,6 +398,55 @@ static void test_frame_arena_current_serves_marks_and_typed_allocs(void **state)
     destroy_clean(env, fa);
 }
 
+/* Release builds inline fm_frame_alloc; it and the out-of-line function must
+ * bump the current arena's top, count in its stats and follow advance. */
+static void test_frame_alloc_inline_and_out_of_line_share_the_current_arena(void **state) {
+    fm_test_env *env = *state;
+    fm_frame_arena *fa = create_frame_arena(env, g_mode,
+                                            (fm_frame_arena_desc){.frames = 3,
+                                                                  .arena.commit_step = 4096});
+    for (int f = 0; f < 7; f++) {
+        fm_arena *a = fm_frame_arena_current(fa);
+        uint64_t allocs = arena_stats_of(a).total_allocs;
+        uintptr_t prev_end = 0;
+        for (int i = 0; i < 200; i++) {
+            size_t size = (size_t)((i * 53 + f) % 400);
+            size_t align = (size_t)1 << ((i + f) % 7);
+            uint8_t *p = (i % 2) ? fm_frame_alloc(fa, size, align)
+                                 : (fm_frame_alloc)(fa, size, align);
+            assert_non_null(p);
+            assert_true(fm_is_aligned(p, align));
+            assert_true(fm_arena_owns(a, p, size));
+            /* Each allocation follows the previous one up to alignment
+             * (chained mode moves to another block now and then, a fresh or
+             * a spare one). */
+            if (prev_end && g_mode == MODE_VM) {
+                assert_int_equal((uintptr_t)p, fm_align_up(prev_end, align));
+            }
+            prev_end = (uintptr_t)p + size;
+        }
+        assert_int_equal(arena_stats_of(a).total_allocs, allocs + 200);
+        /* Bad alignment: reported and counted by either form, nothing moves. */
+        uint64_t used = arena_stats_of(a).used;
+        uint64_t failed = arena_stats_of(a).failed_allocs;
+        fm_clear_error();
+        assert_null(fm_frame_alloc(fa, 16, 24));
+        assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
+        fm_clear_error();
+        assert_null((fm_frame_alloc)(fa, 16, 8192));
+        assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
+        assert_int_equal(arena_stats_of(a).failed_allocs, failed + 2);
+        assert_int_equal(arena_stats_of(a).used, used);
+        fm_frame_arena_advance(fa);
+        assert_ptr_not_equal(fm_frame_arena_current(fa), a);
+    }
+    fm_frame_arena_stats s = frame_stats_of(fa);
+    assert_int_equal(s.total_allocs, 7 * 200);
+    assert_int_equal(s.failed_allocs, 7 * 2);
+    fm_test_errors_reset(&env->errors);
+    destroy_clean(env, fa);
+}
+
 /* ================================================================== stats */
 
 static void test_frame_arena_stats_track_frames_used_high_water_and_history(void **state) {
@@ -726,6 +775,7 @@ int main(int argc, char **argv) {
         T_BOTH(test_frame_memory_stays_valid_for_eight_frames),
         T_BOTH(test_frame_arena_resets_the_arena_that_comes_round),
         T_BOTH(test_frame_arena_current_serves_marks_and_typed_allocs),
+        T_BOTH(test_frame_alloc_inline_and_out_of_line_share_the_current_arena),
         T_BOTH(test_frame_arena_stats_track_frames_used_high_water_and_history),
         T(test_frame_arena_chained_mode_returns_every_byte_at_destroy),
         T(test_frame_arena_create_failure_at_every_n_leaks_nothing),

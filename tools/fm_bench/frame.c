@@ -8,8 +8,9 @@
  * once. Variants:
  * - fm_arena, virtual-memory mode: fm_arena_alloc (the header's inline fast
  *   path in optimised builds), fm_arena_reset at frame end;
- * - fm_frame_arena (2 frames, double-buffered): fm_frame_alloc (a library
- *   call), fm_frame_arena_advance at frame end;
+ * - fm_frame_arena (2 frames, double-buffered): fm_frame_alloc (the same
+ *   inline fast path on the current arena in optimised builds),
+ *   fm_frame_arena_advance at frame end;
  * - fm_arena, chained mode: the same calls, blocks from a trivial
  *   aligned_alloc wrapper instead of virtual memory;
  * - the bare bump pointer: the arena's fast path with nothing around it (no
@@ -590,7 +591,8 @@ void frame_run(const bench_opts *opts) {
            "in an array to do so). Arenas: FM_SYNC_NONE, align 0 (alignof(max_align_t)), "
            "default commit_step (64 KiB: commit step in virtual-memory mode, block size when "
            "chained), reserve_bytes 2x the frame plus 16 MiB; fm_arena_alloc is the header's "
-           "inline fast path, fm_frame_alloc a library call. Chained: blocks from a trivial "
+           "inline fast path, and so is fm_frame_alloc (on the current arena). Chained: blocks "
+           "from a trivial "
            "aligned_alloc wrapper, kept on the arena's spare list across resets. Bare bump "
            "pointer: fm_arena_alloc's arithmetic (align the top, add the size) inlined over "
            "one malloc'd buffer, with no limit check, no counter, no NULL test: the lower "
