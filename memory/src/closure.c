@@ -1,15 +1,19 @@
 /* closure.c: pooled and frame closures, multicast events, deferred calls.
  *
- * A closure is a 32-byte header and its capture. Pooled closures count their
- * references in the header (the CountPool idea): retain and release touch
- * nothing else, and the last release is a plain pool free. A freed pool
- * slot starts with the pool's free-list link (and Debug builds fill the rest),
- * so what recognises a dead closure (owner, class, magic) sits past the first
- * 16 bytes and the magic is cleared by the last release.
+ * A closure is a 32-byte header (fm__closure_hdr, closure.h) and its
+ * capture. Pooled closures count their references in the header (the
+ * CountPool idea): retain and release touch nothing else, and the last
+ * release is a plain pool free. The pool keeps nothing in a freed slot
+ * (Debug builds fill it), so release builds would find a dead closure's
+ * header intact: the last release clears its tag, which is what recognises
+ * a live closure (with its owner and class). The tag also says which closures need no
+ * atomics (those of FM_SYNC_NONE pools), so the common retain and release,
+ * inline in callers (closure.h) and first here, test one word. Made and live
+ * counts are the class pools' own: a make adds no counter of its own.
  *
  * Threads: a closure pool with sync != NONE builds its class pools with the
  * same policy and counts references with atomic read-modify-writes (NONE:
- * plain loads and stores of the same atomic field). Events under MUTEX lock
+ * plain loads and stores). Events under MUTEX lock
  * around their arrays and unlock while a subscriber runs, so callbacks may
  * subscribe, unsubscribe and emit (the lock is never held across a call, so
  * no recursive lock is needed). Defer queues under MUTEX lock around their
@@ -18,6 +22,7 @@
  * lock, and a push that finds the inbox full drains it itself, under the
  * lock, before appending: each thread's defers keep their order.
  */
+#define FM__BUILDING_CLOSURE 1
 #include "framemem/closure.h"
 
 #include "framemem/clock.h"
@@ -29,40 +34,36 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FM__CLOSURE_MAGIC 0xC105u
-#define FM__CLOSURE_FRAME 1u
-#define FM__MIN_CLASS 16u
-
 struct fm_closure {
-    fm_closure_fn fn;
-    uint32_t capture_size;
-    _Atomic uint32_t refs;  /* pooled: references held; frame: 0 */
-    fm_closure_pool *owner; /* NULL for frame closures */
-    uint16_t magic;
-    uint16_t cls;
-    uint16_t flags;
-    uint16_t unused2;
+    fm__closure_hdr h;
     _Alignas(16) unsigned char capture[];
 };
+_Static_assert(sizeof(fm__closure_hdr) == 32 && offsetof(struct fm_closure, capture) == 32,
+               "closure.h finds the capture right after the header");
 
 struct fm_closure_pool {
-    fm_pool *classes[FM_CLOSURE_MAX_CLASSES];
-    uint32_t n_classes;
+    fm__closure_pool_hot hot; /* first: closure.h's inline paths read it */
     fm_sync sync;
-    size_t max_capture;
-    _Atomic uint64_t total_made;
     _Atomic uint64_t refused;
     fm_allocator allocator;
     size_t self_bytes;
     char name[];
 };
 
+/* Sanitizers and Valgrind make a released closure's bytes unreadable: the
+ * checked path asks them first, so the tag is not read before that. */
+#if defined(FM__ASAN) || defined(FM_USE_VALGRIND)
+#define FM__CLOSURE_TAG_FIRST 0
+#else
+#define FM__CLOSURE_TAG_FIRST 1
+#endif
+
 /* ============================================================ closures */
 
-static size_t fm__class_capture(uint32_t cls) { return (size_t)FM__MIN_CLASS << cls; }
+static size_t fm__class_capture(uint32_t cls) { return (size_t)16 << cls; }
 
-/* Counters and reference counts: an atomic add when threads share the
- * object, a plain load and store of the same field when they do not. */
+/* Counters: an atomic add when threads share the object, a plain load and
+ * store of the same field when they do not. */
 static void fm__add64(_Atomic uint64_t *v, bool shared) {
     if (shared) atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
     else atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
@@ -81,7 +82,7 @@ static const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockf
 }
 
 static void fm__closure_pool_free_all(fm_closure_pool *cp) {
-    for (uint32_t i = 0; i < cp->n_classes; i++) fm_pool_destroy(cp->classes[i]);
+    for (uint32_t i = 0; i < cp->hot.n_classes; i++) fm_pool_destroy(cp->hot.classes[i]);
     fm_allocator a = cp->allocator;
     fm__mem_free(&a, cp, cp->self_bytes);
 }
@@ -108,13 +109,14 @@ fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc) {
     if (!cp) return NULL;
     cp->self_bytes = self_bytes;
     cp->allocator = desc->allocator;
-    cp->max_capture = max_capture;
+    cp->hot.max_capture = max_capture;
+    cp->hot.tag = desc->sync == FM_SYNC_NONE ? FM__CLOSURE_TAG_LOCAL : FM__CLOSURE_TAG_SHARED;
     cp->sync = desc->sync;
-    while (cp->n_classes == 0 || fm__class_capture(cp->n_classes - 1) < max_capture) {
-        uint32_t cls = cp->n_classes;
+    while (cp->hot.n_classes == 0 || fm__class_capture(cp->hot.n_classes - 1) < max_capture) {
+        uint32_t cls = cp->hot.n_classes;
         char class_name[96];
         snprintf(class_name, sizeof class_name, "%s/%zu", name, fm__class_capture(cls));
-        cp->classes[cls] = fm_pool_create(&(fm_pool_desc){
+        cp->hot.classes[cls] = fm_pool_create(&(fm_pool_desc){
             .name = class_name,
             .item_size = sizeof(fm_closure) + fm__class_capture(cls),
             .item_align = 16,
@@ -122,11 +124,11 @@ fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc) {
             .sync = desc->sync,
             .allocator = desc->allocator,
         });
-        if (!cp->classes[cls]) {
+        if (!cp->hot.classes[cls]) {
             fm__closure_pool_free_all(cp);
             return NULL;
         }
-        cp->n_classes++;
+        cp->hot.n_classes++;
     }
     return cp;
 }
@@ -136,13 +138,7 @@ void fm_closure_pool_destroy(fm_closure_pool *cp) {
     fm__closure_pool_free_all(cp);
 }
 
-static void fm__closure_init(fm_closure *c, fm_closure_fn fn, const void *capture, size_t size) {
-    c->fn = fn;
-    c->capture_size = (uint32_t)size;
-    c->magic = FM__CLOSURE_MAGIC;
-    if (capture && size) memcpy(c->capture, capture, size);
-}
-
+/* Reports a bad fn or size; false when there is one. */
 static bool fm__closure_args_ok(const char *kind, const char *name, fm_closure_fn fn,
                                 size_t size, size_t max) {
     const char *why = NULL;
@@ -153,67 +149,53 @@ static bool fm__closure_args_ok(const char *kind, const char *name, fm_closure_f
     return why == NULL;
 }
 
-fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
-                            size_t capture_size) {
-    if (capture_size && !capture) {
-        fm__add64(&cp->refused, cp->sync != FM_SYNC_NONE);
+/* The inline makes and the library's come here only to refuse: arguments
+ * they refused (reported here), or a class pool that returned NULL (it
+ * reported why). */
+FM__COLD fm_closure *fm__closure_refuse(fm_closure_pool *cp, fm_closure_fn fn,
+                                        const void *capture, size_t capture_size,
+                                        bool copy_required) {
+    if (copy_required && capture_size && !capture)
         fm__report(FM_ERR_INVALID_ARG, "closure pool '%s': make: capture is NULL", cp->name);
-        return NULL;
-    }
-    return fm_closure_alloc(cp, fn, capture, capture_size);
+    else
+        (void)fm__closure_args_ok("closure pool", cp->name, fn, capture_size, cp->hot.max_capture);
+    fm__add64(&cp->refused, cp->sync != FM_SYNC_NONE);
+    return NULL;
 }
 
-fm_closure *fm_closure_alloc(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
-                             size_t capture_size) {
-    bool shared = cp->sync != FM_SYNC_NONE;
-    if (!fm__closure_args_ok("closure pool", cp->name, fn, capture_size, cp->max_capture)) {
-        fm__add64(&cp->refused, shared);
-        return NULL;
-    }
-    uint32_t cls = 0;
-    while (fm__class_capture(cls) < capture_size) cls++;
-    fm_closure *c = fm_pool_alloc(cp->classes[cls]);
-    if (!c) {
-        fm__add64(&cp->refused, shared); /* the class pool reported why */
-        return NULL;
-    }
-    c->owner = cp;
-    c->cls = (uint16_t)cls;
-    c->flags = 0;
-    atomic_init(&c->refs, 1);
-    fm__closure_init(c, fn, capture, capture_size);
-    fm__add64(&cp->total_made, shared);
-    return c;
-}
-
-fm_closure *fm_closure_make_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
-                                  size_t capture_size) {
-    if (capture_size && !capture) {
+FM__COLD fm_closure *fm__closure_refuse_frame(fm_closure_fn fn, const void *capture,
+                                              size_t capture_size, bool copy_required) {
+    if (copy_required && capture_size && !capture)
         fm__report(FM_ERR_INVALID_ARG, "frame closure: make: capture is NULL");
-        return NULL;
-    }
-    return fm_closure_alloc_frame(fa, fn, capture, capture_size);
+    else (void)fm__closure_args_ok("frame closure", "frame", fn, capture_size, UINT32_MAX);
+    return NULL;
 }
 
-fm_closure *fm_closure_alloc_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
-                                   size_t capture_size) {
-    if (!fm__closure_args_ok("frame closure", "frame", fn, capture_size, UINT32_MAX))
-        return NULL;
-    fm_closure *c = fm_frame_alloc(fa, sizeof(fm_closure) + capture_size, 16);
-    if (!c) return NULL; /* the arena reported why */
-    c->owner = NULL;
-    c->cls = 0;
-    c->flags = FM__CLOSURE_FRAME;
-    atomic_init(&c->refs, 0);
-    fm__closure_init(c, fn, capture, capture_size);
-    return c;
+fm_closure *(fm_closure_make)(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
+                              size_t capture_size) {
+    return fm__closure_pooled(cp, fn, capture, capture_size, true);
 }
 
-void fm_closure_call(const fm_closure *c, void *arg) { c->fn((void *)c->capture, arg); }
+fm_closure *(fm_closure_alloc)(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
+                               size_t capture_size) {
+    return fm__closure_pooled(cp, fn, capture, capture_size, false);
+}
 
-void *fm_closure_capture(fm_closure *c) { return c->capture; }
+fm_closure *(fm_closure_make_frame)(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
+                                    size_t capture_size) {
+    return fm__closure_framed(fa, fn, capture, capture_size, true);
+}
 
-size_t fm_closure_capture_size(const fm_closure *c) { return c->capture_size; }
+fm_closure *(fm_closure_alloc_frame)(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
+                                     size_t capture_size) {
+    return fm__closure_framed(fa, fn, capture, capture_size, false);
+}
+
+void (fm_closure_call)(const fm_closure *c, void *arg) { c->h.fn((void *)c->capture, arg); }
+
+void *(fm_closure_capture)(fm_closure *c) { return c->capture; }
+
+size_t fm_closure_capture_size(const fm_closure *c) { return c->h.capture_size; }
 
 /* The class pool of a pooled closure; NULL for a frame closure, or with a
  * report for something that is not a live closure. */
@@ -233,7 +215,11 @@ static fm_pool *fm__closure_home(fm_closure *c, const char *op, bool *ok) {
     /* Under Valgrind a released closure's bytes are no-access: reading them
      * is exactly the check being made, so it is not reported as an error. */
     FM__VG_QUIET_BEGIN();
-    bool live = c->magic == FM__CLOSURE_MAGIC && (!c->owner || c->cls < c->owner->n_classes);
+    uint32_t tag = c->h.tag;
+    const fm__closure_pool_hot *owner = c->h.owner;
+    bool live = tag == FM__CLOSURE_TAG_FRAME ||
+                ((tag == FM__CLOSURE_TAG_LOCAL || tag == FM__CLOSURE_TAG_SHARED) && owner &&
+                 c->h.cls < owner->n_classes);
     FM__VG_QUIET_END();
     if (!live) {
         fm__report(FM_ERR_REFCOUNT, "closure %p: %s of something that is not a live closure",
@@ -241,49 +227,53 @@ static fm_pool *fm__closure_home(fm_closure *c, const char *op, bool *ok) {
         return NULL;
     }
     *ok = true;
-    return c->owner ? c->owner->classes[c->cls] : NULL;
+    return tag == FM__CLOSURE_TAG_FRAME ? NULL : owner->classes[c->h.cls];
 }
 
 /* Takes a reference; false (reported) when none could be taken. */
 static bool fm__closure_take(fm_closure *c) {
+#if FM__CLOSURE_TAG_FIRST
+    if (FM__LIKELY(fm__closure_is_local(c) && c->h.refs != UINT32_MAX)) {
+        c->h.refs++;
+        return true;
+    }
+#endif
     bool ok;
     fm_pool *home = fm__closure_home(c, "retain", &ok);
     if (!home) return ok; /* frame closures: nothing to count */
-    bool shared = c->owner->sync != FM_SYNC_NONE;
-    uint32_t refs = atomic_load_explicit(&c->refs, memory_order_relaxed);
+    bool shared = c->h.tag == FM__CLOSURE_TAG_SHARED;
+    uint32_t refs = __atomic_load_n(&c->h.refs, __ATOMIC_RELAXED);
     do {
         if (refs == UINT32_MAX) {
             fm__report(FM_ERR_REFCOUNT, "closure %p: retain: count at its maximum", (void *)c);
             return false;
         }
         if (!shared) {
-            atomic_store_explicit(&c->refs, refs + 1, memory_order_relaxed);
+            c->h.refs = refs + 1;
             return true;
         }
-    } while (!atomic_compare_exchange_weak_explicit(&c->refs, &refs, refs + 1,
-                                                    memory_order_relaxed, memory_order_relaxed));
+    } while (!__atomic_compare_exchange_n(&c->h.refs, &refs, refs + 1, true, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
     return true;
 }
 
-void fm_closure_retain(fm_closure *c) { (void)fm__closure_take(c); }
+void (fm_closure_retain)(fm_closure *c) { (void)fm__closure_take(c); }
 
-bool fm_closure_release(fm_closure *c) {
+bool (fm_closure_release)(fm_closure *c) {
+#if FM__CLOSURE_TAG_FIRST
+    if (FM__LIKELY(fm__closure_is_local(c))) return fm__closure_release_local(c);
+#endif
     bool ok;
     fm_pool *home = fm__closure_home(c, "release", &ok);
     if (!home) return false;
-    if (c->owner->sync != FM_SYNC_NONE) {
+    if (c->h.tag == FM__CLOSURE_TAG_SHARED) {
         /* acq_rel: every write by the other holders is seen before the free. */
-        if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) > 1) return false;
-    } else {
-        uint32_t refs = atomic_load_explicit(&c->refs, memory_order_relaxed) - 1;
-        atomic_store_explicit(&c->refs, refs, memory_order_relaxed);
-        if (refs > 0) return false;
+        if (__atomic_fetch_sub(&c->h.refs, 1, __ATOMIC_ACQ_REL) > 1) return false;
+        c->h.tag = 0;
+        fm_pool_free(home, c);
+        return true;
     }
-    /* The magic goes with the last reference, so a later release of this
-     * pointer is recognised even where the slot's bytes survive. */
-    c->magic = 0;
-    fm_pool_free(home, c);
-    return true;
+    return fm__closure_release_local(c);
 }
 
 void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out) {
@@ -294,15 +284,16 @@ void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats 
         return;
     }
     out->name = cp->name;
-    out->classes = cp->n_classes;
-    out->total_made = atomic_load_explicit(&cp->total_made, memory_order_relaxed);
+    out->classes = cp->hot.n_classes;
     out->refused = atomic_load_explicit(&cp->refused, memory_order_relaxed);
-    for (uint32_t i = 0; i < cp->n_classes; i++) {
+    for (uint32_t i = 0; i < cp->hot.n_classes; i++) {
         fm_pool_stats st;
-        fm_pool_get_stats(cp->classes[i], &st);
+        fm_pool_get_stats(cp->hot.classes[i], &st);
         out->class_capture[i] = fm__class_capture(i);
         out->class_live[i] = st.live;
         out->live += st.live;
+        /* Class pools serve makes only: their allocations are the makes. */
+        out->total_made += st.total_allocs;
     }
 }
 

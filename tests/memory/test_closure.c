@@ -734,6 +734,199 @@ static void test_closure_pool_stats_count_made_refused_and_live_per_class(void *
     cp_destroy_clean(env, cp);
 }
 
+/* ====================================== inline fast paths (closure.h) */
+
+/* closure.h inlines its fast paths exactly when pool.h does; the calls in
+ * parentheses below are always the library's functions, the others are the
+ * inline ones in optimised builds (and the library's elsewhere). */
+#if defined(FM__INLINE_FAST_PATH) != defined(FM__CLOSURE_INLINE_FAST_PATH)
+#error "closure.h's inline fast paths must follow pool.h's"
+#endif
+
+/* A size the compiler cannot see, as the library's functions get it. */
+static size_t opaque_size(size_t n) {
+    volatile size_t v = n;
+    return v;
+}
+
+/* Inline makes (a constant size is copied at compile time) and the
+ * library's (the size known at run time: other copy code) give the same
+ * closures, and either path's retain and release work on either's. */
+static void test_closure_inline_and_library_makes_agree_for_every_capture_size(void **state) {
+    fm_test_env *env = *state;
+    fm_closure_pool *cp = cp_create_counted(env, (fm_closure_pool_desc){.max_capture = 64});
+    fm_frame_arena *fa = frame_arena_counted(&env->alloc);
+    unsigned char src[64];
+    fm_test_fill(src, sizeof src, 77);
+    call_log log = {0};
+    int calls = 0;
+    for (size_t n = 0; n <= sizeof src; n++) {
+        size_t size = opaque_size(n);
+        fm_closure *cs[5] = {
+            fm_closure_make(cp, log_raw, src, size),
+            (fm_closure_make)(cp, log_raw, src, size),
+            fm_closure_make_frame(fa, log_raw, src, size),
+            (fm_closure_make_frame)(fa, log_raw, src, size),
+            n == 32 ? fm_closure_make(cp, log_raw, src, 32) : (fm_closure_make)(cp, log_raw, src, n),
+        };
+        for (int k = 0; k < 5; k++) {
+            assert_non_null(cs[k]);
+            assert_int_equal(fm_closure_capture_size(cs[k]), n);
+            assert_ptr_equal(fm_closure_capture(cs[k]), (fm_closure_capture)(cs[k]));
+            assert_true(fm_is_aligned(fm_closure_capture(cs[k]), 16));
+            assert_memory_equal(fm_closure_capture(cs[k]), src, n);
+            fm_closure_call(cs[k], &log);
+            assert_ptr_equal(log.last_capture, fm_closure_capture(cs[k]));
+            (fm_closure_call)(cs[k], &log);
+            assert_ptr_equal(log.last_capture, fm_closure_capture(cs[k]));
+            calls += 2;
+        }
+        /* Retained by one path, released by the other. */
+        fm_closure_retain(cs[1]);
+        (fm_closure_retain)(cs[0]);
+        assert_false((fm_closure_release)(cs[1]));
+        assert_false(fm_closure_release(cs[0]));
+        assert_true((fm_closure_release)(cs[0]));
+        assert_true(fm_closure_release(cs[1]));
+        assert_true(fm_closure_release(cs[4]));
+        /* Frame closures: no-ops either way. */
+        fm_closure_retain(cs[2]);
+        assert_false(fm_closure_release(cs[2]));
+        assert_false((fm_closure_release)(cs[3]));
+    }
+    assert_int_equal(log.calls, calls);
+    assert_int_equal(env->errors.count, 0);
+    fm_closure_pool_stats s = cstats(cp);
+    assert_int_equal(s.total_made, 3 * (sizeof src + 1));
+    assert_int_equal(s.refused, 0);
+    assert_int_equal(s.live, 0);
+    fm_frame_arena_destroy(fa);
+    cp_destroy_clean(env, cp);
+}
+
+/* Runs one misuse through the inline call and then through the library's
+ * function: both fail with code and the same message. */
+#define EXPECT_TWIN_REPORTS(env, code, inline_call, library_call)               \
+    do {                                                                        \
+        char first_[512];                                                       \
+        int errors_ = (env)->errors.count;                                      \
+        fm_clear_error();                                                       \
+        inline_call;                                                            \
+        expect_error((env), errors_, (code));                                   \
+        snprintf(first_, sizeof first_, "%s", fm_last_error_message());         \
+        errors_ = (env)->errors.count;                                          \
+        fm_clear_error();                                                       \
+        library_call;                                                           \
+        expect_error((env), errors_, (code));                                   \
+        assert_string_equal(fm_last_error_message(), first_);                   \
+    } while (0)
+
+/* What the inline paths do not finish themselves they hand to the library,
+ * which reports it as it always has: the same error and message both ways,
+ * nothing changed, the refusals counted. */
+static void test_closure_misuse_through_inline_and_library_calls_is_reported_alike(
+    void **state) {
+    fm_test_env *env = *state;
+    fm_closure_pool *cp =
+        cp_create_counted(env, (fm_closure_pool_desc){.name = "twins", .max_capture = 32});
+    fm_frame_arena *fa = frame_arena_counted(&env->alloc);
+    unsigned char bytes[40] = {0};
+    fm_closure *c = NULL;
+    EXPECT_TWIN_REPORTS(env, FM_ERR_INVALID_ARG, c = fm_closure_make(cp, NULL, bytes, 8),
+                        c = (fm_closure_make)(cp, NULL, bytes, 8));
+    assert_null(c);
+    EXPECT_TWIN_REPORTS(env, FM_ERR_INVALID_ARG, c = fm_closure_make(cp, nop_fn, NULL, 8),
+                        c = (fm_closure_make)(cp, nop_fn, NULL, 8));
+    EXPECT_TWIN_REPORTS(env, FM_ERR_INVALID_ARG, c = fm_closure_make(cp, nop_fn, bytes, 33),
+                        c = (fm_closure_make)(cp, nop_fn, bytes, opaque_size(33)));
+    EXPECT_TWIN_REPORTS(env, FM_ERR_INVALID_ARG, c = fm_closure_alloc(cp, NULL, NULL, 8),
+                        c = (fm_closure_alloc)(cp, NULL, NULL, 8));
+    EXPECT_TWIN_REPORTS(env, FM_ERR_INVALID_ARG, c = fm_closure_make_frame(fa, nop_fn, NULL, 8),
+                        c = (fm_closure_make_frame)(fa, nop_fn, NULL, 8));
+    EXPECT_TWIN_REPORTS(env, FM_ERR_INVALID_ARG, c = fm_closure_alloc_frame(fa, NULL, NULL, 8),
+                        c = (fm_closure_alloc_frame)(fa, NULL, NULL, 8));
+    assert_null(c);
+    fm_closure_pool_stats s = cstats(cp);
+    assert_int_equal(s.refused, 8);
+    assert_int_equal(s.total_made, 0);
+
+    bool freed = true;
+    EXPECT_TWIN_REPORTS(env, FM_ERR_INVALID_ARG, freed = fm_closure_release(NULL),
+                        freed = (fm_closure_release)(NULL));
+    assert_false(freed);
+    EXPECT_TWIN_REPORTS(env, FM_ERR_INVALID_ARG, fm_closure_retain(NULL),
+                        (fm_closure_retain)(NULL));
+
+    /* Released: its tag is gone, both paths refuse it. */
+    fm_closure *keep = fm_closure_make(cp, nop_fn, bytes, 16);
+    fm_closure *gone = fm_closure_make(cp, nop_fn, bytes, 16);
+    assert_true(fm_closure_release(gone));
+    freed = true;
+    EXPECT_TWIN_REPORTS(env, FM_ERR_REFCOUNT, freed = fm_closure_release(gone),
+                        freed = (fm_closure_release)(gone));
+    assert_false(freed);
+    EXPECT_TWIN_REPORTS(env, FM_ERR_REFCOUNT, fm_closure_retain(gone),
+                        (fm_closure_retain)(gone));
+
+    /* Bytes that never were a closure. */
+    _Alignas(16) unsigned char junk[64] = {0};
+    fm_closure *fake = (fm_closure *)(void *)junk;
+    EXPECT_TWIN_REPORTS(env, FM_ERR_REFCOUNT, freed = fm_closure_release(fake),
+                        freed = (fm_closure_release)(fake));
+    assert_false(freed);
+    for (size_t i = 0; i < sizeof junk; i++) assert_int_equal(junk[i], 0);
+
+    /* A count at its maximum: the inline retain stops where the library
+     * does (the count set through the header closure.h exposes). */
+    fm__closure_hdr *h = (fm__closure_hdr *)(void *)keep;
+    h->refs = UINT32_MAX - 1;
+    int errors = env->errors.count;
+    fm_closure_retain(keep);
+    assert_int_equal(h->refs, UINT32_MAX);
+    assert_int_equal(env->errors.count, errors);
+    EXPECT_TWIN_REPORTS(env, FM_ERR_REFCOUNT, fm_closure_retain(keep),
+                        (fm_closure_retain)(keep));
+    assert_int_equal(h->refs, UINT32_MAX);
+    h->refs = 1;
+
+    s = cstats(cp);
+    assert_int_equal(s.live, 1);
+    assert_int_equal(s.total_made, 2);
+    assert_int_equal(s.refused, 8);
+    assert_true(fm_closure_release(keep));
+    fm_frame_arena_destroy(fa);
+    cp_destroy_clean(env, cp);
+}
+
+/* Closures of shared pools are made inline (their class pools' inline
+ * paths serve every policy they can) but counted by the library with
+ * atomics: the inline retain and release hand them over. */
+static void test_closure_inline_calls_on_shared_pools_use_the_librarys_counting(void **state) {
+    fm_test_env *env = *state;
+    for (fm_sync sync = FM_SYNC_MUTEX; sync < FM_SYNC_COUNT; sync++) {
+        fm_closure_pool *cp = cp_create_counted(env, (fm_closure_pool_desc){.sync = sync});
+        call_log log = {0};
+        fm_closure *c = make_tagged(cp, &log, 4);
+        fm__closure_hdr *h = (fm__closure_hdr *)(void *)c;
+        assert_int_equal(h->tag, FM__CLOSURE_TAG_SHARED);
+        fm_closure_retain(c);
+        (fm_closure_retain)(c);
+        assert_int_equal(h->refs, 3);
+        assert_false(fm_closure_release(c));
+        assert_false((fm_closure_release)(c));
+        fm_closure_call(c, NULL);
+        assert_int_equal(log.order[0], 4);
+        assert_true(fm_closure_release(c));
+        int errors = env->errors.count;
+        assert_false(fm_closure_release(c));
+        expect_error(env, errors, FM_ERR_REFCOUNT);
+        fm_closure_pool_stats s = cstats(cp);
+        assert_int_equal(s.total_made, 1);
+        assert_int_equal(s.live, 0);
+        cp_destroy_clean(env, cp);
+    }
+}
+
 static void test_closure_pool_destroy_with_live_closures_reports_a_leak(void **state) {
     fm_test_env *env = *state;
     fm_closure_pool *cp = cp_create_counted(env, (fm_closure_pool_desc){.name = "leaky"});
@@ -917,6 +1110,9 @@ int main(void) {
         T(test_closure_pool_create_fails_cleanly_at_every_backing_call),
         T(test_closure_make_fails_with_the_pools_error_when_growth_is_refused),
         T(test_closure_pool_stats_count_made_refused_and_live_per_class),
+        T(test_closure_inline_and_library_makes_agree_for_every_capture_size),
+        T(test_closure_misuse_through_inline_and_library_calls_is_reported_alike),
+        T(test_closure_inline_calls_on_shared_pools_use_the_librarys_counting),
         T(test_closure_pool_destroy_with_live_closures_reports_a_leak),
         T(test_closures_across_many_chunks_keep_their_captures),
         T(test_closure_steady_frames_make_no_backing_allocations),

@@ -887,7 +887,10 @@ static void cb_part_frames(const bench_opts *opts, int repeat, FILE *csv, double
            "closure: malloc(%zu) for a struct {fn, capture size, 16-byte aligned capture} "
            "(the same layout as fm_closure's), the capture memcpy'd in, called through "
            "c->fn, freed: what C code does without a pool, inlined into the loop. "
-           "fm_closure_make / fm_closure_call / fm_closure_release are library calls; the "
+           "fm_closure_make / fm_closure_call / fm_closure_release (and the _frame calls) "
+           "are written as callers write them: in optimised builds closure.h inlines their "
+           "common case (class pool pop or frame bump, header, capture copy; misuse and "
+           "refusals go into the library), elsewhere they are library calls; the "
            "closure pool has default settings (size classes 16..256, one chunk to start). "
            "fm_closure_make_frame allocates from an fm_frame_arena (2 frames, default "
            "settings) and nothing releases it but fm_frame_arena_advance at frame end, "
@@ -1015,8 +1018,9 @@ static void cb_part_items(const bench_opts *opts, int repeat, FILE *csv, double 
            "indices drawn before the clock starts, loaded the same way for every variant). "
            "fm_pool_retain / fm_pool_release are library calls that locate the item from its "
            "pointer (chunk, slot, live bit) and keep the count beside the slot; "
-           "fm_closure_retain / fm_closure_release do the same on a pooled closure after "
-           "checking it is one (release also reads the count). Lower bound: a count field "
+           "fm_closure_retain / fm_closure_release check the pointer is a live closure of a "
+           "FM_SYNC_NONE pool (one tag word, the class) and count in its header, inline in "
+           "optimised builds (anything else goes into the library). Lower bound: a count field "
            "inside a malloc'd item, ++ then -- and a test for zero, inlined, an asm barrier "
            "between them. Median of %d runs, variants interleaved.\n\n",
            n, CB_LIVE, CB_ITEM, n / 100 + 1, repeat);
@@ -1151,11 +1155,17 @@ void callbacks_run(const bench_opts *opts) {
  * - resolve_empty: the loop's skeleton (index and handle loads, the sum);
  * - refs_pool / refs_closure / refs_intrusive: N retain+release pairs on one
  *   live item, closure, counted item; refs_empty: the loop alone;
+ *   refs_closure_call: (fm_closure_retain)(...) and (fm_closure_release)(...),
+ *   the library's functions (refs_closure as a caller writes them: the
+ *   header's inline functions in optimised builds);
  * - closure_pool / closure_frame / closure_malloc / closure_stack: N
  *   callbacks with the 32-byte capture made, called and released one at a
  *   time, one frame of up to CG_CB_FRAME per call; closure_frame ends its
  *   frame with fm_frame_arena_advance; closure_stack allocates nothing (the
- *   lower bound, and the loop the script subtracts). */
+ *   lower bound, and the loop the script subtracts); closure_pool_call and
+ *   closure_frame_call: closure_pool and closure_frame through the library's
+ *   functions, (fm_closure_make)(...) and so on, where the others are
+ *   written as callers write them (inline in optimised builds). */
 enum { CG_CB_FRAME = 4096, CG_IDX = 16384 };
 
 static BENCH_NOINLINE uint64_t fm_bench_cg_resolve_inline(const fm_pool *pool,
@@ -1213,6 +1223,14 @@ static BENCH_NOINLINE void fm_bench_cg_refs_closure(fm_closure *c, uint32_t n) {
     BENCH_ESCAPE(c); /* no tail call */
 }
 
+static BENCH_NOINLINE void fm_bench_cg_refs_closure_call(fm_closure *c, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        (fm_closure_retain)(c);
+        (fm_closure_release)(c);
+    }
+    BENCH_ESCAPE(c); /* no tail call */
+}
+
 static BENCH_NOINLINE void fm_bench_cg_refs_intrusive(cb_entity *e, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
         e->refs++;
@@ -1246,6 +1264,33 @@ static BENCH_NOINLINE void fm_bench_cg_closure_frame(fm_frame_arena *fa, fm_clos
         fm_closure *c = fm_closure_make_frame(fa, fn, &h, sizeof h);
         if (!c) cb_failed("fm_closure_make_frame");
         fm_closure_call(c, NULL);
+    }
+    fm_frame_arena_advance(fa);
+    BENCH_ESCAPE(fa); /* no tail call: callgrind sees the advance as a call */
+}
+
+static BENCH_NOINLINE void fm_bench_cg_closure_pool_call(fm_closure_pool *cp, fm_closure_fn fn,
+                                                         cb_tally *t, uint32_t n, uint32_t frame) {
+    CB_OPAQUE(fn);
+    for (uint32_t i = 0; i < n; i++) {
+        cb_hit h = cb_hit_at(t, i, frame);
+        fm_closure *c = (fm_closure_make)(cp, fn, &h, sizeof h);
+        if (!c) cb_failed("fm_closure_make");
+        (fm_closure_call)(c, NULL);
+        (fm_closure_release)(c);
+    }
+    BENCH_ESCAPE(cp); /* no tail call */
+}
+
+static BENCH_NOINLINE void fm_bench_cg_closure_frame_call(fm_frame_arena *fa, fm_closure_fn fn,
+                                                          cb_tally *t, uint32_t n,
+                                                          uint32_t frame) {
+    CB_OPAQUE(fn);
+    for (uint32_t i = 0; i < n; i++) {
+        cb_hit h = cb_hit_at(t, i, frame);
+        fm_closure *c = (fm_closure_make_frame)(fa, fn, &h, sizeof h);
+        if (!c) cb_failed("fm_closure_make_frame");
+        (fm_closure_call)(c, NULL);
     }
     fm_frame_arena_advance(fa);
     BENCH_ESCAPE(fa); /* no tail call: callgrind sees the advance as a call */
@@ -1316,6 +1361,7 @@ int callbacks_callgrind(uint32_t count) {
     fm_bench_cg_refs_empty(it->items[0], count);
     fm_bench_cg_refs_pool(it->pool, it->items[0], count);
     fm_bench_cg_refs_closure(it->closure, count);
+    fm_bench_cg_refs_closure_call(it->closure, count);
     fm_bench_cg_refs_intrusive(it->ents[0], count);
 
     uint32_t frames = 0;
@@ -1324,17 +1370,19 @@ int callbacks_callgrind(uint32_t count) {
         fm_bench_cg_closure_stack(cb_on_hit, &t, k, frames);
         fm_bench_cg_closure_pool(cp, cb_on_hit, &t, k, frames);
         fm_bench_cg_closure_frame(fa, cb_on_hit, &t, k, frames);
+        fm_bench_cg_closure_pool_call(cp, cb_on_hit, &t, k, frames);
+        fm_bench_cg_closure_frame_call(fa, cb_on_hit, &t, k, frames);
         fm_bench_cg_closure_malloc(cb_on_hit, &t, k, frames);
         done += k;
     }
 
-    /* Each of the 4 closure loops called every callback once. */
+    /* Each of the 6 closure loops called every callback once. */
     uint64_t sum = 0;
     for (uint32_t done = 0; done < count; done += CG_CB_FRAME) {
         uint32_t k = count - done < CG_CB_FRAME ? count - done : CG_CB_FRAME;
         sum += cb_frame_sum(k);
     }
-    ok &= t.calls == 4 * (uint64_t)count && t.sum == 4 * sum;
+    ok &= t.calls == 6 * (uint64_t)count && t.sum == 6 * sum;
     fm_closure_pool_stats cst;
     fm_closure_pool_get_stats(cp, &cst);
     ok &= cst.live == 0 && cst.refused == 0;
@@ -1351,12 +1399,13 @@ int callbacks_callgrind(uint32_t count) {
     printf("callgrind-callbacks: %u resolves of handles of %d live items in random order "
            "(inline as callers compile fm_pool_resolve, the out-of-line function, a pointer "
            "chase plus compare, a raw pointer, an empty loop); %u retain+release pairs "
-           "(fm_pool, fm_closure, an intrusive count, an empty loop); %u callbacks with a "
-           "%zu-byte capture made, called and released one at a time in %u frames of up to "
-           "%d (fm_closure_make, fm_closure_make_frame, malloc'd closure, stack closure); "
+           "(fm_pool, fm_closure inline and out-of-line, an intrusive count, an empty loop); "
+           "%u callbacks with a %zu-byte capture made, called and released one at a time in "
+           "%u frames of up to %d (fm_closure_make, fm_closure_make_frame, each inline and "
+           "out-of-line, malloc'd closure, stack closure); "
            "callbacks run %llu (expected %llu), closures live %llu, lookups %s\n",
            count, CB_LIVE, count, count, sizeof(cb_hit), frames, CG_CB_FRAME,
-           (unsigned long long)t.calls, 4 * (unsigned long long)count,
+           (unsigned long long)t.calls, 6 * (unsigned long long)count,
            (unsigned long long)cst.live, ok ? "all found" : "WRONG");
     return ok ? 0 : 1;
 }
