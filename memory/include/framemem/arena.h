@@ -186,12 +186,12 @@ void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *ou
  * atomics) and for memory that ends within FM__ARENA_INLINE_MAX bytes of the
  * top of the address space, where p + size could wrap. */
 typedef struct fm__arena_hot {
-    uintptr_t top;   /* next free byte */
+    _Alignas(16) uint64_t top; /* next free byte */
+    uint64_t total_allocs;     /* beside top: the inline path stores both at once */
     uintptr_t limit; /* 0, or the end of committed memory or of the current
                         block: a multiple of 4096 (aligning top never passes
                         it) at most UINTPTR_MAX - FM__ARENA_INLINE_MAX (adding
                         an inline size to an address below it never wraps) */
-    uint64_t total_allocs;
 } fm__arena_hot;
 
 /* The largest size the inline path takes: half the address space, so sizes
@@ -210,16 +210,24 @@ bool fm__arena_busy(const fm_arena *arena);
 
 #if defined(__GNUC__) || defined(__clang__)
 #define FM__ARENA_HAS_INLINE 1
+/* top and total_allocs as one 16-byte value (GCC/Clang vector extension). A
+ * frame's allocations mostly write memory not yet in cache, and those stores
+ * hold the store buffer until their lines arrive; one store per allocation
+ * for the arena's two fields instead of two leaves room for more of those
+ * misses in flight (fm-bench frame: 1.23-1.34x -> 1.13-1.18x the bare bump
+ * pointer's time). */
+typedef uint64_t fm__u64x2 __attribute__((vector_size(16), may_alias));
+
 static inline void *fm__arena_alloc_inline(fm_arena *arena, size_t size, size_t align) {
     fm__arena_hot *h = (fm__arena_hot *)(void *)arena;
     size_t al = align ? align : FM_DEFAULT_ALIGN;
     if (__builtin_expect(FM_IS_POW2(al) && al <= FM_MAX_ALIGN && size <= FM__ARENA_INLINE_MAX,
                          1)) {
-        uintptr_t p = (h->top + (al - 1)) & ~(uintptr_t)(al - 1);
+        fm__u64x2 top_allocs = *(fm__u64x2 *)(void *)&h->top;
+        uintptr_t p = (top_allocs[0] + (al - 1)) & ~(uintptr_t)(al - 1);
         uintptr_t end = p + size; /* cannot wrap while limit != 0 (see hot) */
         if (__builtin_expect(end < h->limit, 1)) {
-            h->top = end;
-            h->total_allocs++;
+            *(fm__u64x2 *)(void *)&h->top = top_allocs + (fm__u64x2){end - top_allocs[0], 1};
             /* A bump lands at or above the arena's first byte: telling the
              * compiler spares the caller's NULL test on this path. */
             if (p == 0) __builtin_unreachable();
