@@ -11,7 +11,7 @@
  *   and near SIZE_MAX, valid, default and invalid alignments; get_mark;
  *   rewind to a live mark; rewind to a released, foreign or too-high mark
  *   (FM_ERR_BAD_MARK, nothing changes); reset; decommit; arming the
- *   allocator's faults (chained); a full check.
+ *   allocator's faults (chained); a request for a full sweep.
  *
  * The model keeps the live allocations in order with their byte patterns,
  * the stack of live marks (each with `used` and the live count when taken),
@@ -19,8 +19,25 @@
  * exactly (where each allocation lands, when the reserve is full); chained
  * mode within bounds (padding, block size). Every allocation released by a
  * rewind or reset must be poisoned for ASan; every live one must keep its
- * bytes, lie inside the arena and overlap no other. At the end the counting
- * allocator must hold zero bytes.
+ * bytes, lie inside the arena and overlap no other.
+ *
+ * What is checked when: after every operation, the counters; an allocation
+ * when it is made (placement, ownership, zeroes) and when a rewind or reset
+ * releases it (its bytes just before, its poisoning after), so each one is
+ * read once on its way out rather than at every rewind; the topmost
+ * allocation that survives a rewind or decommit (it borders the released
+ * memory). A full sweep (every live allocation's bytes, ownership and
+ * overlap) runs when an operation asks for one (the check opcode, a rewind,
+ * a decommit that released memory) or every FZ_SWEEP_EVERY operations,
+ * paid from a budget every operation adds FZ_SWEEP_CREDIT bytes to, and
+ * always at the end. An input's operations stop after WORK_BUDGET units:
+ * one per operation and one per UNIT_BYTES allocated (the arena zeroes or
+ * poisons those bytes, the model fills and reads windows of them, fresh
+ * pages fault in); an allocation that could succeed and would pass the
+ * budget is skipped. Re-reading every live allocation at every rewind and
+ * decommit, and 4 KiB inputs of megabyte allocations, held the harness to a
+ * few hundred runs a second. At the end the counting allocator must hold
+ * zero bytes.
  */
 #include "fuzz_support.h"
 
@@ -30,8 +47,9 @@ enum {
     MAX_LIVE = 2048,
     MAX_MARKS = 32,
     MAX_STALE = 16,
-    MAX_OPS = 4096,
-    BLOCK_HEADER = 64, /* arena.c's block header, rounded to a cache line */
+    WORK_BUDGET = 2048, /* units per input: an operation, or UNIT_BYTES allocated */
+    UNIT_BYTES = 1024,
+    BLOCK_HEADER = 64,  /* arena.c's block header, rounded to a cache line */
     PAGE = 4096,
 };
 
@@ -68,6 +86,13 @@ typedef struct model {
     /* what the arena's counters must say */
     uint64_t allocs, failed, rewinds, resets, decommits;
     uint64_t reports;
+
+    /* when to check what */
+    uint64_t window_bytes; /* the live allocations' pattern bytes: a sweep's work */
+    fz_sweeper sweep;      /* when the next full sweep runs */
+    uint64_t work;         /* units spent, up to WORK_BUDGET */
+    fm_arena_stats stats;  /* as read after the last operation (reading them
+                              walks a chained arena's blocks) */
 } model;
 
 static model g_m;
@@ -119,12 +144,7 @@ static bool window(size_t size, size_t k, size_t *off, size_t *n) {
 /* The pattern of fz_fill(p, size, seed), written in the windows only. */
 FZ_NO_COVERAGE static void fill_alloc(uint8_t *p, size_t size, uint32_t seed) {
     size_t off, n;
-    for (size_t k = 0; window(size, k, &off, &n); k++) {
-        for (size_t w = 0; w * 8 < n; w++) {
-            uint64_t x = fz_pattern_word(seed, off / 8 + w);
-            memcpy(p + off + w * 8, &x, n - w * 8 < 8 ? n - w * 8 : 8);
-        }
-    }
+    for (size_t k = 0; window(size, k, &off, &n); k++) fz_fill_from(p, off, n, seed);
 }
 
 static void verify_one(const model *m, size_t i) {
@@ -138,8 +158,21 @@ static void verify_one(const model *m, size_t i) {
     }
 }
 
-static void verify_all(const model *m) {
-    for (size_t i = 0; i < m->count; i++) verify_one(m, i);
+/* Allocations [first, count): before a rewind or reset releases them. */
+static void verify_from(const model *m, size_t first) {
+    for (size_t i = first; i < m->count; i++) verify_one(m, i);
+}
+
+/* The topmost live allocation, which borders whatever was just released. */
+static void verify_top(const model *m) {
+    if (m->count) verify_one(m, m->count - 1);
+}
+
+/* The bytes of an allocation that hold its pattern. */
+static size_t pattern_bytes(size_t size) {
+    size_t total = 0, off, n;
+    for (size_t k = 0; window(size, k, &off, &n); k++) total += n;
+    return total;
 }
 
 /* Drops the allocations from `count` on; their bytes must be poisoned now. */
@@ -148,6 +181,7 @@ static void truncate_live(model *m, size_t count) {
     while (m->count > count) {
         live_alloc *l = &m->live[--m->count];
         m->live_bytes -= l->size;
+        m->window_bytes -= pattern_bytes(l->size);
         if (!fz_poisoned(l->ptr, l->size))
             FZ_FAIL("released allocation %p (%zu bytes) is not poisoned", (void *)l->ptr, l->size);
     }
@@ -183,8 +217,9 @@ FZ_NO_COVERAGE static int cmp_live(const void *a, const void *b) {
 
 static live_alloc g_sorted[MAX_LIVE];
 
-static void full_check(model *m) {
-    verify_all(m);
+/* Every live allocation's bytes, place and ownership. */
+static void full_sweep(model *m) {
+    verify_from(m, 0);
     size_t n = 0; /* empty allocations share their address with the next one */
     for (size_t i = 0; i < m->count; i++) {
         if (m->live[i].size) g_sorted[n++] = m->live[i];
@@ -199,7 +234,14 @@ static void full_check(model *m) {
         if (!fm_arena_owns(m->arena, m->live[i].ptr, m->live[i].size))
             FZ_FAIL("live allocation %p (+%zu) not owned", (void *)m->live[i].ptr, m->live[i].size);
     }
+    FZ_CHECK(!fm_arena_owns(m->arena, &g_not_an_arena, 1));
+    FZ_CHECK(!fm_arena_owns(m->arena, NULL, 0));
+}
+
+/* Counters every operation keeps exact. */
+static void check_counters(model *m) {
     fm_arena_stats s = stats_of(m->arena);
+    m->stats = s;
     FZ_CHECK_EQ(s.total_allocs, m->allocs);
     FZ_CHECK_EQ(s.failed_allocs, m->failed);
     FZ_CHECK_EQ(s.rewinds, m->rewinds);
@@ -207,12 +249,19 @@ static void full_check(model *m) {
     FZ_CHECK_EQ(s.high_water, m->high);
     FZ_CHECK_EQ(s.reserved, m->reserve);
     FZ_CHECK(s.used >= m->live_bytes);
+    if (!m->chained) FZ_CHECK_EQ(s.used, m->used);
     FZ_CHECK(s.committed <= s.reserved);
     if (!m->chained) FZ_CHECK(s.committed >= s.used);
     if (m->chained) FZ_CHECK(g_alloc.live_bytes >= s.committed);
-    FZ_CHECK(!fm_arena_owns(m->arena, &g_not_an_arena, 1));
-    FZ_CHECK(!fm_arena_owns(m->arena, NULL, 0));
     FZ_CHECK_EQ(fz_err.count, m->reports);
+}
+
+/* After every operation: the counters, then a full sweep when one is due.
+ * A sweep costs its pattern bytes plus a little per allocation (the sort,
+ * fm_arena_owns). */
+static void after_op(model *m) {
+    check_counters(m);
+    if (fz_sweep_due(&m->sweep, m->window_bytes + m->count * 64)) full_sweep(m);
 }
 
 /* ============================================================= allocation */
@@ -278,8 +327,12 @@ static void op_alloc(model *m, fz_input *in) {
         }
         size = overflow ? 0 : n * elem;
     }
+    /* One that could succeed costs its bytes (filled, zeroed, faulted in,
+     * filled again on release): not past what is left of the budget. Past
+     * the reserve it fails at once, so it always runs. */
+    if (size <= m->reserve && size / UNIT_BYTES > WORK_BUDGET - m->work) return;
 
-    fm_arena_stats before = stats_of(m->arena);
+    fm_arena_stats before = m->stats;
     uint64_t failed_calls = g_alloc.failed_calls;
     size_t backing = g_alloc.live_bytes;
     fm_clear_error();
@@ -344,6 +397,8 @@ static void op_alloc(model *m, fz_input *in) {
     fill_alloc(p, size, seed);
     m->live[m->count++] = (live_alloc){p, size, seed};
     m->live_bytes += size;
+    m->window_bytes += pattern_bytes(size);
+    m->work += size / UNIT_BYTES;
 }
 
 /* ====================================================== marks and rewind */
@@ -359,7 +414,7 @@ static void op_rewind(model *m, fz_input *in) {
     bool keep = fz_u8(in) & 1;
     if (!m->depth) return;
     model_mark target = m->marks[i];
-    verify_all(m);
+    verify_from(m, target.live_count);
     uint64_t failed_calls = g_alloc.failed_calls;
     fm_clear_error();
     fm_arena_rewind(m->arena, target.mark);
@@ -382,11 +437,12 @@ static void op_rewind(model *m, fz_input *in) {
     m->depth = depth;
     m->used = target.used;
     note_used(m);
-    verify_all(m);
+    verify_top(m);
+    m->sweep.wanted = true;
 }
 
 static void expect_bad_mark(model *m, fm_arena_mark mark) {
-    fm_arena_stats before = stats_of(m->arena);
+    fm_arena_stats before = m->stats;
     fm_clear_error();
     fm_arena_rewind(m->arena, mark);
     FZ_CHECK_ERR(FM_ERR_BAD_MARK);
@@ -413,7 +469,7 @@ static void op_bad_rewind(model *m, fz_input *in) {
 }
 
 static void op_reset(model *m) {
-    verify_all(m);
+    verify_from(m, 0);
     uint64_t failed_calls = g_alloc.failed_calls;
     fm_clear_error();
     fm_arena_reset(m->arena);
@@ -434,7 +490,7 @@ static void op_reset(model *m) {
 static void op_decommit(model *m, fz_input *in) {
     uint8_t sel = fz_u8(in);
     size_t keep = sel & 1 ? fz_u32(in) % (2 * m->reserve + 1) : 0;
-    fm_arena_stats before = stats_of(m->arena);
+    fm_arena_stats before = m->stats;
     size_t backing = g_alloc.live_bytes;
     fm_clear_error();
     size_t released = fm_arena_decommit(m->arena, keep);
@@ -452,7 +508,8 @@ static void op_decommit(model *m, fz_input *in) {
         FZ_CHECK_EQ(g_alloc.live_bytes, backing - released);
         if (released) FZ_CHECK(after.committed >= keep);
     }
-    verify_all(m);
+    verify_top(m);
+    if (released) m->sweep.wanted = true;
 }
 
 /* ================================================================= create */
@@ -508,6 +565,7 @@ static bool create_arena(model *m, fz_input *in) {
     fm_arena_stats s = stats_of(m->arena);
     FZ_CHECK_EQ(s.used, 0);
     FZ_CHECK_EQ(s.reserved, m->reserve);
+    m->stats = s;
     return true;
 }
 
@@ -523,8 +581,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_input in = {data, size};
 
     if (create_arena(m, &in)) {
-        for (int op = 0; op < MAX_OPS && fz_more(&in); op++) {
+        while (m->work < WORK_BUDGET && fz_more(&in)) {
             uint8_t code = fz_u8(&in);
+            m->work++;
             switch (code % 12) {
             case 0: case 1: case 2: case 3: op_alloc(m, &in); break;
             case 4: case 5: op_mark(m); break;
@@ -537,17 +596,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 fz_alloc_fail(&g_alloc, sel & 0x80 ? 0 : 1 + (sel & 3), sel & 0x10);
                 break;
             }
-            default: full_check(m); break;
+            default: m->sweep.wanted = true; break;
             }
-            fm_arena_stats s = stats_of(m->arena);
-            FZ_CHECK(s.used >= m->live_bytes);
-            FZ_CHECK_EQ(s.total_allocs, m->allocs);
-            FZ_CHECK_EQ(s.failed_allocs, m->failed);
-            FZ_CHECK_EQ(fz_err.count, m->reports);
-            if (!m->chained) FZ_CHECK_EQ(s.used, m->used);
+            after_op(m);
         }
         fz_alloc_fail(&g_alloc, 0, false);
-        full_check(m);
+        check_counters(m);
+        full_sweep(m);
         fm_arena_destroy(m->arena);
         FZ_CHECK_EQ(fz_err.count, m->reports);
     }

@@ -13,12 +13,28 @@
  *   reported with its code and change nothing); reserve; trim; owns;
  *   handle / resolve (stale handles resolve NULL, live ones to their item);
  *   retain / release / refcount; foreach (counting, or freeing as it walks);
- *   fm_pool_check with a full comparison; arming the allocator's faults.
+ *   a request for a full sweep; arming the allocator's faults.
  *
- * The model keeps every live item with its byte pattern and count, a few
- * freed pointers, a few handles with the item each must resolve to (NULL once
- * it is gone), and every counter the pool reports. Any mismatch aborts with a
- * message. At the end the pool is destroyed (dtors and the leak report
+ * The model keeps every live item with its byte pattern and count (and an
+ * address -> item map, so no check searches), a few freed pointers, a few
+ * handles with the item each must resolve to (NULL once it is gone), and
+ * every counter the pool reports. Any mismatch aborts with a message.
+ *
+ * What is checked when: after every operation, every counter and a rotating
+ * sample of SAMPLE live items (bytes, alignment, ownership of one); the
+ * items an operation touches (an item in full before it is freed; a new
+ * item is no live one; the ends of the live items either side of a new or
+ * freed item, where a stray write by the pool would land; the ends of every
+ * item a walk visits). A full sweep (every live item's bytes, alignment and
+ * overlap, every tracked handle, fm_pool_check) runs when an operation asks
+ * for one (the check opcode, a trim that released memory) or every
+ * FZ_SWEEP_EVERY operations, paid from a budget every operation adds
+ * FZ_SWEEP_CREDIT bytes to, and always at the end. So an input costs time in
+ * proportion to its operations, not to operations times live items, and its
+ * operations stop after WORK_BUDGET pool calls: a pool call costs a
+ * microsecond or two here (ASan, coverage hooks), and 4 KiB inputs of bursts
+ * and walks over thousands of items held the harness to a few hundred runs a
+ * second. At the end the pool is destroyed (dtors and the leak report
  * checked) and the counting allocator must hold zero bytes.
  */
 #include "fuzz_support.h"
@@ -29,8 +45,11 @@ enum {
     MAX_LIVE = 4096,
     MAX_FREED = 16,
     MAX_HANDLES = 32,
-    MAX_OPS = 4096,
+    WORK_BUDGET = 1024,   /* pool calls per input (a walk's visits count a quarter) */
     MEMORY_CAP = 4 << 20, /* bytes of slots the model lets the pool grow to */
+    SAMPLE = 8,           /* live items checked after every operation */
+    MAP_BITS = 14,        /* the address map: 4x MAX_LIVE slots */
+    MAP_SLOTS = 1 << MAP_BITS,
 };
 
 typedef struct live_item {
@@ -54,6 +73,8 @@ typedef struct model {
     size_t item_size;
     size_t align;
     size_t stride;
+    size_t chunk_bytes;
+    uintptr_t last_chunk; /* of the last item allocated */
     fm_growth growth;
     uint32_t max_capacity;
     uint64_t min_capacity; /* trim never goes below it */
@@ -66,6 +87,12 @@ typedef struct model {
     size_t n_handles, next_handle;
     uint32_t next_seed;
 
+    /* when to check what */
+    uint64_t capacity;     /* as last read; only alloc, reserve and trim change it */
+    fz_sweeper sweep;      /* when the next full sweep runs */
+    uint32_t work;         /* pool calls so far, up to WORK_BUDGET */
+    size_t sample_at;      /* where the rotating sample goes on */
+
     /* what the pool's counters and hooks must say */
     uint64_t allocs, frees, failed, misuse, peak, trims, trimmed;
     uint64_t ctors, dtors;
@@ -76,15 +103,13 @@ typedef struct model {
     const void *dtor_expect; /* the item delete / release is destroying */
     bool dtor_frees_item;    /* that dtor frees its own item */
     bool destroying;
-    void **sorted; /* live items by address, while destroying */
 } model;
 
 static model g_m;
 static fz_alloc g_alloc;
 static long long g_static_block[8]; /* foreign memory that is not the stack */
 
-/* Scratch for foreach and the full check. */
-static uint32_t g_order[MAX_LIVE];
+/* Scratch for foreach, destroy and the full check. */
 static uint8_t g_visited[MAX_LIVE];
 static uint8_t g_doomed[MAX_LIVE];
 static void *g_sorted[MAX_LIVE];
@@ -105,12 +130,96 @@ static void verify_item(const model *m, size_t i) {
         FZ_FAIL("live item %p (%zu bytes) changed at byte %zu", (void *)it->ptr, m->item_size, bad);
 }
 
-/* Bookkeeping searches and sorts: nothing for the fuzzer to learn from. */
-FZ_NO_COVERAGE static size_t find_live(const model *m, const void *p) {
-    for (size_t i = 0; i < m->count; i++) {
-        if (m->live[i].ptr == p) return i;
+/* The first and last bytes of live item i: a walk's check that it was given
+ * the right item, in O(1) whatever the item size. */
+static void verify_item_ends(const model *m, size_t i) {
+    const live_item *it = &m->live[i];
+    size_t head = m->item_size < 8 ? m->item_size : 8;
+    size_t tail = (m->item_size - 1) & ~(size_t)7; /* the last word of the pattern */
+    if (fz_check_fill_from(it->ptr, 0, head, it->seed) != head ||
+        fz_check_fill_from(it->ptr, tail, m->item_size - tail, it->seed) != m->item_size - tail)
+        FZ_FAIL("live item %p (%zu bytes) changed at its ends", (void *)it->ptr, m->item_size);
+}
+
+/* ------------------------------------------------------------ address map */
+
+/* Live item address -> index in model.live: linear probing, deletion by
+ * backward shift. A slot is in use when its epoch is this input's, so a new
+ * input starts with an empty map without clearing it. Bookkeeping: nothing
+ * for the fuzzer to learn from (probe lengths follow addresses). */
+typedef struct map_slot {
+    const void *ptr;
+    uint32_t index;
+    uint32_t epoch;
+} map_slot;
+
+static map_slot g_map[MAP_SLOTS];
+static uint32_t g_epoch;
+
+static void map_begin(void) {
+    if (++g_epoch == 0) { /* wrapped: old epochs could pass for this one */
+        memset(g_map, 0, sizeof g_map);
+        g_epoch = 1;
     }
-    return SIZE_MAX;
+}
+
+static size_t map_home(const void *p) {
+    return (size_t)(((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull) >> (64 - MAP_BITS));
+}
+
+/* The slot holding p, or the empty slot where it would go. */
+FZ_NO_COVERAGE static size_t map_slot_of(const void *p) {
+    size_t i = map_home(p);
+    while (g_map[i].epoch == g_epoch && g_map[i].ptr != p) i = (i + 1) & (MAP_SLOTS - 1);
+    return i;
+}
+
+FZ_NO_COVERAGE static void map_set(const void *p, size_t index) {
+    size_t i = map_slot_of(p);
+    g_map[i] = (map_slot){p, (uint32_t)index, g_epoch};
+}
+
+FZ_NO_COVERAGE static void map_remove(const void *p) {
+    size_t i = map_slot_of(p);
+    if (g_map[i].epoch != g_epoch) FZ_FAIL("model: %p is not in the address map", p);
+    g_map[i].epoch = 0;
+    /* Pull back the entries after the hole that probing would no longer find. */
+    for (size_t j = (i + 1) & (MAP_SLOTS - 1); g_map[j].epoch == g_epoch;
+         j = (j + 1) & (MAP_SLOTS - 1)) {
+        size_t home = map_home(g_map[j].ptr);
+        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (stays) continue;
+        g_map[i] = g_map[j];
+        g_map[j].epoch = 0;
+        i = j;
+    }
+}
+
+/* The live index of p, or SIZE_MAX. */
+FZ_NO_COVERAGE static size_t find_live(const model *m, const void *p) {
+    (void)m;
+    size_t i = map_slot_of(p);
+    return g_map[i].epoch == g_epoch ? g_map[i].index : SIZE_MAX;
+}
+
+static void add_live(model *m, uint8_t *p, uint32_t seed) {
+    map_set(p, m->count);
+    m->live[m->count++] = (live_item){p, seed, 1};
+}
+
+static void remove_live(model *m, size_t i) {
+    map_remove(m->live[i].ptr);
+    m->live[i] = m->live[--m->count];
+    if (i < m->count) map_set(m->live[i].ptr, i);
+}
+
+/* The ends of the live items in the slots either side of p: a free list
+ * linked through free slots, or a slot index off by one, writes there. */
+static void verify_neighbours(const model *m, const uint8_t *p) {
+    size_t below = find_live(m, (const void *)((uintptr_t)p - m->stride));
+    size_t above = find_live(m, (const void *)((uintptr_t)p + m->stride));
+    if (below != SIZE_MAX) verify_item_ends(m, below);
+    if (above != SIZE_MAX) verify_item_ends(m, above);
 }
 
 static void forget_freed(model *m, const void *p) {
@@ -126,6 +235,7 @@ static void forget_freed(model *m, const void *p) {
  * poisoned for ASan from now on (STYLE.md's debug aids). */
 static void item_gone(model *m, uint8_t *p) {
     if (!fz_poisoned(p, m->stride)) FZ_FAIL("freed item %p is not poisoned", (void *)p);
+    verify_neighbours(m, p);
     m->frees++;
     for (size_t i = 0; i < m->n_handles; i++) {
         if (m->handles[i].expect == p) m->handles[i].expect = NULL;
@@ -137,8 +247,6 @@ static void item_gone(model *m, uint8_t *p) {
         m->next_freed = (m->next_freed + 1) % MAX_FREED;
     }
 }
-
-static void remove_live(model *m, size_t i) { m->live[i] = m->live[--m->count]; }
 
 static void track_handle(model *m, fm_handle h, uint8_t *item) {
     if (m->n_handles < MAX_HANDLES) {
@@ -161,8 +269,9 @@ static void dtor_hook(void *item, void *user) {
     model *m = user;
     m->dtor_calls++;
     if (m->destroying) {
-        if (!bsearch(&item, m->sorted, m->count, sizeof *m->sorted, fz_cmp_ptr))
-            FZ_FAIL("destroy ran the dtor on %p, not a live item", item);
+        size_t i = find_live(m, item);
+        if (i == SIZE_MAX) FZ_FAIL("destroy ran the dtor on %p, not a live item", item);
+        if (g_visited[i]++) FZ_FAIL("destroy ran the dtor on %p twice", item);
         return;
     }
     if (item != m->dtor_expect) FZ_FAIL("dtor ran on %p, expected %p", item, m->dtor_expect);
@@ -171,8 +280,8 @@ static void dtor_hook(void *item, void *user) {
 
 /* ========================================================== whole checks */
 
-/* Counters that every operation keeps exact. */
-static void check_counters(const model *m) {
+/* Counters and geometry that every operation keeps exact; the stats read. */
+static fm_pool_stats check_counters(const model *m) {
     fm_pool_stats s = stats_of(m->pool);
     FZ_CHECK_EQ(s.live, m->count);
     FZ_CHECK_EQ(s.total_allocs, m->allocs);
@@ -185,6 +294,17 @@ static void check_counters(const model *m) {
     FZ_CHECK_EQ(fz_err.count, m->reports);
     FZ_CHECK_EQ(m->ctor_calls, m->ctors);
     FZ_CHECK_EQ(m->dtor_calls, m->dtors);
+    FZ_CHECK_EQ(s.trim_events, m->trims);
+    FZ_CHECK_EQ(s.bytes_trimmed, m->trimmed);
+    FZ_CHECK_EQ(s.item_size, m->item_size);
+    FZ_CHECK_EQ(s.item_align, m->align);
+    FZ_CHECK_EQ(s.stride, m->stride);
+    FZ_CHECK(s.bytes_overhead == s.bytes_reserved - s.capacity * s.item_size);
+    FZ_CHECK(s.grow_ns_total >= s.grow_ns_max);
+    FZ_CHECK(FM_IS_POW2(s.chunk_bytes));
+    FZ_CHECK_EQ(s.chunk_bytes, m->chunk_bytes);
+    FZ_CHECK(s.capacity <= s.chunk_count * s.items_per_chunk);
+    return s;
 }
 
 static void check_handles(const model *m) {
@@ -196,18 +316,9 @@ static void check_handles(const model *m) {
     }
 }
 
-static void full_check(model *m) {
-    check_counters(m);
-    fm_pool_stats s = stats_of(m->pool);
-    FZ_CHECK_EQ(s.trim_events, m->trims);
-    FZ_CHECK_EQ(s.bytes_trimmed, m->trimmed);
-    FZ_CHECK_EQ(s.item_size, m->item_size);
-    FZ_CHECK_EQ(s.item_align, m->align);
-    FZ_CHECK_EQ(s.stride, m->stride);
-    FZ_CHECK(s.bytes_overhead == s.bytes_reserved - s.capacity * s.item_size);
-    FZ_CHECK(s.grow_ns_total >= s.grow_ns_max);
-    FZ_CHECK(FM_IS_POW2(s.chunk_bytes));
-    FZ_CHECK(s.capacity <= s.chunk_count * s.items_per_chunk);
+/* Every live item's bytes, alignment and place, every tracked handle and
+ * the pool's own validation walk. */
+static void full_sweep(model *m) {
     for (size_t i = 0; i < m->count; i++) {
         verify_item(m, i);
         FZ_CHECK(fm_is_aligned(m->live[i].ptr, m->align));
@@ -224,11 +335,42 @@ static void full_check(model *m) {
     if (err != FM_OK) FZ_FAIL("fm_pool_check: %s", fm_error_name(err));
 }
 
+/* SAMPLE live items in turn, so that every item is looked at now and then
+ * between sweeps; the first of them is asked about ownership too. */
+static void check_sample(model *m) {
+    if (m->count) FZ_CHECK(fm_pool_owns(m->pool, m->live[m->sample_at % m->count].ptr));
+    for (size_t k = 0; k < SAMPLE && k < m->count; k++) {
+        size_t i = (m->sample_at + k) % m->count;
+        verify_item(m, i);
+        FZ_CHECK(fm_is_aligned(m->live[i].ptr, m->align));
+    }
+    m->sample_at += SAMPLE;
+}
+
+/* After every operation: the counters, then a full sweep when one is due,
+ * else the sample. A sweep costs its pattern bytes plus a little per item
+ * and per slot (the sort, fm_pool_check's walk). */
+static void after_op(model *m) {
+    fm_pool_stats s = check_counters(m);
+    m->capacity = s.capacity;
+    if (fz_sweep_due(&m->sweep, m->count * (m->item_size + 64) + s.capacity * 8))
+        full_sweep(m);
+    else
+        check_sample(m);
+}
+
 /* =============================================================== allocation */
 
 static bool alloc_one(model *m, bool use_new) {
     if (m->count == MAX_LIVE) return false;
-    fm_pool_stats before = stats_of(m->pool);
+    m->work++;
+    /* Below the capacity last read there is room (only trim shrinks it, and
+     * every operation reads it back); at it, the pool's stats decide. */
+    fm_pool_stats before = {.capacity = m->capacity};
+    if (m->count >= m->capacity) {
+        before = stats_of(m->pool);
+        m->capacity = before.capacity;
+    }
     bool full = (m->max_capacity && m->count >= m->max_capacity) ||
                 (m->growth == FM_GROWTH_FIXED && m->count >= before.capacity);
     bool room = m->count < before.capacity;
@@ -258,13 +400,21 @@ static bool alloc_one(model *m, bool use_new) {
     if (full) FZ_FAIL("alloc succeeded past the pool's limit (%zu live)", m->count);
     FZ_CHECK_ERR(FM_OK);
     FZ_CHECK(fm_is_aligned(p, m->align));
-    FZ_CHECK(fm_pool_owns(m->pool, p));
+    /* Ownership goes by chunk: asked when an alloc lands in a chunk other
+     * than the last one's (and of one sampled item after every operation). */
+    uintptr_t chunk = (uintptr_t)p & ~(uintptr_t)(m->chunk_bytes - 1);
+    if (chunk != m->last_chunk) {
+        FZ_CHECK(fm_pool_owns(m->pool, p));
+        m->last_chunk = chunk;
+    }
     if (use_new && m->hooks) m->ctors++;
     m->allocs++;
     forget_freed(m, p);
+    if (find_live(m, p) != SIZE_MAX) FZ_FAIL("alloc handed out live item %p", (void *)p);
     uint32_t seed = m->next_seed++;
     fz_fill(p, m->item_size, seed);
-    m->live[m->count++] = (live_item){p, seed, 1};
+    add_live(m, p, seed);
+    verify_neighbours(m, p);
     if (m->count > m->peak) m->peak = m->count;
     return true;
 }
@@ -281,6 +431,7 @@ static void op_alloc(model *m, fz_input *in) {
 /* Frees live item i by free, delete, or delete whose dtor frees the item
  * itself (reported as a double free after the fact). */
 static void free_one(model *m, size_t i, uint8_t how) {
+    m->work++;
     verify_item(m, i);
     uint8_t *p = m->live[i].ptr;
     remove_live(m, i);
@@ -463,8 +614,9 @@ static void op_trim(model *m) {
         m->trims++;
         m->trimmed += released;
         m->n_freed = m->next_freed = 0; /* their chunks may be gone */
+        m->sweep.wanted = true; /* a chunk with a live item in it must not have gone */
+        m->last_chunk = 0;      /* a new chunk may come back at a trimmed one's address */
     }
-    for (size_t i = 0; i < m->count; i++) verify_item(m, i);
     check_handles(m);
 }
 
@@ -588,41 +740,22 @@ typedef struct walk {
     uint32_t allocs_left;
 } walk;
 
-FZ_NO_COVERAGE static int cmp_order(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)g_m.live[*(const uint32_t *)a].ptr;
-    uintptr_t y = (uintptr_t)g_m.live[*(const uint32_t *)b].ptr;
-    return (x > y) - (x < y);
-}
-
-/* The live index of a visited item: among the walk's first items (sorted in
- * g_order) or those allocated since; SIZE_MAX for a stranger. */
-FZ_NO_COVERAGE static size_t walk_find(const walk *w, const void *item) {
-    const model *m = w->m;
-    size_t lo = 0, hi = w->base;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if ((uintptr_t)m->live[g_order[mid]].ptr < (uintptr_t)item) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo < w->base && m->live[g_order[lo]].ptr == item) return g_order[lo];
-    for (size_t j = w->base; j < m->count; j++) {
-        if (m->live[j].ptr == item) return j;
-    }
-    return SIZE_MAX;
-}
-
+/* Every visited item is a live one, visited once, that still has its
+ * pattern at both ends (all of it when the walk frees it). */
 static void walk_item(void *item, void *user) {
     walk *w = user;
     model *m = w->m;
     w->visits++;
-    size_t j = walk_find(w, item);
+    size_t j = find_live(m, item); /* a walk's items stay in the model until it ends */
     if (j == SIZE_MAX) FZ_FAIL("foreach visited %p, not a live item", item);
     if (j < w->base) w->old_visits++;
     if (g_visited[j]++) FZ_FAIL("foreach visited %p twice", item);
-    verify_item(m, j);
     if (w->free_some && j < w->base && ((m->live[j].seed ^ w->pick) & 1)) {
+        verify_item(m, j);
         fm_pool_free(m->pool, item); /* fn may free the item it is given */
         g_doomed[j] = 1;
+    } else {
+        verify_item_ends(m, j);
     }
     if (w->alloc_every && w->allocs_left && w->visits % w->alloc_every == 0) {
         w->allocs_left--;
@@ -641,20 +774,21 @@ static void op_foreach(model *m, fz_input *in) {
     } else {
         w.free_some = sel & 1;
     }
-    for (uint32_t i = 0; i < m->count; i++) g_order[i] = i;
-    qsort(g_order, m->count, sizeof *g_order, cmp_order);
     memset(g_visited, 0, m->count);
     memset(g_doomed, 0, m->count);
     fm_clear_error();
     fm_pool_foreach(m->pool, walk_item, &w);
+    m->work += (uint32_t)(w.visits + 3) / 4; /* a visit costs far less than an alloc */
     if (!w.alloc_every) FZ_CHECK_ERR(FM_OK); /* a refused alloc sets it */
     FZ_CHECK_EQ(w.old_visits, w.base);
+    /* Out of the model first: item_gone checks the live neighbours of each. */
+    size_t gone = 0;
     for (size_t i = m->count; i-- > 0;) { /* from the top: remove_live moves the last */
         if (!g_doomed[i]) continue;
-        uint8_t *p = m->live[i].ptr;
+        g_sorted[gone++] = m->live[i].ptr;
         remove_live(m, i);
-        item_gone(m, p);
     }
+    for (size_t k = 0; k < gone; k++) item_gone(m, g_sorted[k]);
 }
 
 /* ================================================================= create */
@@ -745,6 +879,7 @@ static bool create_pool(model *m, fz_input *in) {
     m->item_size = d.item_size;
     m->align = d.item_align ? d.item_align : FM_DEFAULT_ALIGN;
     m->stride = s.stride;
+    m->chunk_bytes = s.chunk_bytes;
     m->growth = d.growth;
     m->max_capacity = d.max_capacity;
     m->min_capacity = r.initial_capacity;
@@ -758,13 +893,12 @@ static bool create_pool(model *m, fz_input *in) {
 }
 
 static void destroy_pool(model *m, bool free_all) {
-    full_check(m);
+    check_counters(m);
+    full_sweep(m);
     if (free_all) {
         while (m->count) free_one(m, m->count - 1, 0);
     }
-    for (size_t i = 0; i < m->count; i++) g_sorted[i] = m->live[i].ptr;
-    qsort(g_sorted, m->count, sizeof *g_sorted, fz_cmp_ptr);
-    m->sorted = g_sorted;
+    memset(g_visited, 0, m->count);
     m->destroying = true;
     fm_clear_error();
     fm_pool_destroy(m->pool);
@@ -787,14 +921,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     model *m = &g_m;
     memset(m, 0, sizeof *m);
+    map_begin();
     fz_errors_begin();
     fz_alloc_reset(&g_alloc, (size_t)16 << 20, (size_t)MEMORY_CAP * 4);
     fz_input in = {data, size};
 
     if (create_pool(m, &in)) {
         bool free_all = false;
-        for (int op = 0; op < MAX_OPS && fz_more(&in); op++) {
+        while (m->work < WORK_BUDGET && fz_more(&in)) {
             uint8_t code = fz_u8(&in);
+            m->work++;
             switch (code % 20) {
             case 0: case 1: case 2: op_alloc(m, &in); break;
             case 3: case 4: op_free(m, &in); break;
@@ -808,7 +944,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             case 13: op_release(m, &in); break;
             case 14: op_refcount(m, &in); break;
             case 15: op_foreach(m, &in); break;
-            case 16: full_check(m); break;
+            case 16: m->sweep.wanted = true; break;
             case 17: { /* faults: the nth backing call from now, or all from it */
                 uint8_t sel = fz_u8(&in);
                 fz_alloc_fail(&g_alloc, sel & 0x80 ? 0 : 1 + (sel & 3), sel & 0x10);
@@ -824,7 +960,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 break;
             }
             }
-            check_counters(m);
+            after_op(m);
         }
         fz_alloc_fail(&g_alloc, 0, false);
         destroy_pool(m, free_all);

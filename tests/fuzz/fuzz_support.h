@@ -18,6 +18,10 @@
  *   without formatting or printing (stderr noise slows fuzzing down).
  * - FZ_CHECK: a model mismatch prints what failed and aborts, which libFuzzer
  *   turns into a crash with a reproducer file.
+ * - fz_sweeper: when a harness re-reads its whole model (a full sweep): when
+ *   asked or every FZ_SWEEP_EVERY operations, within a budget that grows by
+ *   FZ_SWEEP_CREDIT bytes of checking per operation, so an input costs time
+ *   in proportion to its operations, not to operations times live objects.
  *
  * Header-only (static functions) so that each harness is one .c file and the
  * CMake glob over fuzz_*.c needs nothing else. Single-threaded.
@@ -319,6 +323,31 @@ FZ_UNUSED static void fz_errors_begin(void) {
     fm_clear_error();
 }
 
+/* ------------------------------------------------------------ full sweeps */
+
+enum { FZ_SWEEP_EVERY = 64, FZ_SWEEP_CREDIT = 16384 };
+
+typedef struct fz_sweeper {
+    uint64_t credit; /* bytes of checking paid for and not spent */
+    uint32_t since;  /* operations since the last sweep */
+    bool wanted;     /* an operation asked for a sweep (a check opcode, a trim) */
+} fz_sweeper;
+
+/* Call once after every operation with what a sweep would cost now (about
+ * the bytes it reads): whether to sweep now. A wanted sweep waits until it
+ * is paid for; sweeping never costs more than FZ_SWEEP_CREDIT bytes of
+ * checks per operation, and runs at least every
+ * max(FZ_SWEEP_EVERY, cost / FZ_SWEEP_CREDIT) operations. */
+FZ_UNUSED static bool fz_sweep_due(fz_sweeper *s, uint64_t cost) {
+    s->credit += FZ_SWEEP_CREDIT;
+    s->since++;
+    if (!(s->wanted || s->since >= FZ_SWEEP_EVERY) || s->credit < cost) return false;
+    s->credit -= cost;
+    s->since = 0;
+    s->wanted = false;
+    return true;
+}
+
 /* ------------------------------------------------------------ byte patterns */
 
 /* Word w of pattern `seed`: position-dependent, so a shifted or overlapping
@@ -329,18 +358,25 @@ static inline uint64_t fz_pattern_word(uint32_t seed, size_t w) {
     return x ^ x >> 29;
 }
 
-FZ_UNUSED FZ_NO_COVERAGE static void fz_fill(void *p, size_t n, uint32_t seed) {
-    uint8_t *b = p;
-    size_t w = 0;
+/* Bytes [off, off + n) of fz_fill(base, ..., seed), off a multiple of 8:
+ * a window of the pattern, for areas too big to fill whole. Whole words by
+ * fixed-size copies (inlined; a variable-size memcpy per word is a call
+ * into ASan), then the tail. */
+FZ_UNUSED FZ_NO_COVERAGE static void fz_fill_from(void *base, size_t off, size_t n,
+                                                  uint32_t seed) {
+    uint8_t *b = (uint8_t *)base + off;
+    size_t w0 = off / 8, w = 0;
     for (; (w + 1) * 8 <= n; w++) {
-        uint64_t x = fz_pattern_word(seed, w);
+        uint64_t x = fz_pattern_word(seed, w0 + w);
         memcpy(b + w * 8, &x, 8);
     }
     if (w * 8 < n) {
-        uint64_t x = fz_pattern_word(seed, w);
+        uint64_t x = fz_pattern_word(seed, w0 + w);
         memcpy(b + w * 8, &x, n - w * 8);
     }
 }
+
+FZ_UNUSED static void fz_fill(void *p, size_t n, uint32_t seed) { fz_fill_from(p, 0, n, seed); }
 
 /* Bytes [off, off + n) of an area filled by fz_fill(base, ..., seed), off a
  * multiple of 8: the index (from off) of the first byte that differs, or n.
