@@ -379,6 +379,11 @@ int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const ch
 }
 
 int eng_config_load(eng_config *cfg, const char *path, eng_config_diag *rep) {
+    return eng__config_load(cfg, path, rep, NULL);
+}
+
+int eng__config_load(eng_config *cfg, const char *path, eng_config_diag *rep,
+                     const fm_allocator *a) {
     eng_config_diag local;
     if (!rep) rep = &local;
     rep->problems = 0;
@@ -391,7 +396,7 @@ int eng_config_load(eng_config *cfg, const char *path, eng_config_diag *rep) {
     }
     /* Config files are small; a bigger one is not a pool config. */
     enum { MAX_BYTES = 1 << 20 };
-    char *buf = malloc(MAX_BYTES + 1);
+    char *buf = eng__mem_alloc(a, MAX_BYTES + 1);
     if (!buf) {
         fclose(f);
         snprintf(rep->text, sizeof rep->text, "%s: out of memory reading the config", path);
@@ -401,13 +406,13 @@ int eng_config_load(eng_config *cfg, const char *path, eng_config_diag *rep) {
     bool rerr = ferror(f);
     fclose(f);
     if (rerr || n > MAX_BYTES) {
-        free(buf);
+        eng__mem_free(a, buf, MAX_BYTES + 1);
         snprintf(rep->text, sizeof rep->text, "%s: %s", path,
                  rerr ? "read error" : "larger than 1 MiB, not a pool config");
         return -1;
     }
     int r = eng_config_load_mem(cfg, buf, n, path, rep);
-    free(buf);
+    eng__mem_free(a, buf, MAX_BYTES + 1);
     return r;
 }
 

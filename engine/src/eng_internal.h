@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "engine/config.h"
 #include "engine/telemetry.h"
+#include "framemem/base.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ENG__PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -23,6 +25,47 @@ bool eng__valid_name(const char *name);
 FILE *eng__open_temp(const char *path, char *tmp, size_t tmp_len, char *err, size_t err_len);
 bool eng__close_temp(FILE *f, bool ok, const char *tmp, const char *path, char *err,
                      size_t err_len);
+
+/* ------------------------------------------------------- backing memory */
+
+/* The engine's own memory (its struct, the world's, telemetry rings, store
+ * tables, the config read buffer) comes from eng_desc.allocator, as its
+ * framemem objects do; the zero allocator is the C heap, exactly as before. */
+
+/// size bytes aligned for any type, not zeroed; NULL when refused.
+void *eng__mem_alloc(const fm_allocator *a, size_t size);
+/// n * size zeroed bytes; NULL when refused or the product overflows.
+void *eng__mem_calloc(const fm_allocator *a, size_t n, size_t size);
+/// Frees what eng__mem_alloc/calloc/resize gave for size bytes; NULL: no-op.
+void eng__mem_free(const fm_allocator *a, void *p, size_t size);
+/// realloc through the allocator: old_size bytes kept; NULL (p untouched) when refused.
+void *eng__mem_resize(const fm_allocator *a, void *p, size_t old_size, size_t new_size);
+/// true when a is zero (the C heap) or has both functions.
+bool eng__allocator_valid(const fm_allocator *a);
+
+/* ---------------------------------------------------------------- faults */
+
+/* Memory refused while the engine runs (a pool that could not grow, a frame's
+ * lists, a timer, a rebuild): the engine keeps going with less, and counts
+ * and describes each (eng_info.failures, eng_last_failure). framemem objects
+ * also report their own through the fm error handler. */
+typedef struct eng__faults {
+    uint64_t count;
+    char last[256];
+} eng__faults;
+
+/// Counts a failure and keeps its message (f NULL: nothing).
+ENG__PRINTF(2, 3) void eng__fault(eng__faults *f, const char *fmt, ...);
+
+/* Most frames a telemetry ring holds. */
+#define ENG__MAX_FRAMES (1u << 24)
+
+/// Telemetry whose ring comes from a (NULL: the C heap); see eng_telemetry_create.
+eng_telemetry *eng__telemetry_create(const eng_telemetry_desc *desc, const fm_allocator *a);
+/// eng_config_load with its read buffer from a (NULL: the C heap).
+int eng__config_load(eng_config *cfg, const char *path, eng_config_diag *rep,
+                     const fm_allocator *a);
+
 /// Field k of ENG_SAMPLE_FIELDS / ENG_FRAME_FIELDS; NULL out of range.
 uint64_t *eng__sample_field(eng_sample *x, int k);
 uint64_t *eng__frame_field(eng_frame_record *r, int k);

@@ -4,6 +4,7 @@
 #include "framemem/clock.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@ struct eng {
     eng_config_diag report;
     eng_telemetry *tel;
     eng_world *world;
+    eng__faults faults; /* failures met while running, for eng_info / eng_last_failure */
     /* settings */
     double scale;
     double burst_left;
@@ -47,6 +49,51 @@ static double eng__clamp_scale(double s) {
     if (s < 0.05) return 0.05;
     if (s > 50.0) return 50.0;
     return s;
+}
+
+/* ------------------------------------------------- backing memory, faults */
+
+static bool eng__is_heap(const fm_allocator *a) { return !a || !a->alloc; }
+
+bool eng__allocator_valid(const fm_allocator *a) {
+    return !a || (a->alloc == NULL) == (a->free == NULL);
+}
+
+void *eng__mem_alloc(const fm_allocator *a, size_t size) {
+    if (eng__is_heap(a)) return malloc(size ? size : 1);
+    return a->alloc(size, FM_DEFAULT_ALIGN, a->user);
+}
+
+void *eng__mem_calloc(const fm_allocator *a, size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size) return NULL;
+    if (eng__is_heap(a)) return calloc(n ? n : 1, size ? size : 1);
+    void *p = eng__mem_alloc(a, n * size);
+    if (p) memset(p, 0, n * size);
+    return p;
+}
+
+void eng__mem_free(const fm_allocator *a, void *p, size_t size) {
+    if (!p) return;
+    if (eng__is_heap(a)) free(p);
+    else a->free(p, size, a->user);
+}
+
+void *eng__mem_resize(const fm_allocator *a, void *p, size_t old_size, size_t new_size) {
+    if (eng__is_heap(a)) return realloc(p, new_size ? new_size : 1);
+    void *n = eng__mem_alloc(a, new_size);
+    if (!n) return NULL;
+    if (p) memcpy(n, p, old_size < new_size ? old_size : new_size);
+    eng__mem_free(a, p, old_size);
+    return n;
+}
+
+void eng__fault(eng__faults *f, const char *fmt, ...) {
+    if (!f) return;
+    f->count++;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->last, sizeof f->last, fmt, ap);
+    va_end(ap);
 }
 
 /* ------------------------------------------------------------ the world */
@@ -86,15 +133,23 @@ static eng_world *eng__make_world(eng *e, char *err, size_t err_len) {
             .grow_ahead = e->grow_ahead,
             .override_growth = e->override_growth,
             .growth = e->growth,
+            .allocator = e->desc.allocator,
+            .faults = &e->faults,
         },
         err, err_len);
 }
 
-/* Restarts the world with the current settings; on failure the old one stays. */
+/* Restarts the world with the current settings; on failure the old one stays
+ * (a control's caller gets no message: the failure is counted and kept). */
 static bool eng__rebuild(eng *e, char *err, size_t err_len) {
     if (e->in_frame) eng_frame_end(e);
-    eng_world *nw = eng__make_world(e, err, err_len);
-    if (!nw) return false;
+    char why[512] = "";
+    eng_world *nw = eng__make_world(e, why, sizeof why);
+    if (!nw) {
+        eng__fault(&e->faults, "rebuild refused, the old world stays: %s", why);
+        eng__set_err(err, err_len, "%s", why);
+        return false;
+    }
     eng_world_destroy(e->world);
     e->world = nw;
     e->scene_frame = 0;
@@ -106,7 +161,7 @@ static bool eng__load_config(eng *e, const char *path, char *err, size_t err_len
     eng_config cfg;
     eng_config_defaults(&cfg);
     eng_config_diag rep;
-    if (eng_config_load(&cfg, path, &rep) < 0) {
+    if (eng__config_load(&cfg, path, &rep, &e->desc.allocator) < 0) {
         eng__set_err(err, err_len, "%s", rep.text);
         return false;
     }
@@ -141,9 +196,18 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
         eng__set_err(err, err_len, "engine: config path too long");
         return NULL;
     }
-    eng *e = calloc(1, sizeof *e);
+    if (d.telemetry_frames > ENG__MAX_FRAMES) {
+        eng__set_err(err, err_len, "engine: telemetry_frames %u above 2^24", d.telemetry_frames);
+        return NULL;
+    }
+    if (!eng__allocator_valid(&d.allocator)) {
+        eng__set_err(err, err_len, "engine: the allocator needs both alloc and free (or neither)");
+        return NULL;
+    }
+    eng *e = eng__mem_calloc(&d.allocator, 1, sizeof *e);
     if (!e) {
-        eng__set_err(err, err_len, "engine: out of memory");
+        eng__set_err(err, err_len, "engine: out of memory for the engine itself (%zu bytes)",
+                     sizeof *e);
         return NULL;
     }
     e->desc = d;
@@ -160,16 +224,17 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
         memcpy(e->config_path, d.config_path, strlen(d.config_path) + 1);
         e->has_config = true;
         if (!eng__load_config(e, e->config_path, err, err_len)) {
-            free(e);
+            eng__mem_free(&d.allocator, e, sizeof *e);
             return NULL;
         }
     }
     e->desc.config_path = e->has_config ? e->config_path : NULL;
-    e->tel = eng_telemetry_create(&(eng_telemetry_desc){.frames = d.telemetry_frames});
+    e->tel = eng__telemetry_create(&(eng_telemetry_desc){.frames = d.telemetry_frames},
+                                   &d.allocator);
     if (!e->tel) {
-        eng__set_err(err, err_len, "engine: cannot create telemetry for %u frames",
-                     d.telemetry_frames);
-        free(e);
+        eng__set_err(err, err_len, "engine: out of memory for the telemetry ring of %u frames",
+                     d.telemetry_frames ? d.telemetry_frames : 600);
+        eng__mem_free(&d.allocator, e, sizeof *e);
         return NULL;
     }
     for (int i = 0; i < ENG_ST_COUNT; i++)
@@ -180,7 +245,7 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
     e->world = eng__make_world(e, err, err_len);
     if (!e->world) {
         eng_telemetry_destroy(e->tel);
-        free(e);
+        eng__mem_free(&d.allocator, e, sizeof *e);
         return NULL;
     }
     eng__register_shapes(e);
@@ -191,7 +256,8 @@ void eng_destroy(eng *e) {
     if (!e) return;
     eng_world_destroy(e->world);
     eng_telemetry_destroy(e->tel);
-    free(e);
+    fm_allocator a = e->desc.allocator;
+    eng__mem_free(&a, e, sizeof *e);
 }
 
 /* --------------------------------------------------------------- frames */
@@ -392,7 +458,10 @@ void eng_get_info(const eng *e, eng_info *out) {
     out->timed_batches = e->last_batches;
     for (int i = 0; i < ENG_ST_COUNT; i++)
         out->refused_allocs += eng_world_store(e->world, i)->failed_allocs;
+    out->failures = e->faults.count;
 }
+
+const char *eng_last_failure(const eng *e) { return e->faults.last; }
 
 const eng_telemetry *eng_get_telemetry(const eng *e) { return e->tel; }
 eng_telemetry *eng_get_telemetry_mut(eng *e) { return e->tel; }

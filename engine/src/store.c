@@ -8,6 +8,9 @@
 
 #include "eng_internal.h"
 
+/* The slot index sits in front of each malloc'd item that has a handle. */
+#define ENG__MHDR 16u
+
 /* ---------------------------------------------------------------- lifetime */
 
 bool eng_store_init(eng_store *s, const eng_store_desc *d) {
@@ -19,6 +22,8 @@ bool eng_store_init(eng_store *s, const eng_store_desc *d) {
     s->item_size = d->item_size;
     s->item_align = d->item_align;
     s->handles = d->handles;
+    s->alloc = d->allocator;
+    s->faults = d->faults;
     s->grow_ahead = d->grow_ahead_switch && (!d->cfg || d->cfg->grow_ahead);
     if (s->backend == ENG_BACKEND_POOL) {
         const eng_pool_config *c = d->cfg;
@@ -27,6 +32,7 @@ bool eng_store_init(eng_store *s, const eng_store_desc *d) {
             .item_size = d->item_size,
             .item_align = d->item_align,
             .silent_destroy = true, /* a world rebuild drops its items with the pool */
+            .allocator = d->allocator,
         };
         if (c) {
             pd.initial_capacity = c->initial_capacity;
@@ -58,16 +64,14 @@ void eng_store_deinit(eng_store *s) {
     if (s->pool) fm_pool_destroy(s->pool);
     s->pool = NULL;
     if (s->slots) {
-        for (uint32_t i = 0; i < s->slot_count; i++) free(s->slots[i].item);
-        free(s->slots);
+        for (uint32_t i = 0; i < s->slot_count; i++)
+            if (s->slots[i].item) free((uint8_t *)s->slots[i].item - ENG__MHDR);
+        eng__mem_free(&s->alloc, s->slots, (size_t)s->slot_cap * sizeof *s->slots);
         s->slots = NULL;
     }
 }
 
 /* ------------------------------------------------------ malloc slot table */
-
-/* The slot index sits in front of each malloc'd item that has a handle. */
-#define ENG__MHDR 16u
 
 static bool eng__slot_take(eng_store *s, void *item, uint32_t *out) {
     if (s->slot_free) {
@@ -79,7 +83,8 @@ static bool eng__slot_take(eng_store *s, void *item, uint32_t *out) {
     }
     if (s->slot_count == s->slot_cap) {
         uint32_t nc = s->slot_cap ? s->slot_cap * 2 : 256;
-        eng__mslot *ns = realloc(s->slots, (size_t)nc * sizeof *ns);
+        eng__mslot *ns = eng__mem_resize(&s->alloc, s->slots, (size_t)s->slot_cap * sizeof *ns,
+                                         (size_t)nc * sizeof *ns);
         if (!ns) return false;
         s->slots = ns;
         s->slot_cap = nc;
@@ -153,6 +158,16 @@ uint32_t eng_store_alloc_n(eng_store *s, void **out, uint32_t n) {
     if (s->timing) {
         s->f_ticks += fm_clock_now() - t0;
         s->f_batches++;
+    }
+    if (got < n) {
+        /* Within the limit, so the backing memory ran out: fewer items this
+         * frame; the next batch tries again. */
+        if (s->backend == ENG_BACKEND_POOL)
+            eng__fault(s->faults, "pool '%s' gave %u of %u items: %s", s->name, got, n,
+                       fm_last_error_message());
+        else
+            eng__fault(s->faults, "'%s' (malloc) gave %u of %u items: out of memory", s->name, got,
+                       n);
     }
     s->f_allocs += got;
     s->total_allocs += got;
@@ -243,7 +258,9 @@ void eng_store_grow_ahead(eng_store *s) {
     uint64_t ev0 = st.grow_events, ns0 = st.grow_ns_total;
     /* A refusal (out of memory, reported) leaves the pool as it was: the
      * frame's allocations then grow in place, which telemetry shows. */
-    (void)fm_pool_reserve(s->pool, (uint32_t)target);
+    if (!fm_pool_reserve(s->pool, (uint32_t)target))
+        eng__fault(s->faults, "pool '%s': grow-ahead to %llu items refused: %s", s->name,
+                   (unsigned long long)target, fm_last_error_message());
     fm_pool_get_stats(s->pool, &st);
     s->f_ahead_events += st.grow_events - ev0;
     s->f_ahead_ns += st.grow_ns_total - ns0;

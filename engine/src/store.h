@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "eng_internal.h"
 #include "engine/config.h"
 #include "engine/telemetry.h"
 #include "framemem/pool.h"
@@ -38,6 +39,8 @@ typedef struct eng_store {
     size_t item_size;
     size_t item_align;
     fm_pool *pool;         /* pool backend */
+    fm_allocator alloc;    /* the pool's and the slot table's backing memory */
+    eng__faults *faults;   /* where refusals are counted (may be NULL) */
     uint64_t limit;        /* most items the pool can hold (FIXED or max_capacity); 0 = none */
     /* malloc backend */
     bool handles;          /* keep the slot table (entities) */
@@ -70,6 +73,8 @@ typedef struct eng_store_desc {
     bool prefault_switch, grow_ahead_switch;
     bool override_growth;
     fm_growth growth;
+    fm_allocator allocator; /* pool chunks and the malloc backend's slot table */
+    eng__faults *faults;
 } eng_store_desc;
 
 /// Builds the pool (or the empty malloc store). false when the pool cannot be
@@ -80,7 +85,8 @@ bool eng_store_init(eng_store *s, const eng_store_desc *d);
 void eng_store_deinit(eng_store *s);
 
 /// Allocates up to n items into out, timed as one batch; returns how many
-/// (fewer when the pool refused: FIXED/max_capacity or out of memory).
+/// (fewer when the pool refused: FIXED/max_capacity, or out of memory, which
+/// is also counted as a fault).
 uint32_t eng_store_alloc_n(eng_store *s, void **out, uint32_t n);
 /// Frees n items, timed as one batch.
 void eng_store_free_n(eng_store *s, void *const *items, uint32_t n);
@@ -90,6 +96,7 @@ void *eng_store_resolve(const eng_store *s, fm_handle h);
 
 /// Frame boundary: grow ahead (when enabled and headroom is short) and
 /// record the frame's net allocation; the growth goes to the frame's sample.
+/// A refused growth is counted as a fault; the pool stays as it was.
 void eng_store_grow_ahead(eng_store *s);
 /// Fills the store's telemetry sample for the frame and resets frame counters.
 void eng_store_sample(eng_store *s, eng_sample *out, uint64_t overhead_ticks);

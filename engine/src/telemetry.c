@@ -24,6 +24,7 @@ struct eng_telemetry {
     eng_sample *samples;      /* [cap * max_sources] */
     FILE *stream;
     bool stream_pending;      /* the newest frame is not written yet */
+    fm_allocator alloc;       /* where this struct and the ring came from */
 };
 
 const char *eng_backend_name(eng_backend b) {
@@ -85,16 +86,22 @@ uint64_t eng_suggest_capacity(uint64_t peak_live, double headroom, uint64_t chun
 /* ---------------------------------------------------------------- lifetime */
 
 eng_telemetry *eng_telemetry_create(const eng_telemetry_desc *desc) {
+    return eng__telemetry_create(desc, NULL);
+}
+
+eng_telemetry *eng__telemetry_create(const eng_telemetry_desc *desc, const fm_allocator *a) {
     eng_telemetry_desc d = desc ? *desc : (eng_telemetry_desc){0};
     uint32_t cap = d.frames ? d.frames : 600;
     uint32_t ms = d.max_sources ? d.max_sources : ENG_TELEMETRY_MAX_SOURCES;
-    if (ms > ENG_TELEMETRY_MAX_SOURCES || cap > (1u << 24)) return NULL;
-    eng_telemetry *t = calloc(1, sizeof *t);
+    if (ms > ENG_TELEMETRY_MAX_SOURCES || cap > ENG__MAX_FRAMES) return NULL;
+    fm_allocator al = a ? *a : (fm_allocator){0};
+    eng_telemetry *t = eng__mem_calloc(&al, 1, sizeof *t);
     if (!t) return NULL;
+    t->alloc = al;
     t->cap = cap;
     t->max_sources = ms;
-    t->frames = calloc(cap, sizeof *t->frames);
-    t->samples = calloc((size_t)cap * ms, sizeof *t->samples);
+    t->frames = eng__mem_calloc(&al, cap, sizeof *t->frames);
+    t->samples = eng__mem_calloc(&al, (size_t)cap * ms, sizeof *t->samples);
     if (!t->frames || !t->samples) {
         eng_telemetry_destroy(t);
         return NULL;
@@ -106,9 +113,10 @@ eng_telemetry *eng_telemetry_create(const eng_telemetry_desc *desc) {
 void eng_telemetry_destroy(eng_telemetry *t) {
     if (!t) return;
     eng_telemetry_stream_end(t);
-    free(t->frames);
-    free(t->samples);
-    free(t);
+    fm_allocator a = t->alloc;
+    eng__mem_free(&a, t->frames, (size_t)t->cap * sizeof *t->frames);
+    eng__mem_free(&a, t->samples, (size_t)t->cap * t->max_sources * sizeof *t->samples);
+    eng__mem_free(&a, t, sizeof *t);
 }
 
 /* ---------------------------------------------------------------- registry */

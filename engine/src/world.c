@@ -60,6 +60,8 @@ typedef struct eng__timer_cap {
 } eng__timer_cap;
 
 struct eng_world {
+    fm_allocator alloc;
+    eng__faults *faults;
     eng_store stores[ENG_ST_COUNT];
     bool store_ok[ENG_ST_COUNT];
     fm_frame_arena *fa;
@@ -135,9 +137,11 @@ static void eng__drop_all(eng_world *w);
 static void eng__timer_arm(eng_world *w, eng_entity ent) {
     uint32_t delay = 30 + (uint32_t)(eng__next(w) % 90);
     fm_closure *c = FM_CLOSURE(w->closures, eng__timer_fire, eng__timer_cap, .w = w, .ent = ent);
-    if (!c) return; /* closure pool refused (reported): this emitter stops bursting */
-    fm_defer(w->timers, c, delay);
-    fm_closure_release(c); /* the queue holds it now */
+    bool ok = c && fm_defer(w->timers, c, delay);
+    if (c) fm_closure_release(c); /* the queue holds it now (or it goes) */
+    /* A refusal (reported by the closure pool or the queue): this emitter
+     * stops bursting, the world goes on. */
+    if (!ok) eng__fault(w->faults, "timer not armed: %s", fm_last_error_message());
 }
 
 /* A timer of an emitter entity: a burst if the entity still lives (the handle
@@ -165,12 +169,21 @@ static size_t eng__store_item_align[ENG_ST_COUNT] = {
     alignof(eng__lifetime), alignof(eng__emitter),   alignof(eng__particle),
 };
 
+/* Creation failed at `what` (framemem reported why): undo, say what and why. */
+static eng_world *eng__world_fail(eng_world *w, char *err, size_t err_len, const char *what) {
+    eng__set_err(err, err_len, "engine: cannot create %s: %s", what, fm_last_error_message());
+    eng_world_destroy(w);
+    return NULL;
+}
+
 eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len) {
-    eng_world *w = calloc(1, sizeof *w);
+    eng_world *w = eng__mem_calloc(&d->allocator, 1, sizeof *w);
     if (!w) {
-        eng__set_err(err, err_len, "engine: out of memory for the world");
+        eng__set_err(err, err_len, "engine: out of memory for the world (%zu bytes)", sizeof *w);
         return NULL;
     }
+    w->alloc = d->allocator;
+    w->faults = d->faults;
     w->rng = d->seed;
     w->w = d->w;
     w->h = d->h;
@@ -188,32 +201,39 @@ eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len) 
             .grow_ahead_switch = d->grow_ahead,
             .override_growth = d->override_growth,
             .growth = d->growth,
+            .allocator = d->allocator,
+            .faults = d->faults,
         };
         if (!eng_store_init(&w->stores[i], &sd)) {
-            eng__set_err(err, err_len, "engine: cannot create pool '%s': %s", eng_store_names[i],
-                         fm_last_error_message());
-            eng_world_destroy(w);
-            return NULL;
+            char what[64];
+            snprintf(what, sizeof what, "pool '%s'", eng_store_names[i]);
+            return eng__world_fail(w, err, err_len, what);
         }
         w->store_ok[i] = true;
     }
     eng_arena_config *ac = eng_config_arena(cfg, "frame");
+    /* With an allocator the frame arena chains blocks from it instead of
+     * reserving address space (framemem's rule), committing the same steps. */
+    const fm_allocator *al = &d->allocator;
     w->fa = fm_frame_arena_create(&(fm_frame_arena_desc){
         .name = "frame",
         .frames = 2,
-        .arena = {.reserve_bytes = ac ? ac->reserve : 0, .commit_step = ac ? ac->commit_step : 0},
+        .arena = {.reserve_bytes = ac ? ac->reserve : 0,
+                  .commit_step = ac ? ac->commit_step : 0,
+                  .allocator = *al},
     });
-    w->closures = fm_closure_pool_create(&(fm_closure_pool_desc){.name = "closures", .max_capture = 64});
-    w->ev_spawn = fm_event_create(&(fm_event_desc){.name = "spawn"});
-    w->ev_death = fm_event_create(&(fm_event_desc){.name = "death"});
-    w->ev_collision = fm_event_create(&(fm_event_desc){.name = "collision"});
-    w->timers = fm_defer_queue_create(&(fm_defer_queue_desc){.name = "timers", .initial_capacity = 1024});
-    if (!w->fa || !w->closures || !w->ev_spawn || !w->ev_death || !w->ev_collision || !w->timers) {
-        eng__set_err(err, err_len, "engine: cannot create the frame arena, events or timers: %s",
-                     fm_last_error_message());
-        eng_world_destroy(w);
-        return NULL;
-    }
+    if (!w->fa) return eng__world_fail(w, err, err_len, "the frame arena");
+    w->closures = fm_closure_pool_create(
+        &(fm_closure_pool_desc){.name = "closures", .max_capture = 64, .allocator = *al});
+    if (!w->closures) return eng__world_fail(w, err, err_len, "the closure pool");
+    w->ev_spawn = fm_event_create(&(fm_event_desc){.name = "spawn", .allocator = *al});
+    w->ev_death = fm_event_create(&(fm_event_desc){.name = "death", .allocator = *al});
+    w->ev_collision = fm_event_create(&(fm_event_desc){.name = "collision", .allocator = *al});
+    if (!w->ev_spawn || !w->ev_death || !w->ev_collision)
+        return eng__world_fail(w, err, err_len, "the events");
+    w->timers = fm_defer_queue_create(
+        &(fm_defer_queue_desc){.name = "timers", .initial_capacity = 1024, .allocator = *al});
+    if (!w->timers) return eng__world_fail(w, err, err_len, "the timer queue");
     struct {
         fm_event *ev;
         fm_closure_fn fn;
@@ -224,12 +244,7 @@ eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len) 
         fm_closure *c = fm_closure_make(w->closures, subs[i].fn, &w, sizeof w);
         bool ok = c && !fm_handle_is_null(fm_event_subscribe(subs[i].ev, c));
         if (c) fm_closure_release(c); /* the event holds its own reference */
-        if (!ok) {
-            eng__set_err(err, err_len, "engine: cannot subscribe to events: %s",
-                         fm_last_error_message());
-            eng_world_destroy(w);
-            return NULL;
-        }
+        if (!ok) return eng__world_fail(w, err, err_len, "an event subscription");
     }
     return w;
 }
@@ -247,7 +262,8 @@ void eng_world_destroy(eng_world *w) {
     for (int i = 0; i < ENG_ST_COUNT; i++)
         if (w->store_ok[i]) eng_store_deinit(&w->stores[i]);
     if (w->fa) fm_frame_arena_destroy(w->fa);
-    free(w);
+    fm_allocator a = w->alloc;
+    eng__mem_free(&a, w, sizeof *w);
 }
 
 eng_store *eng_world_store(eng_world *w, int i) { return &w->stores[i]; }
@@ -290,6 +306,14 @@ static void eng__drop_all(eng_world *w) {
     w->parts = NULL;
     w->render = (eng_render_list){0};
     w->counts.dropped++;
+}
+
+/* The frame arena refused this frame's lists (reported): without them the
+ * items cannot be tracked, so they all go and the world refills. */
+static void eng__drop_lists(eng_world *w) {
+    eng__fault(w->faults, "frame arena: no room for this frame's lists, the world was emptied (%s)",
+               fm_last_error_message());
+    eng__drop_all(w);
 }
 
 /* Entities: move, bounce, age; the dead go (death event), new ones keep the
@@ -339,7 +363,10 @@ static eng__entity **eng__update_entities(eng_world *w, float dt, double load,
         void **vel = ENG__NEW(void *, want), **life = ENG__NEW(void *, want);
         void **em = ENG__NEW(void *, want);
         bool *has_em = ENG__NEW(bool, want);
-        if (ent && tr && vel && life && em && has_em) {
+        if (!(ent && tr && vel && life && em && has_em)) {
+            eng__fault(w->faults, "frame arena: no room for this frame's births (%s)",
+                       fm_last_error_message());
+        } else {
             uint32_t n_em = 0;
             for (uint32_t i = 0; i < want; i++) {
                 has_em[i] = eng__next(w) % 3 == 0;
@@ -474,7 +501,7 @@ void eng_world_update(eng_world *w, double dt_in, double entity_load, double loa
     uint32_t n_pairs = 0;
     eng__pair *pairs = emitters ? eng__collide(w, &n_pairs) : NULL;
     if (!pairs) {
-        eng__drop_all(w); /* frame arena exhausted (reported) */
+        eng__drop_lists(w);
         return;
     }
 
@@ -492,7 +519,7 @@ void eng_world_update(eng_world *w, double dt_in, double entity_load, double loa
     size_t sp_cap = (size_t)n_old + n_new + n_burst + w->n_ents + n_pairs + 1;
     eng_sprite *sp = ENG__NEW(eng_sprite, sp_cap);
     if (!list || !dead) {
-        eng__drop_all(w);
+        eng__drop_lists(w);
         return;
     }
     uint32_t n = 0, n_dead = 0;
@@ -545,6 +572,8 @@ void eng_world_update(eng_world *w, double dt_in, double entity_load, double loa
     /* Render list: particles (survivors written above), entities, collision flashes. */
     if (!sp) {
         w->render = (eng_render_list){0}; /* lists are made; only the picture is lost */
+        eng__fault(w->faults, "frame arena: no room for the render list (%s)",
+                   fm_last_error_message());
         return;
     }
     for (uint32_t i = n - got; i < n; i++) sp[i] = eng__particle_sprite(list[i]);

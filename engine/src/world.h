@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "eng_internal.h"
 #include "engine/engine.h"
 #include "framemem/arena.h"
 #include "framemem/closure.h"
@@ -41,9 +42,12 @@ typedef struct eng_world_desc {
     const eng_config *cfg;
     bool prefault, grow_ahead, override_growth;
     fm_growth growth;
+    fm_allocator allocator; /* every object of the world and the world itself */
+    eng__faults *faults;    /* where refusals while running are counted */
 } eng_world_desc;
 
-/// NULL with a message in err when a pool or arena cannot be created.
+/// NULL with a message in err when the world, a pool, the frame arena, the
+/// closures, events or timers cannot be created (nothing is left allocated).
 eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len);
 void eng_world_destroy(eng_world *w);
 

@@ -2,28 +2,17 @@
  * grow-ahead, backends, controls, headless runner. */
 #include "fm_test.h"
 
+#include "eng_test.h"
 #include "engine/engine.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define DT (1.0 / 60.0)
+#define DT ENG_TEST_DT
 /* Most suites run a fifth of the default load: the same code paths, fast
  * enough for Valgrind; the load target itself is checked at scale 1. */
 #define SMALL 0.2
-
-static eng *make(const eng_desc *d) {
-    char err[512] = "";
-    eng *e = eng_create(d, err, sizeof err);
-    if (!e) print_error("eng_create: %s\n", err);
-    assert_non_null(e);
-    return e;
-}
-
-static void run(eng *e, int frames) {
-    for (int i = 0; i < frames; i++) eng_tick(e, DT);
-}
 
 static int source(const eng *e, const char *name) {
     int s = eng_telemetry_find_source(eng_get_telemetry(e), name);
@@ -35,7 +24,7 @@ static int source(const eng *e, const char *name) {
 
 static void test_engine_frame_lifecycle_records_one_frame_per_begin_end(void **state) {
     (void)state;
-    eng *e = make(&(eng_desc){.seed = 1});
+    eng *e = eng_test_make(&(eng_desc){.seed = 1});
     const eng_telemetry *t = eng_get_telemetry(e);
     assert_int_equal(eng_telemetry_source_count(t), 7);
     assert_int_equal(eng_get_render_list(e).count, 0);
@@ -80,8 +69,8 @@ static void test_engine_frame_lifecycle_records_one_frame_per_begin_end(void **s
 
 static void test_engine_default_scale_meets_the_load_target(void **state) {
     (void)state;
-    eng *e = make(&(eng_desc){.seed = 5});
-    run(e, 120);
+    eng *e = eng_test_make(&(eng_desc){.seed = 5});
+    eng_test_run(e, 120);
     eng_info in;
     eng_get_info(e, &in);
     assert_true(in.particles >= 20000);
@@ -90,7 +79,7 @@ static void test_engine_default_scale_meets_the_load_target(void **state) {
     assert_int_equal(in.entities, 300);
     assert_true(in.emitters > 50);
     eng_set_scale(e, 5.0);
-    run(e, 20);
+    eng_test_run(e, 20);
     eng_get_info(e, &in);
     assert_true(in.particles >= 100000);
     assert_true(in.spawned >= 10000);
@@ -165,45 +154,11 @@ static void test_engine_malloc_backend_simulates_the_same_world(void **state) {
 
 static void test_engine_telemetry_sums_equal_the_pools_own_stats(void **state) {
     (void)state;
-    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 2, .scene = "ramp", .grow_ahead = true, .telemetry_frames = 1000});
-    run(e, 500);
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 2, .scene = "ramp", .grow_ahead = true, .telemetry_frames = 1000});
+    eng_test_run(e, 500);
     const eng_telemetry *t = eng_get_telemetry(e);
     assert_int_equal(eng_telemetry_frame_count(t), 500);
-    const char *pools[] = {"entities", "transforms", "velocities", "lifetimes", "emitters", "particles"};
-    uint64_t all_growth = 0;
-    for (size_t k = 0; k < 6; k++) {
-        int s = source(e, pools[k]);
-        uint64_t allocs = 0, frees = 0, grow = 0, ahead = 0, grow_ns = 0, ahead_ns = 0;
-        for (uint32_t i = 0; i < 500; i++) {
-            const eng_sample *x = eng_telemetry_sample(t, i, (uint32_t)s);
-            allocs += x->allocs;
-            frees += x->frees;
-            grow += x->grow_events;
-            ahead += x->ahead_grow_events;
-            grow_ns += x->grow_ns;
-            ahead_ns += x->ahead_grow_ns;
-        }
-        fm_pool_stats st;
-        fm_pool_get_stats(eng_get_pool(e, pools[k]), &st);
-        assert_int_equal(allocs, st.total_allocs);
-        assert_int_equal(frees, st.total_frees);
-        assert_int_equal(grow + ahead, st.grow_events);
-        assert_int_equal(grow_ns + ahead_ns, st.grow_ns_total);
-        const eng_sample *last = eng_telemetry_sample(t, 499, (uint32_t)s);
-        assert_int_equal(last->live, st.live);
-        assert_int_equal(last->capacity, st.capacity);
-        assert_int_equal(last->peak_live, st.peak_live);
-        assert_int_equal(eng_telemetry_source(t, (uint32_t)s)->item_size, st.stride);
-        assert_int_equal(eng_telemetry_source(t, (uint32_t)s)->chunk_items, st.items_per_chunk);
-        all_growth += grow + ahead;
-    }
-    assert_true(all_growth > 0);
-    /* frame records: alloc total is the sum of the sources' alloc_ns */
-    for (uint32_t i = 0; i < 500; i++) {
-        uint64_t sum = 0;
-        for (uint32_t s = 0; s < eng_telemetry_source_count(t); s++) sum += eng_telemetry_sample(t, i, s)->alloc_ns;
-        assert_int_equal(eng_telemetry_frame(t, i)->alloc_total_ns, sum);
-    }
+    assert_true(eng_test_assert_telemetry_matches_pools(e) > 0);
     /* the frame arena's source */
     int fa = source(e, "frame");
     const eng_sample *x = eng_telemetry_sample(t, 499, (uint32_t)fa);
@@ -218,8 +173,8 @@ static void test_engine_telemetry_sums_equal_the_pools_own_stats(void **state) {
 
 static void test_engine_ring_wraps_and_totals_cover_every_frame(void **state) {
     (void)state;
-    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 2, .telemetry_frames = 50});
-    run(e, 130);
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 2, .telemetry_frames = 50});
+    eng_test_run(e, 130);
     const eng_telemetry *t = eng_get_telemetry(e);
     assert_int_equal(eng_telemetry_frame_count(t), 50);
     assert_int_equal(eng_telemetry_frames_pushed(t), 130);
@@ -232,7 +187,7 @@ static void test_engine_ring_wraps_and_totals_cover_every_frame(void **state) {
     assert_int_equal(eng_telemetry_source(t, (uint32_t)s)->total_allocs, st.total_allocs);
     eng_reset_stats(e);
     assert_int_equal(eng_telemetry_frame_count(t), 0);
-    run(e, 3);
+    eng_test_run(e, 3);
     assert_int_equal(eng_telemetry_frame_count(t), 3);
     assert_int_equal(eng_telemetry_frame(t, 0)->frame, 130);
     eng_destroy(e);
@@ -300,9 +255,9 @@ static void test_engine_grow_ahead_moves_growth_out_of_allocations(void **state)
 
 static void test_engine_grow_ahead_switch_acts_on_the_running_world(void **state) {
     (void)state;
-    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"});
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"});
     eng_set_grow_ahead(e, true);
-    run(e, 600);
+    eng_test_run(e, 600);
     assert_int_equal(in_alloc_growth_after(eng_get_telemetry(e), 10), 0);
     eng_info in;
     eng_get_info(e, &in);
@@ -317,25 +272,25 @@ static void test_engine_grow_ahead_switch_acts_on_the_running_world(void **state
 
 static void test_engine_burst_and_scale_change_the_load(void **state) {
     (void)state;
-    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 12});
-    run(e, 60);
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 12});
+    eng_test_run(e, 60);
     eng_info base;
     eng_get_info(e, &base);
     eng_burst(e, 1.0);
-    run(e, 30);
+    eng_test_run(e, 30);
     eng_info burst;
     eng_get_info(e, &burst);
     assert_true(burst.spawned > 8 * base.spawned);
     assert_true(burst.particles > 5 * base.particles);
     assert_true(burst.burst_left > 0.0);
-    run(e, 60); /* the second is over */
+    eng_test_run(e, 60); /* the second is over */
     eng_get_info(e, &burst);
     assert_true(burst.burst_left == 0.0);
-    run(e, 60);
+    eng_test_run(e, 60);
     eng_get_info(e, &burst);
     assert_true(burst.particles < 2 * base.particles);
     eng_set_scale(e, 2 * SMALL);
-    run(e, 60);
+    eng_test_run(e, 60);
     eng_info two;
     eng_get_info(e, &two);
     assert_true(two.scale == 2 * SMALL);
@@ -355,26 +310,26 @@ static void test_engine_burst_and_scale_change_the_load(void **state) {
 
 static void test_engine_backend_growth_and_prefault_switches_rebuild_the_world(void **state) {
     (void)state;
-    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 3});
-    run(e, 30);
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 3});
+    eng_test_run(e, 30);
     eng_set_backend(e, ENG_BACKEND_MALLOC);
     eng_info in;
     eng_get_info(e, &in);
     assert_int_equal(in.backend, ENG_BACKEND_MALLOC);
     assert_null(eng_get_pool(e, "particles"));
     assert_int_equal(in.particles, 0); /* restarted */
-    run(e, 30);
+    eng_test_run(e, 30);
     const eng_telemetry *t = eng_get_telemetry(e);
     assert_int_equal(eng_telemetry_frame_count(t), 60); /* telemetry kept its frames */
     assert_int_equal(eng_telemetry_source(t, 0)->backend, ENG_BACKEND_MALLOC);
     eng_set_backend(e, ENG_BACKEND_POOL);
-    run(e, 5);
+    eng_test_run(e, 5);
     eng_set_growth(e, FM_GROWTH_LINEAR);
     eng_get_info(e, &in);
     assert_true(in.override_growth);
     assert_int_equal(in.growth, FM_GROWTH_LINEAR);
     assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).growth, FM_GROWTH_LINEAR);
-    run(e, 60);
+    eng_test_run(e, 60);
     eng_clear_growth_override(e);
     eng_get_info(e, &in);
     assert_false(in.override_growth);
@@ -383,7 +338,7 @@ static void test_engine_backend_growth_and_prefault_switches_rebuild_the_world(v
     eng_get_info(e, &in);
     assert_true(in.prefault);
     assert_true(fm_pool_get_desc(eng_get_pool(e, "particles")).prefault);
-    run(e, 10);
+    eng_test_run(e, 10);
     eng_set_growth(e, (fm_growth)99); /* ignored */
     eng_set_backend(e, (eng_backend)7);
     eng_get_info(e, &in);
@@ -393,8 +348,8 @@ static void test_engine_backend_growth_and_prefault_switches_rebuild_the_world(v
 
 static void test_engine_full_pools_spawn_less_without_error_reports(void **state) {
     fm_test_env *env = *state;
-    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 3, .override_growth = true, .growth = FM_GROWTH_FIXED});
-    run(e, 60);
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 3, .override_growth = true, .growth = FM_GROWTH_FIXED});
+    eng_test_run(e, 60);
     eng_info in;
     eng_get_info(e, &in);
     fm_pool_stats st;
@@ -410,8 +365,8 @@ static void test_engine_full_pools_spawn_less_without_error_reports(void **state
     FILE *f = fopen("eng_max.ini", "wb");
     fputs("[pool.particles]\nmax_capacity = 3000\n", f);
     fclose(f);
-    e = make(&(eng_desc){.scale = SMALL, .seed = 3, .config_path = "eng_max.ini"});
-    run(e, 60);
+    e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 3, .config_path = "eng_max.ini"});
+    eng_test_run(e, 60);
     eng_get_info(e, &in);
     assert_int_equal(in.particles, 3000);
     assert_true(in.refused_allocs > 0);
@@ -426,8 +381,8 @@ static void test_engine_reload_config_applies_or_keeps_the_world(void **state) {
     FILE *f = fopen("eng_reload.ini", "wb");
     fputs("[pool.particles]\ninitial_capacity = 40000\n", f);
     fclose(f);
-    eng *e = make(&(eng_desc){.scale = SMALL, .seed = 3});
-    run(e, 5);
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 3});
+    eng_test_run(e, 5);
     char err[512];
     assert_false(eng_reload_config(e, NULL, err, sizeof err)); /* none given at create */
     assert_true(fm_test_contains(err, "no config"));
@@ -457,6 +412,8 @@ static void test_engine_create_rejects_bad_descs_with_a_message(void **state) {
     assert_true(fm_test_contains(err, "unknown backend"));
     assert_null(eng_create(&(eng_desc){.override_growth = true, .growth = (fm_growth)9}, err, sizeof err));
     assert_true(fm_test_contains(err, "unknown growth"));
+    assert_null(eng_create(&(eng_desc){.telemetry_frames = (1u << 24) + 1}, err, sizeof err));
+    assert_true(fm_test_contains(err, "telemetry_frames"));
     assert_null(eng_run_headless(&(eng_desc){.scene = "chaos"}, 10, NULL, err, sizeof err));
     eng *e = eng_create(NULL, NULL, 0); /* all defaults */
     assert_non_null(e);

@@ -18,6 +18,13 @@
  * Backends: ENG_BACKEND_POOL serves every item from an fm_pool;
  * ENG_BACKEND_MALLOC from malloc/free, counted and timed the same way.
  *
+ * Memory: every byte the engine takes (its pools, arenas, closures, tables)
+ * comes from desc.allocator; with one set, the frame arena chains blocks from
+ * it instead of reserving address space (framemem's arena rule). Out of
+ * memory during a frame costs that frame something (fewer spawns, or the
+ * world emptied when its lists do not fit) and is counted
+ * (eng_info.failures); the engine keeps running.
+ *
  * Controls that change how pools are built (backend, growth policy, prefault,
  * config reload) rebuild the world: it restarts from the seed at the current
  * frame number (telemetry keeps its frames). Scale, burst and grow-ahead act
@@ -85,12 +92,17 @@ typedef struct eng_desc {
                                  benchmark's "timing off" baseline */
     uint32_t telemetry_frames;/* ring size; 0 = 600 */
     float world_w, world_h;   /* 0 = 1280 x 720 */
+    fm_allocator allocator;   /* every pool, arena, closure pool and the engine's own
+                                 tables; zero = system (malloc backend items stay malloc) */
 } eng_desc;
 
 /// Creates the engine and its world. NULL with a message in err for: a desc
-/// out of range (unknown scene or backend), a config file that cannot be
-/// read, out of memory. Problems inside a readable config do not fail: they
-/// are kept (eng_config_problems) and defaults stay for the bad entries.
+/// out of range (unknown scene or backend, half an allocator), a config file
+/// that cannot be read, out of memory (the message names what could not be
+/// made; nothing is left allocated). Problems inside a readable config do not
+/// fail: they are kept (eng_config_problems) and defaults stay for the bad
+/// entries. desc.allocator must outlive the engine and any telemetry taken
+/// from eng_run_headless.
 eng *eng_create(const eng_desc *desc, char *err, size_t err_len);
 /// Destroys the world, its pools and the telemetry. NULL: no-op.
 void eng_destroy(eng *e);
@@ -166,9 +178,15 @@ typedef struct eng_info {
     uint64_t refused_allocs;    /* items the world asked for and did not get
                                    since the world was built (a FIXED or
                                    max_capacity pool full: fewer spawns) */
+    uint64_t failures;          /* memory refused since create: a pool that could
+                                   not grow (fewer spawns), a frame's lists (the
+                                   world emptied), a timer, a rebuild (old world
+                                   kept); see eng_last_failure */
 } eng_info;
 
 void eng_get_info(const eng *e, eng_info *out);
+/// What the newest of eng_info.failures was; "" when none.
+const char *eng_last_failure(const eng *e);
 const eng_telemetry *eng_get_telemetry(const eng *e);
 eng_telemetry *eng_get_telemetry_mut(eng *e);
 /// The config in use (defaults plus what the file set).
