@@ -210,12 +210,13 @@ bool fm__arena_busy(const fm_arena *arena);
 
 #if defined(__GNUC__) || defined(__clang__)
 #define FM__ARENA_HAS_INLINE 1
-/* top and total_allocs as one 16-byte value (GCC/Clang vector extension). A
- * frame's allocations mostly write memory not yet in cache, and those stores
- * hold the store buffer until their lines arrive; one store per allocation
- * for the arena's two fields instead of two leaves room for more of those
- * misses in flight (fm-bench frame: 1.23-1.34x -> 1.13-1.18x the bare bump
- * pointer's time). */
+/* top and total_allocs are written with one 16-byte store (GCC/Clang vector
+ * extension). A frame's allocations mostly write memory not yet in cache, and
+ * those stores hold the store buffer until their lines arrive; one store per
+ * allocation for the arena's two fields instead of two leaves room for more
+ * of those misses in flight (fm-bench frame: 1.23-1.34x -> 1.14-1.16x the
+ * bare bump pointer's time). Both are read as plain words: a vector load and
+ * add made the dependency from one allocation's top to the next longer. */
 typedef uint64_t fm__u64x2 __attribute__((vector_size(16), may_alias));
 
 static inline void *fm__arena_alloc_inline(fm_arena *arena, size_t size, size_t align) {
@@ -223,11 +224,10 @@ static inline void *fm__arena_alloc_inline(fm_arena *arena, size_t size, size_t 
     size_t al = align ? align : FM_DEFAULT_ALIGN;
     if (__builtin_expect(FM_IS_POW2(al) && al <= FM_MAX_ALIGN && size <= FM__ARENA_INLINE_MAX,
                          1)) {
-        fm__u64x2 top_allocs = *(fm__u64x2 *)(void *)&h->top;
-        uintptr_t p = (top_allocs[0] + (al - 1)) & ~(uintptr_t)(al - 1);
+        uintptr_t p = (h->top + (al - 1)) & ~(uintptr_t)(al - 1);
         uintptr_t end = p + size; /* cannot wrap while limit != 0 (see hot) */
         if (__builtin_expect(end < h->limit, 1)) {
-            *(fm__u64x2 *)(void *)&h->top = top_allocs + (fm__u64x2){end - top_allocs[0], 1};
+            *(fm__u64x2 *)(void *)&h->top = (fm__u64x2){end, h->total_allocs + 1};
             /* A bump lands at or above the arena's first byte: telling the
              * compiler spares the caller's NULL test on this path. */
             if (p == 0) __builtin_unreachable();
