@@ -30,7 +30,8 @@ bool eng__close_temp(FILE *f, bool ok, const char *tmp, const char *path, char *
 
 /* The engine's own memory (its struct, the world's, telemetry rings, store
  * tables, the config read buffer) comes from eng_desc.allocator, as its
- * framemem objects do; the zero allocator is the C heap, exactly as before. */
+ * framemem objects do (fm_allocator_alloc/free); the zero allocator, or a
+ * NULL one, is the C heap, exactly as before. */
 
 /// size bytes aligned for any type, not zeroed; NULL when refused.
 void *eng__mem_alloc(const fm_allocator *a, size_t size);
@@ -40,8 +41,6 @@ void *eng__mem_calloc(const fm_allocator *a, size_t n, size_t size);
 void eng__mem_free(const fm_allocator *a, void *p, size_t size);
 /// realloc through the allocator: old_size bytes kept; NULL (p untouched) when refused.
 void *eng__mem_resize(const fm_allocator *a, void *p, size_t old_size, size_t new_size);
-/// true when a is zero (the C heap) or has both functions.
-bool eng__allocator_valid(const fm_allocator *a);
 
 /* ---------------------------------------------------------------- faults */
 

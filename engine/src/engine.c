@@ -53,33 +53,28 @@ static double eng__clamp_scale(double s) {
 
 /* ------------------------------------------------- backing memory, faults */
 
-static bool eng__is_heap(const fm_allocator *a) { return !a || !a->alloc; }
-
-bool eng__allocator_valid(const fm_allocator *a) {
-    return !a || (a->alloc == NULL) == (a->free == NULL);
-}
+/* NULL stands for the zero allocator (the C heap) in the engine's helpers. */
+static const fm_allocator eng__heap;
+static const fm_allocator *eng__or_heap(const fm_allocator *a) { return a ? a : &eng__heap; }
 
 void *eng__mem_alloc(const fm_allocator *a, size_t size) {
-    if (eng__is_heap(a)) return malloc(size ? size : 1);
-    return a->alloc(size, FM_DEFAULT_ALIGN, a->user);
+    return fm_allocator_alloc(eng__or_heap(a), size, FM_DEFAULT_ALIGN);
 }
 
 void *eng__mem_calloc(const fm_allocator *a, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
-    if (eng__is_heap(a)) return calloc(n ? n : 1, size ? size : 1);
+    /* The heap's calloc leaves big blocks as untouched zero pages. */
+    if (!eng__or_heap(a)->alloc) return calloc(n ? n : 1, size ? size : 1);
     void *p = eng__mem_alloc(a, n * size);
     if (p) memset(p, 0, n * size);
     return p;
 }
 
 void eng__mem_free(const fm_allocator *a, void *p, size_t size) {
-    if (!p) return;
-    if (eng__is_heap(a)) free(p);
-    else a->free(p, size, a->user);
+    fm_allocator_free(eng__or_heap(a), p, size);
 }
 
 void *eng__mem_resize(const fm_allocator *a, void *p, size_t old_size, size_t new_size) {
-    if (eng__is_heap(a)) return realloc(p, new_size ? new_size : 1);
     void *n = eng__mem_alloc(a, new_size);
     if (!n) return NULL;
     if (p) memcpy(n, p, old_size < new_size ? old_size : new_size);
@@ -200,7 +195,7 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
         eng__set_err(err, err_len, "engine: telemetry_frames %u above 2^24", d.telemetry_frames);
         return NULL;
     }
-    if (!eng__allocator_valid(&d.allocator)) {
+    if (!fm_allocator_valid(&d.allocator)) {
         eng__set_err(err, err_len, "engine: the allocator needs both alloc and free (or neither)");
         return NULL;
     }

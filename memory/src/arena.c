@@ -181,7 +181,7 @@ static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
     if ((unsigned)d->sync >= FM_SYNC_COUNT) why = "unknown sync policy";
     else if (d->sync == FM_SYNC_THREAD_CACHE)
         why = "FM_SYNC_THREAD_CACHE is a pool policy; arenas take NONE, MUTEX or LOCKFREE";
-    else if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL))
+    else if (!fm_allocator_valid(&d->allocator))
         why = "allocator needs both alloc and free";
     else if (d->commit_step > fm__def(d->reserve_bytes, FM__DEFAULT_RESERVE))
         why = "commit_step above reserve_bytes";
@@ -230,7 +230,7 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
                        name, a->desc.reserve_bytes);
             FM__VG_DESTROY_POOL(a);
             pthread_mutex_destroy(&a->lock);
-            fm__mem_free(&desc->allocator, a, self_bytes);
+            fm_allocator_free(&desc->allocator, a, self_bytes);
             return NULL;
         }
         a->base = base;
@@ -240,7 +240,7 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     } else if (!fm__arena_add_block(a, 0, 0, FM_ERR_OUT_OF_MEMORY)) {
         FM__VG_DESTROY_POOL(a);
         pthread_mutex_destroy(&a->lock);
-        fm__mem_free(&desc->allocator, a, self_bytes);
+        fm_allocator_free(&desc->allocator, a, self_bytes);
         return NULL;
     }
     return a;
@@ -262,16 +262,16 @@ void fm_arena_destroy(fm_arena *arena) {
                 size_t size = b->size;
                 FM__UNPOISON(b, size);
                 FM__VG_UNDEFINED(b, size);
-                fm__mem_free(&a->desc.allocator, b, size);
+                fm_allocator_free(&a->desc.allocator, b, size);
             }
         }
     }
     if (a->cuts != a->cuts_inline)
-        fm__mem_free(&a->desc.allocator, a->cuts, a->cut_cap * sizeof *a->cuts);
+        fm_allocator_free(&a->desc.allocator, a->cuts, a->cut_cap * sizeof *a->cuts);
     FM__VG_DESTROY_POOL(a);
     pthread_mutex_destroy(&a->lock);
     fm_allocator al = a->desc.allocator;
-    fm__mem_free(&al, a, a->self_bytes);
+    fm_allocator_free(&al, a, a->self_bytes);
 }
 
 /* ============================================================== growth */
@@ -321,7 +321,7 @@ static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error
                        a->name, size, a->desc.reserve_bytes);
             return false;
         }
-        b = fm__mem_alloc(&a->desc.allocator, size, FM__ARENA_PAGE);
+        b = fm_allocator_alloc(&a->desc.allocator, size, FM__ARENA_PAGE);
         if (!b) {
             fm__report(refused, "arena '%s': backing allocator refused a %zu-byte block",
                        a->name, size);
@@ -574,11 +574,11 @@ static void fm__record_cut(fm_arena *a, uint64_t pos) {
          * rewound, then more kept above it); reset empties it, so it stops
          * growing once a frame's pattern has been seen. */
         uint32_t cap = a->cut_cap * 2;
-        fm__cut *cuts = fm__mem_alloc(&a->desc.allocator, cap * sizeof *cuts, alignof(fm__cut));
+        fm__cut *cuts = fm_allocator_alloc(&a->desc.allocator, cap * sizeof *cuts, alignof(fm__cut));
         if (cuts) {
             memcpy(cuts, a->cuts, a->n_cuts * sizeof *cuts);
             if (a->cuts != a->cuts_inline)
-                fm__mem_free(&a->desc.allocator, a->cuts, a->cut_cap * sizeof *cuts);
+                fm_allocator_free(&a->desc.allocator, a->cuts, a->cut_cap * sizeof *cuts);
             a->cuts = cuts;
             a->cut_cap = cap;
         } else {
@@ -707,7 +707,7 @@ static size_t fm__arena_decommit_locked(fm_arena *a, size_t keep_bytes) {
             released += size;
             FM__UNPOISON(b, size);
             FM__VG_UNDEFINED(b, size);
-            fm__mem_free(&a->desc.allocator, b, size);
+            fm_allocator_free(&a->desc.allocator, b, size);
         }
     }
     if (released) a->decommit_events++;

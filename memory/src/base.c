@@ -85,7 +85,7 @@ const char *fm_growth_name(fm_growth growth) {
 
 /* ------------------------------------------------------ backing memory */
 
-void *fm__mem_alloc(const fm_allocator *a, size_t size, size_t align) {
+void *fm_allocator_alloc(const fm_allocator *a, size_t size, size_t align) {
     if (align < sizeof(void *)) align = sizeof(void *);
     if (!fm__allocator_is_system(a)) return a->alloc(size, align, a->user);
     void *p = NULL;
@@ -93,7 +93,7 @@ void *fm__mem_alloc(const fm_allocator *a, size_t size, size_t align) {
     return p;
 }
 
-void fm__mem_free(const fm_allocator *a, void *ptr, size_t size) {
+void fm_allocator_free(const fm_allocator *a, void *ptr, size_t size) {
     if (!ptr) return;
     if (!fm__allocator_is_system(a)) {
         a->free(ptr, size, a->user);
@@ -107,7 +107,7 @@ void *fm__object_new(const fm_allocator *a, size_t size, size_t align, size_t na
     size_t name_len = strlen(name);
     size_t bytes = name_offset + name_len + 1;
     if (bytes < size) bytes = size;
-    unsigned char *obj = fm__mem_alloc(a, bytes, align);
+    unsigned char *obj = fm_allocator_alloc(a, bytes, align);
     if (!obj) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "%s '%s': no memory for the object itself", kind, name);
         return NULL;

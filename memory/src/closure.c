@@ -84,7 +84,7 @@ static const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockf
 static void fm__closure_pool_free_all(fm_closure_pool *cp) {
     for (uint32_t i = 0; i < cp->hot.n_classes; i++) fm_pool_destroy(cp->hot.classes[i]);
     fm_allocator a = cp->allocator;
-    fm__mem_free(&a, cp, cp->self_bytes);
+    fm_allocator_free(&a, cp, cp->self_bytes);
 }
 
 fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc) {
@@ -96,7 +96,7 @@ fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc) {
     size_t max_capture = fm__def(desc->max_capture, (size_t)256);
     const char *why = NULL;
     if (max_capture > fm__class_capture(FM_CLOSURE_MAX_CLASSES - 1)) why = "max_capture above 65536";
-    else if ((desc->allocator.alloc == NULL) != (desc->allocator.free == NULL))
+    else if (!fm_allocator_valid(&desc->allocator))
         why = "allocator needs both alloc and free";
     else why = fm__sync_problem(desc->sync, true, true);
     if (why) {
@@ -306,10 +306,10 @@ static bool fm__grow_array(const fm_allocator *a, void **arr, uint32_t *cap, uin
     uint64_t n = *cap ? *cap : 8;
     while (n < need) n *= 2;
     if (n > UINT32_MAX) return false;
-    void *mem = fm__mem_alloc(a, (size_t)n * elem, alignof(max_align_t));
+    void *mem = fm_allocator_alloc(a, (size_t)n * elem, alignof(max_align_t));
     if (!mem) return false;
     if (*arr) memcpy(mem, *arr, (size_t)*cap * elem);
-    fm__mem_free(a, *arr, (size_t)*cap * elem);
+    fm_allocator_free(a, *arr, (size_t)*cap * elem);
     *arr = mem;
     *cap = (uint32_t)n;
     return true;
@@ -354,9 +354,9 @@ static void fm__ev_unlock(const fm_event *ev) {
 static void fm__event_free(fm_event *ev) {
     fm_allocator a = ev->allocator;
     pthread_mutex_destroy(&ev->lock);
-    fm__mem_free(&a, ev->subs, (size_t)ev->subs_cap * sizeof *ev->subs);
-    fm__mem_free(&a, ev->slots, (size_t)ev->slots_cap * sizeof *ev->slots);
-    fm__mem_free(&a, ev, ev->self_bytes);
+    fm_allocator_free(&a, ev->subs, (size_t)ev->subs_cap * sizeof *ev->subs);
+    fm_allocator_free(&a, ev->slots, (size_t)ev->slots_cap * sizeof *ev->slots);
+    fm_allocator_free(&a, ev, ev->self_bytes);
 }
 
 fm_event *fm_event_create(const fm_event_desc *desc) {
@@ -366,7 +366,7 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
     }
     const char *name = fm__def(desc->name, "event");
     const char *why = fm__sync_problem(desc->sync, false, false);
-    if (!why && (desc->allocator.alloc == NULL) != (desc->allocator.free == NULL))
+    if (!why && !fm_allocator_valid(&desc->allocator))
         why = "allocator needs both alloc and free";
     if (why) {
         fm__report(FM_ERR_INVALID_ARG, "event '%s': %s", name, why);
@@ -557,9 +557,9 @@ static void fm__q_unlock(fm_defer_queue *q) {
 static void fm__defer_queue_free(fm_defer_queue *q) {
     fm_allocator a = q->allocator;
     pthread_mutex_destroy(&q->lock);
-    if (q->inbox) fm__mem_free(&a, q->inbox, (q->inbox_mask + 1) * sizeof *q->inbox);
-    fm__mem_free(&a, q->items, (size_t)q->cap * sizeof *q->items);
-    fm__mem_free(&a, q, q->self_bytes);
+    if (q->inbox) fm_allocator_free(&a, q->inbox, (q->inbox_mask + 1) * sizeof *q->inbox);
+    fm_allocator_free(&a, q->items, (size_t)q->cap * sizeof *q->items);
+    fm_allocator_free(&a, q, q->self_bytes);
 }
 
 fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
@@ -569,7 +569,7 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
     }
     const char *name = fm__def(desc->name, "defer");
     const char *why = fm__sync_problem(desc->sync, false, true);
-    if (!why && (desc->allocator.alloc == NULL) != (desc->allocator.free == NULL))
+    if (!why && !fm_allocator_valid(&desc->allocator))
         why = "allocator needs both alloc and free";
     if (why) {
         fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': %s", name, why);
@@ -588,7 +588,7 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
     if (ok && q->sync == FM_SYNC_LOCKFREE) {
         size_t cells = 2;
         while (cells < cap && cells < ((size_t)1 << 30)) cells *= 2;
-        q->inbox = fm__mem_alloc(&q->allocator, cells * sizeof *q->inbox, alignof(fm__inbox_cell));
+        q->inbox = fm_allocator_alloc(&q->allocator, cells * sizeof *q->inbox, alignof(fm__inbox_cell));
         if (q->inbox) {
             q->inbox_mask = cells - 1;
             for (size_t i = 0; i < cells; i++) atomic_init(&q->inbox[i].seq, i);

@@ -60,7 +60,7 @@ void fm_frame_arena_destroy(fm_frame_arena *fa) {
     if (!fa) return;
     for (uint32_t i = 0; i < fa->frames; i++) fm_arena_destroy(fa->arenas[i]);
     fm_allocator a = fa->allocator;
-    fm__mem_free(&a, fa, fa->self_bytes);
+    fm_allocator_free(&a, fa, fa->self_bytes);
 }
 
 /* Parenthesised: optimised builds define fm_frame_alloc as a macro. */

@@ -32,10 +32,8 @@ void fm__report(fm_error err, const char *fmt, ...) FM__PRINTF(2, 3);
 
 /* ------------------------------------------------------- backing memory */
 
-/* Bookkeeping memory (pool structs, tables) from the desc's allocator, or
- * from the C heap when the allocator is zero. */
-void *fm__mem_alloc(const fm_allocator *a, size_t size, size_t align);
-void fm__mem_free(const fm_allocator *a, void *ptr, size_t size);
+/* Bookkeeping memory (pool structs, tables) comes from the desc's allocator
+ * through fm_allocator_alloc / fm_allocator_free (base.h). */
 /* A zeroed object of `size` bytes from a, ending in a flexible char array at
  * name_offset that gets a copy of name; *self_bytes is what to free later.
  * NULL, reported as FM_ERR_OUT_OF_MEMORY naming kind and name. */

@@ -523,11 +523,11 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
         if (m == FM__RETIRED) gen = FM__GEN_MAX;
         if (gen >= c->gen_floor) c->gen_floor = gen == FM__GEN_MAX ? FM__GEN_MAX : gen + 1;
     }
-    if (c->refs) fm__mem_free(&p->desc.allocator, c->refs, (size_t)p->hot.per_chunk * sizeof *c->refs);
+    if (c->refs) fm_allocator_free(&p->desc.allocator, c->refs, (size_t)p->hot.per_chunk * sizeof *c->refs);
     FM__UNPOISON(c->base, p->chunk_bytes);
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
     if (p->use_os) fm__os_unmap(c->base, p->chunk_bytes);
-    else fm__mem_free(&p->desc.allocator, c->base, p->chunk_bytes);
+    else fm_allocator_free(&p->desc.allocator, c->base, p->chunk_bytes);
     p->bytes_reserved -= p->chunk_bytes;
     p->capacity -= c->limit - c->retired;
     p->retired -= c->retired;
@@ -561,13 +561,13 @@ typedef struct fm__pending {
 /* Chunk tables carry their capacity in the word before entry 0. */
 static size_t fm__table_bytes(uint32_t cap) { return ((size_t)cap + 1) * sizeof(uint32_t); }
 static uint32_t *fm__table_new(const fm_allocator *a, uint32_t cap) {
-    uint32_t *t = fm__mem_alloc(a, fm__table_bytes(cap), alignof(uint32_t));
+    uint32_t *t = fm_allocator_alloc(a, fm__table_bytes(cap), alignof(uint32_t));
     if (!t) return NULL;
     t[0] = cap;
     return t + 1;
 }
 static void fm__table_delete(const fm_allocator *a, uint32_t *table, uint32_t cap) {
-    if (table) fm__mem_free(a, table - 1, fm__table_bytes(cap));
+    if (table) fm_allocator_free(a, table - 1, fm__table_bytes(cap));
 }
 
 /* An array replaced by growth: freed now when no other thread can read it,
@@ -575,7 +575,7 @@ static void fm__table_delete(const fm_allocator *a, uint32_t *table, uint32_t ca
 static void fm__retire_array(fm_pool *p, void *ptr, size_t bytes) {
     if (!ptr) return;
     if (p->sync == FM_SYNC_NONE || p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS) {
-        fm__mem_free(&p->desc.allocator, ptr, bytes);
+        fm_allocator_free(&p->desc.allocator, ptr, bytes);
         p->bytes_reserved -= bytes;
         return;
     }
@@ -596,19 +596,19 @@ static uint32_t fm__unused_records(const fm_pool *p) {
 
 static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     const fm_allocator *a = &p->desc.allocator;
-    fm__mem_free(a, g->recs, fm__records_bytes(g->recs_cap));
+    fm_allocator_free(a, g->recs, fm__records_bytes(g->recs_cap));
     fm__table_delete(a, g->table, g->table_cap);
     while (g->links) {
         fm__pending pend;
         memcpy(&pend, g->links, sizeof pend);
-        fm__mem_free(a, g->links, fm__links_bytes(p));
+        fm_allocator_free(a, g->links, fm__links_bytes(p));
         g->links = pend.next;
     }
     if (g->block) fm__os_unmap(g->block, (size_t)g->k * p->chunk_bytes);
     while (g->chain) {
         fm__pending pend;
         memcpy(&pend, g->chain, sizeof pend);
-        fm__mem_free(a, g->chain, p->chunk_bytes);
+        fm_allocator_free(a, g->chain, p->chunk_bytes);
         g->chain = pend.next;
     }
 }
@@ -621,7 +621,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     if (need > p->chunk_cap) {
         uint64_t cap = p->chunk_cap ? p->chunk_cap : 8;
         while (cap < need) cap *= 2;
-        g->recs = fm__mem_alloc(a, fm__records_bytes((uint32_t)cap), alignof(fm__chunk));
+        g->recs = fm_allocator_alloc(a, fm__records_bytes((uint32_t)cap), alignof(fm__chunk));
         if (!g->recs) return false;
         g->recs_cap = (uint32_t)cap;
     }
@@ -637,7 +637,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     }
     if (p->sync == FM_SYNC_LOCKFREE) {
         for (uint32_t i = unused; i < g->k; i++) {
-            uint8_t *links = fm__mem_alloc(a, fm__links_bytes(p), alignof(uint32_t *));
+            uint8_t *links = fm_allocator_alloc(a, fm__links_bytes(p), alignof(uint32_t *));
             if (!links) return false;
             fm__pending pend = {g->links};
             memcpy(links, &pend, sizeof pend);
@@ -649,11 +649,11 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
         return g->block != NULL;
     }
     for (uint32_t i = 0; i < g->k; i++) {
-        uint8_t *base = fm__mem_alloc(a, p->chunk_bytes, p->chunk_bytes);
+        uint8_t *base = fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
         if (!base) return false;
         fm__pending pend = {g->chain};
         if (!fm_is_aligned(base, p->chunk_bytes)) {
-            fm__mem_free(a, base, p->chunk_bytes);
+            fm_allocator_free(a, base, p->chunk_bytes);
             return false;
         }
         memcpy(base, &pend, sizeof pend);
@@ -1872,7 +1872,7 @@ static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
     else if (d->grow_factor != 0.0f && !(d->grow_factor > 1.0f && d->grow_factor <= 64.0f))
         why = "grow_factor must be in (1, 64]";
     else if ((unsigned)d->sync >= FM_SYNC_COUNT) why = "unknown sync policy";
-    else if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL))
+    else if (!fm_allocator_valid(&d->allocator))
         why = "allocator needs both alloc and free";
     else if (d->max_capacity && d->initial_capacity > d->max_capacity)
         why = "initial_capacity above max_capacity";
@@ -1974,7 +1974,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->lf.head = FM__NONE;
     if (p->sync != FM_SYNC_NONE && !fm__lock_init(p)) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': cannot create its lock", name);
-        fm__mem_free(&desc->allocator, p, self_bytes);
+        fm_allocator_free(&desc->allocator, p, self_bytes);
         return NULL;
     }
     p->unused_head = FM__NONE;
@@ -2068,14 +2068,14 @@ void fm_pool_destroy(fm_pool *pool) {
     }
     fm_allocator a = p->desc.allocator;
     for (uint32_t i = 0; p->lf_links && i < p->chunk_top; i++)
-        if (p->lf_links[i]) fm__mem_free(&a, p->lf_links[i], fm__links_bytes(p));
-    fm__mem_free(&a, p->chunks, fm__records_bytes(p->chunk_cap));
+        if (p->lf_links[i]) fm_allocator_free(&a, p->lf_links[i], fm__links_bytes(p));
+    fm_allocator_free(&a, p->chunks, fm__records_bytes(p->chunk_cap));
     fm__table_delete(&a, p->table, p->table_cap);
     for (uint32_t i = 0; i < p->n_retired_arrays; i++)
-        fm__mem_free(&a, p->retired_arrays[i], p->retired_bytes[i]);
+        fm_allocator_free(&a, p->retired_arrays[i], p->retired_bytes[i]);
     if (p->sync != FM_SYNC_NONE) pthread_mutex_destroy(&p->lock);
     FM__VG_DESTROY_POOL(p);
-    fm__mem_free(&a, p, p->self_bytes);
+    fm_allocator_free(&a, p, p->self_bytes);
 }
 
 /* ====================================================== reserve and trim */
@@ -2236,7 +2236,7 @@ static uint64_t *fm__ref_word(fm_pool *p, const fm__loc *loc) {
     fm__chunk *c = fm__chunk_at(p, loc->chunk);
     if (!c->refs) {
         size_t bytes = (size_t)p->hot.per_chunk * sizeof *c->refs;
-        uint64_t *refs = fm__mem_alloc(&p->desc.allocator, bytes, alignof(uint64_t));
+        uint64_t *refs = fm_allocator_alloc(&p->desc.allocator, bytes, alignof(uint64_t));
         if (!refs) {
             fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for reference counts",
                        p->name);

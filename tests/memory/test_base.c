@@ -319,6 +319,55 @@ static void test_alignment_helpers_round_up_and_check(void **state) {
     assert_true(FM_DEFAULT_ALIGN >= alignof(double));
 }
 
+/* ---------------------------------------------------- backing allocator */
+
+static void test_allocator_helpers_use_the_heap_or_the_given_allocator(void **state) {
+    fm_test_env *env = *state;
+    /* The zero allocator: the C heap, aligned as asked, size 0 included. */
+    const fm_allocator heap = {0};
+    assert_true(fm_allocator_valid(&heap));
+    const size_t aligns[] = {1, 8, 16, 64, 4096};
+    for (size_t i = 0; i < sizeof aligns / sizeof aligns[0]; i++) {
+        unsigned char *p = fm_allocator_alloc(&heap, 100, aligns[i]);
+        assert_non_null(p);
+        assert_true(fm_is_aligned(p, aligns[i]));
+        memset(p, 0xAB, 100);
+        fm_allocator_free(&heap, p, 100);
+    }
+    void *empty = fm_allocator_alloc(&heap, 0, 16);
+    assert_non_null(empty);
+    fm_allocator_free(&heap, empty, 0);
+    fm_allocator_free(&heap, NULL, 10); /* no-op */
+
+    /* A given allocator gets every call, with the size (and an alignment
+     * of at least a pointer's); a refusal is NULL and reports nothing. */
+    fm_allocator counted = fm_test_allocator_get(&env->alloc);
+    assert_true(fm_allocator_valid(&counted));
+    void *p = fm_allocator_alloc(&counted, 48, 64);
+    assert_non_null(p);
+    assert_true(fm_is_aligned(p, 64));
+    void *q = fm_allocator_alloc(&counted, 8, 1);
+    assert_true(fm_is_aligned(q, sizeof(void *)));
+    assert_int_equal(env->alloc.live_bytes, 56);
+    assert_int_equal(env->alloc.alloc_calls, 2);
+    fm_test_allocator_fail_nth(&env->alloc, 1);
+    assert_null(fm_allocator_alloc(&counted, 32, 16));
+    assert_int_equal(env->errors.count, 0);
+    fm_allocator_free(&counted, q, 8);
+    fm_allocator_free(&counted, p, 48);
+    fm_allocator_free(&counted, NULL, 48); /* no-op, not passed on */
+    assert_int_equal(env->alloc.free_calls, 2);
+    fm_test_allocator_assert_clean(&env->alloc);
+
+    /* Half an allocator is not valid. */
+    fm_allocator half = counted;
+    half.free = NULL;
+    assert_false(fm_allocator_valid(&half));
+    half = counted;
+    half.alloc = NULL;
+    assert_false(fm_allocator_valid(&half));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
@@ -339,6 +388,7 @@ int main(void) {
         T(test_sync_names_are_distinct_and_describe_the_policy),
         T(test_growth_names_are_distinct_and_describe_the_policy),
         T(test_alignment_helpers_round_up_and_check),
+        T(test_allocator_helpers_use_the_heap_or_the_given_allocator),
 #undef T
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);

@@ -80,6 +80,18 @@ typedef struct fm_allocator {
     void *user;
 } fm_allocator;
 
+/// true for the zero allocator (the system's) and for one that sets both
+/// alloc and free; descs with only one of them are refused.
+static inline bool fm_allocator_valid(const fm_allocator *a) {
+    return (a->alloc == NULL) == (a->free == NULL);
+}
+/// size bytes aligned to align (a power of two; at least pointer alignment
+/// is used) from a, or from the C heap when a is zero; NULL when refused.
+/// Nothing is reported: callers say what they were making.
+void *fm_allocator_alloc(const fm_allocator *a, size_t size, size_t align);
+/// Gives back ptr, size bytes from fm_allocator_alloc with the same a. NULL: no-op.
+void fm_allocator_free(const fm_allocator *a, void *ptr, size_t size);
+
 /* --------------------------------------------------------------- policies */
 
 typedef enum fm_sync {
