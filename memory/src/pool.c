@@ -190,6 +190,15 @@ static inline uint8_t *fm__slot(const fm_pool *p, const uint8_t *base, uint32_t 
     return (uint8_t *)base + p->hot.slots_off + (size_t)idx * p->hot.stride;
 }
 
+/* The slot ptr starts in the chunk at base (pool.h's multiply and rotate),
+ * or FM__NONE for any other address. */
+static inline uint32_t fm__slot_of(const fm_pool *p, uintptr_t base, const void *ptr) {
+    uint64_t x = ((uintptr_t)ptr - (base + p->hot.slots_off)) * p->hot.inv;
+    uint32_t k = p->hot.inv_shift;
+    uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
+    return slot < p->hot.per_chunk ? (uint32_t)slot : FM__NONE;
+}
+
 static inline uint32_t *fm__meta(uintptr_t base) { return (uint32_t *)base; }
 static inline uint32_t fm__meta_get(uintptr_t base, uint32_t slot) {
     return FM__LOAD(&fm__meta(base)[slot]);
@@ -990,9 +999,6 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
      * independent, so requesting them early overlaps the misses. Any
      * address is safe to prefetch: a foreign pointer's is never read. */
     enum { AHEAD = 8 };
-    uintptr_t mask = pool->base_mask;
-    uint32_t slots_off = pool->hot.slots_off, k = pool->hot.inv_shift;
-    uint64_t inv = pool->hot.inv;
     /* NONE: the whole batch in this loop, the owner checked once. */
     bool none = pool->sync == FM_SYNC_NONE;
 #ifdef FM__THREAD_CHECKS
@@ -1000,10 +1006,9 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
 #endif
     for (size_t i = 0; i < n; i++) {
         if (i + AHEAD < n) {
-            uintptr_t a = (uintptr_t)items[i + AHEAD], base = a & mask;
-            uint64_t x = (a - base - slots_off) * inv;
-            uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
-            if (slot < pool->hot.per_chunk) __builtin_prefetch(fm__meta(base) + slot, 1);
+            uintptr_t base = (uintptr_t)items[i + AHEAD] & pool->base_mask;
+            uint32_t slot = fm__slot_of(pool, base, items[i + AHEAD]);
+            if (slot != FM__NONE) __builtin_prefetch(fm__meta(base) + slot, 1);
         }
         if (none) fm__free_one(pool, items[i], "free");
         else fm_pool_free(pool, items[i]);
@@ -1151,13 +1156,6 @@ void fm_pool_release_owner_thread(fm_pool *pool) {
 }
 
 /* ---- locating without the lock */
-
-static inline uint32_t fm__slot_of(const fm_pool *p, uintptr_t base, const void *ptr) {
-    uint64_t x = ((uintptr_t)ptr - (base + p->hot.slots_off)) * p->hot.inv;
-    uint32_t k = p->hot.inv_shift;
-    uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
-    return slot < p->hot.per_chunk ? (uint32_t)slot : FM__NONE;
-}
 
 /* fm__locate for THREAD_CACHE and LOCKFREE, without the lock: the chunk
  * through the published table, the meta word read atomically. Every problem
