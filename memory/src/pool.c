@@ -214,7 +214,8 @@ static inline uint16_t *fm__stack(const fm_pool *p, const uint8_t *base) {
 
 /* A free slot of the current chunk becomes its next one (see pool.h). */
 static inline void fm__push_current(fm__pool_hot *h, uint32_t idx) {
-    if (h->cur_next != FM__NONE) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+    if (h->cur_next_slot) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+    h->cur_next_slot = h->cur_slots + (size_t)idx * h->stride;
     h->cur_next = idx;
 }
 
@@ -289,7 +290,7 @@ static void fm__file_chunk(fm_pool *p, uint32_t idx) {
 static void fm__park_current(fm_pool *p) {
     if (p->cur_idx == FM__NONE) return;
     fm__chunk *c = fm__chunk_at(p, p->cur_idx);
-    if (p->cs->cur_next != FM__NONE) p->cs->cur_stack[p->cs->cur_top++] = (uint16_t)p->cs->cur_next;
+    if (p->cs->cur_next_slot) p->cs->cur_stack[p->cs->cur_top++] = (uint16_t)p->cs->cur_next;
     c->free_top = p->cs->cur_top;
     c->bump = (uint32_t)p->cs->cur_bump;
     c->live = (uint32_t)(fm__live(p) - p->live_other);
@@ -299,6 +300,7 @@ static void fm__park_current(fm_pool *p) {
     fm__file_chunk(p, idx);
     p->cs->cur_base = 1;
     p->cs->cur_slots = NULL;
+    p->cs->cur_next_slot = NULL;
     p->cs->cur_next = FM__NONE;
     p->cs->cur_top = 0;
     p->cs->cur_stack = NULL;
@@ -810,12 +812,16 @@ static bool fm__next_chunk(fm_pool *p) {
  * slots. NULL when the chunk is exhausted (or there is none). */
 static inline void *fm__alloc_fast(fm_pool *p) {
     fm__pool_hot *h = p->cs;
-    uint32_t idx = h->cur_next;
-    uint8_t *slot;
-    if (FM__LIKELY(idx != FM__NONE || h->cur_top != 0)) {
-        if (idx != FM__NONE) h->cur_next = FM__NONE;
-        else idx = h->cur_stack[--h->cur_top];
-        slot = h->cur_slots + (size_t)idx * h->stride;
+    uint32_t idx;
+    uint8_t *slot = h->cur_next_slot;
+    if (FM__LIKELY(slot != NULL || h->cur_top != 0)) {
+        if (slot) {
+            h->cur_next_slot = NULL;
+            idx = h->cur_next;
+        } else {
+            idx = h->cur_stack[--h->cur_top];
+            slot = h->cur_slots + (size_t)idx * h->stride;
+        }
         fm__meta_set(h->cur_base, idx, fm__meta_get(h->cur_base, idx) | FM__LIVE);
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
         idx = (uint32_t)h->cur_bump++;
@@ -1350,8 +1356,22 @@ FM__COLD static void fm__tc_report_duplicate(fm_pool *p, const void *slot) {
 static uint64_t fm__entry_frees(const fm_pool *p, const fm__tc_entry *e) {
     if (p->sync != FM_SYNC_THREAD_CACHE) return __atomic_load_n(&e->frees, __ATOMIC_ACQUIRE);
     return __atomic_load_n(&e->allocs, __ATOMIC_ACQUIRE) +
-           __atomic_load_n(&e->count, __ATOMIC_ACQUIRE) -
+           __atomic_load_n(&e->count, __ATOMIC_ACQUIRE) +
+           (__atomic_load_n(&e->next_slot, __ATOMIC_ACQUIRE) != NULL) -
            __atomic_load_n(&e->taken, __ATOMIC_ACQUIRE);
+}
+
+/* The owning thread: the inline free's last slot joins slots[] (pool.h's
+ * free leaves room for it), before the library uses the magazine. The
+ * library keeps count below FM__TC_SLOTS between calls (see
+ * fm__tc_entry_of), so only this can fill the last place. */
+static inline void fm__tc_settle(fm__tc_entry *e) {
+    void *slot = __atomic_load_n(&e->next_slot, __ATOMIC_RELAXED);
+    if (FM__LIKELY(!slot)) return;
+    e->slots[e->count] = slot;
+    e->slot_idx[e->count] = e->next_idx;
+    FM__STORE(&e->count, e->count + 1);
+    __atomic_store_n(&e->next_slot, NULL, __ATOMIC_RELAXED);
 }
 
 /* Lock held: count slots from the bottom of the magazine (the coldest) go
@@ -1385,6 +1405,7 @@ static void fm__tc_thread_exit(void *arg) {
         if (__atomic_load_n(&e->id, __ATOMIC_ACQUIRE) != 0) {
             fm_pool *p = e->pool;
             pthread_mutex_lock(&p->lock);
+            fm__tc_settle(e);
             fm__tc_flush_locked(p, e, e->count);
             p->tc_gone_allocs += e->allocs;
             p->tc_gone_frees += fm__entry_frees(p, e);
@@ -1482,8 +1503,17 @@ oom:
 
 static inline fm__tc_entry *fm__tc_entry_of(fm_pool *p) {
     fm__tc_entry *e = fm__tc_last;
-    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id)) return e;
-    return fm__tc_find(p);
+    if (FM__UNLIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) != p->id)) e = fm__tc_find(p);
+    if (FM__UNLIKELY(e == NULL)) return NULL;
+    fm__tc_settle(e);
+    /* Between calls count stays below FM__TC_SLOTS, the last place being
+     * next_slot's (see pool.h's free). */
+    if (FM__UNLIKELY(e->count == FM__TC_SLOTS)) {
+        pthread_mutex_lock(&p->lock);
+        fm__tc_flush_locked(p, e, FM__TC_BATCH);
+        pthread_mutex_unlock(&p->lock);
+    }
+    return e;
 }
 
 static inline void fm__count(uint64_t *c) {
@@ -1554,7 +1584,8 @@ FM__NOINLINE static void *fm__tc_alloc_slow(fm_pool *p) {
  * nothing here needs a register saved, the rest is tail-called. */
 static inline void *fm__tc_alloc(fm_pool *p) {
     fm__tc_entry *e = fm__tc_last;
-    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id && e->count != 0)) {
+    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id && e->count != 0 &&
+                   !__atomic_load_n(&e->next_slot, __ATOMIC_RELAXED))) {
         void *item = fm__tc_pop(p, e);
         if (FM__LIKELY(item != NULL)) return item;
     }
@@ -1587,9 +1618,10 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
         if (done == FM__FREED_RETIRED) FM__STORE(&e->taken, e->taken - 1); /* back in the depot */
         return;
     }
+    e->hint_meta = fm__meta((uintptr_t)item & p->base_mask);
     __atomic_store_n(&e->hint_slots, ((uintptr_t)item & p->base_mask) + p->hot.slots_off,
                      __ATOMIC_RELAXED);
-    if (FM__UNLIKELY(e->count == FM__TC_SLOTS)) {
+    if (FM__UNLIKELY(e->count >= FM__TC_SLOTS - 1)) {
         pthread_mutex_lock(&p->lock);
         fm__tc_flush_locked(p, e, FM__TC_BATCH);
         pthread_mutex_unlock(&p->lock);
@@ -1608,7 +1640,8 @@ static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
     uint32_t k = p->hot.inv_shift;
     uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
     if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id &&
-                   slot < p->hot.per_chunk && e->count < FM__TC_SLOTS)) {
+                   slot < p->hot.per_chunk && e->count < FM__TC_SLOTS - 1 &&
+                   !__atomic_load_n(&e->next_slot, __ATOMIC_RELAXED))) {
         uint32_t *mw = &fm__meta(hs - p->hot.slots_off)[slot];
         uint32_t m = __atomic_load_n(mw, __ATOMIC_ACQUIRE);
         /* Live with a generation below the maximum: negative, below -1. */
@@ -1641,6 +1674,7 @@ void fm_pool_flush_thread_cache(fm_pool *pool) {
         fm__tc_entry *e = tc->entries[i];
         if (__atomic_load_n(&e->id, __ATOMIC_RELAXED) != pool->id) continue;
         pthread_mutex_lock(&pool->lock);
+        fm__tc_settle(e);
         fm__tc_flush_locked(pool, e, e->count);
         pthread_mutex_unlock(&pool->lock);
     }
@@ -1961,10 +1995,11 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->owner = fm__self();
 #endif
     p->hot.cur_base = 1;
+    p->hot.cur_next_slot = NULL;
     p->hot.cur_next = FM__NONE;
     p->hot.cur_top = 0;
     /* The core works on hot (NONE) or on the shadow; hot's current chunk
-     * stays empty (cur_next NONE, cur_top 0, cur_bump 0) for every other
+     * stays empty (cur_next_slot NULL, cur_top 0, cur_bump 0) for every other
      * policy. */
     p->shadow = p->hot;
     p->cs = p->sync == FM_SYNC_NONE ? &p->hot : &p->shadow;
@@ -2345,7 +2380,7 @@ static fm_error fm__check_core(const fm_pool *pool) {
                   p->name, ci);
         uint32_t bump = fm__chunk_bump(p, ci);
         uint32_t top = ci == p->cur_idx ? p->cs->cur_top : c->free_top;
-        uint32_t next = ci == p->cur_idx ? p->cs->cur_next : FM__NONE;
+        uint32_t next = ci == p->cur_idx && p->cs->cur_next_slot ? p->cs->cur_next : FM__NONE;
         FM__CHECK(bump <= c->limit && c->limit <= p->hot.per_chunk,
                   "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
                   c->limit);
@@ -2360,6 +2395,9 @@ static fm_error fm__check_core(const fm_pool *pool) {
             if (m & FM__LIVE) n_live++;
             else if (m == FM__RETIRED) n_retired++;
         }
+        FM__CHECK(next == FM__NONE ||
+                      p->cs->cur_next_slot == p->cs->cur_slots + (size_t)next * p->hot.stride,
+                  "pool '%s': chunk %u next free slot's pointer and index disagree", p->name, ci);
         uint32_t n_stacked = top + (next != FM__NONE);
         FM__CHECK(n_stacked <= bump, "pool '%s': chunk %u free stack holds %u of %u used slots",
                   p->name, ci, n_stacked, bump);

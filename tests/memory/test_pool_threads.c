@@ -1251,6 +1251,52 @@ static void test_pool_threads_thread_cache_alternating_pools_keep_their_items(vo
     fm_pool_destroy(pb);
 }
 
+/* The inline free keeps the thread's last freed slot beside the magazine
+ * (next_slot) and the library moves it in before using the magazine. Mixing
+ * the inline calls with the library's own functions, and filling the
+ * magazine to its limit one free at a time, loses no slot and counts
+ * exactly; the last freed item is the next one served either way. */
+static void test_pool_threads_thread_cache_inline_and_library_calls_mix(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = make_pool(FM_SYNC_THREAD_CACHE, (fm_pool_desc){.item_size = 16});
+    enum { N = 3 * FM__TC_SLOTS + 5 }; /* past the magazine's limit: it spills */
+    void *items[N];
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < N; i++) {
+            items[i] = (round & 1) ? (fm_pool_alloc)(pool) : fm_pool_alloc(pool);
+            assert_non_null(items[i]);
+            for (int j = 0; j < i; j++) assert_ptr_not_equal(items[i], items[j]);
+        }
+        for (int i = 0; i < N; i++) {
+            if ((i + round) % 3 == 0) (fm_pool_free)(pool, items[i]);
+            else fm_pool_free(pool, items[i]);
+            /* LIFO through either path: the item just freed comes back. */
+            void *again = (i % 2) ? (fm_pool_alloc)(pool) : fm_pool_alloc(pool);
+            assert_ptr_equal(again, items[i]);
+            if (i % 2) fm_pool_free(pool, again);
+            else (fm_pool_free)(pool, again);
+        }
+        fm_pool_stats s = fm_test_pool_stats(pool);
+        assert_int_equal(s.live, 0);
+        assert_int_equal(s.total_allocs, s.total_frees);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+    }
+    fm_pool_stats s = fm_test_pool_stats(pool);
+    assert_int_equal(s.total_allocs, 4 * 2 * N);
+    /* The last slot freed inline is still beside the magazine: a flush
+     * returns it too, so trim can give every chunk but the first back. */
+    void *a = fm_pool_alloc(pool);
+    fm_pool_free(pool, a);
+    fm_pool_flush_thread_cache(pool);
+    fm_pool_trim(pool);
+    s = fm_test_pool_stats(pool);
+    assert_int_equal(s.live, 0);
+    assert_int_equal(s.chunk_count, 1);
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    fm_pool_destroy(pool);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, fm_test_setup, fm_test_teardown)
     const struct CMUnitTest tests[] = {
@@ -1265,6 +1311,7 @@ int main(void) {
         T(test_pool_threads_thread_cache_pool_recreated_at_same_address_skips_old_entry),
         T(test_pool_threads_thread_cache_double_free_is_reported_in_every_build),
         T(test_pool_threads_thread_cache_alternating_pools_keep_their_items),
+        T(test_pool_threads_thread_cache_inline_and_library_calls_mix),
         cmocka_unit_test(test_pool_threads_thread_cache_cross_thread_frees_between_two_threads),
         cmocka_unit_test(test_pool_threads_thread_cache_slot_in_two_caches_is_never_served_twice),
         cmocka_unit_test(test_pool_threads_none_pool_used_from_a_second_thread),

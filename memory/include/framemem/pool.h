@@ -183,10 +183,12 @@ void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
  * live bit, double-free and foreign-pointer checks and the counters, all
  * exactly as the out-of-line functions do them. Everything else calls into
  * the library. The functions themselves stay callable as (fm_pool_alloc)(pool).
- * Pools with sync != NONE keep cur_next UINT32_MAX and cur_top and cur_bump
- * 0 here, so NONE's part falls through. THREAD_CACHE pools then pop from or push onto
- * the calling thread's magazine when its last entry (fm__tc_last) carries
- * the pool's id: an alloc checks the slot is not live and sets the live bit,
+ * Pools with sync != NONE keep cur_next_slot NULL and cur_top and cur_bump
+ * 0 here, so NONE's part falls through; a THREAD_CACHE pool (tc_id set)
+ * goes to its own part right after an alloc's first test and before a
+ * free's index arithmetic. It pops from or pushes onto the calling thread's
+ * magazine when its last entry (fm__tc_last) carries the pool's id: an
+ * alloc checks the slot is not live and sets the live bit,
  * a free checks the item is a slot start of the chunk the thread freed into
  * last and live, and bumps the generation (no CAS: see Threads); the
  * thread's other pools, an empty or full magazine, a first use and every
@@ -200,10 +202,13 @@ typedef struct fm__pool_hot {
      * entries beside its meta words, never inside the slots: an alloc reads
      * a cached stack entry instead of a link in a cold item (a dependent
      * cache miss per alloc once frees come in random order), and a free
-     * does not write into the item. The last freed index waits in cur_next,
-     * so an alloc right after a free reads it from here, where the CPU
-     * forwards the store at once, not from an indexed stack entry. */
-    uint32_t cur_next;  /* the current chunk's next free slot, UINT32_MAX: none */
+     * does not write into the item. The last freed slot waits here, as a
+     * pointer and an index: an alloc right after a free returns the pointer
+     * the free stored (which the CPU forwards at once) without turning an
+     * index into an address, so a free's index arithmetic and an alloc's
+     * meta word update stay off the chain from one pair to the next. */
+    uint8_t *cur_next_slot; /* the current chunk's next free slot, NULL: none */
+    uint32_t cur_next;  /* its index (meaningless while cur_next_slot is NULL) */
     uint32_t cur_top;   /* free indices on its stack below cur_next */
     uint16_t *cur_stack; /* the current chunk's stack: [0, cur_top) */
     uint32_t cur_limit;
@@ -241,6 +246,16 @@ struct fm__tc_entry {
     uint32_t count;      /* slots[0, count) are free slots of the pool */
     uintptr_t hint_slots; /* first slot of a chunk of the pool this thread freed
                              into; trim resets it */
+    uint32_t *hint_meta;  /* that chunk's meta words (valid while hint_slots is) */
+    /* The inline free's last slot, not yet on slots[] (NULL: none), with its
+     * meta word and that word's index: as with NONE's cur_next_slot, an
+     * alloc right after a free takes it back without reading count or
+     * slots[]. Only pool.h's inline free sets it, and only while slots[]
+     * has room for it; the library moves it onto slots[] before it uses the
+     * magazine. */
+    void *next_slot;
+    uint32_t *next_meta;
+    uint32_t next_idx;
     uint64_t allocs;     /* items handed out */
     uint64_t taken;      /* THREAD_CACHE: slots taken from the pool's depot minus
                             those given back (mod 2^64); frees are not counted
@@ -296,22 +311,41 @@ void fm__pool_free_slow(fm_pool *pool, void *item);
 #define FM__INLINE_FAST_PATH 1
 
 /* THREAD_CACHE: a pop from this thread's magazine for the pool. */
+/* THREAD_CACHE's alloc of a cached slot: sets live (bit 31) in its meta
+ * word; false, with the word unchanged, when it was set already. A relaxed
+ * load and store, no CAS (see Threads). */
+static inline bool fm__meta_set_live(uint32_t *w) {
+    uint32_t m = __atomic_load_n(w, __ATOMIC_RELAXED);
+    if (__builtin_expect((int32_t)m < 0, 0)) return false;
+    __atomic_store_n(w, m | FM__META_LIVE, __ATOMIC_RELAXED);
+    return true;
+}
+
 static inline void *fm__pool_alloc_tc(fm_pool *pool) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     fm__tc_entry *e = fm__tc_last;
-    uint32_t n = e->count;
-    if (__builtin_expect(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == h->tc_id && n != 0, 1)) {
-        uint8_t *slot = (uint8_t *)e->slots[n - 1];
-        if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
-        uint32_t *meta = (uint32_t *)((uintptr_t)slot & h->base_mask) + e->slot_idx[n - 1];
-        uint32_t m = __atomic_load_n(meta, __ATOMIC_RELAXED);
-        /* Live already: served from another thread's cache too (see Threads);
-         * the library drops this copy and reports. */
-        if (__builtin_expect((int32_t)m >= 0, 1)) {
-            __atomic_store_n(&e->count, n - 1, __ATOMIC_RELAXED);
-            __atomic_store_n(meta, m | FM__META_LIVE, __ATOMIC_RELAXED);
-            __atomic_store_n(&e->allocs, e->allocs + 1, __ATOMIC_RELAXED);
-            return slot;
+    /* A slot found live already was served from another thread's cache too
+     * (see Threads): the library drops this copy and reports. */
+    if (__builtin_expect(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == h->tc_id, 1)) {
+        uint8_t *slot = (uint8_t *)__atomic_load_n(&e->next_slot, __ATOMIC_RELAXED);
+        if (__builtin_expect(slot != NULL, 1)) {
+            if (__builtin_expect(fm__meta_set_live(e->next_meta), 1)) {
+                __atomic_store_n(&e->next_slot, NULL, __ATOMIC_RELAXED);
+                __atomic_store_n(&e->allocs, e->allocs + 1, __ATOMIC_RELAXED);
+                return slot;
+            }
+        } else {
+            uint32_t n = e->count;
+            if (__builtin_expect(n != 0, 1)) {
+                slot = (uint8_t *)e->slots[n - 1];
+                if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
+                uint32_t *meta = (uint32_t *)((uintptr_t)slot & h->base_mask) + e->slot_idx[n - 1];
+                if (__builtin_expect(fm__meta_set_live(meta), 1)) {
+                    __atomic_store_n(&e->count, n - 1, __ATOMIC_RELAXED);
+                    __atomic_store_n(&e->allocs, e->allocs + 1, __ATOMIC_RELAXED);
+                    return slot;
+                }
+            }
         }
     }
     return fm__pool_alloc_slow(pool);
@@ -319,11 +353,19 @@ static inline void *fm__pool_alloc_tc(fm_pool *pool) {
 
 static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
-    uint32_t idx = h->cur_next;
-    if (__builtin_expect(idx != UINT32_MAX, 1)) h->cur_next = UINT32_MAX;
-    else if (__builtin_expect(h->cur_top != 0, 1)) idx = h->cur_stack[--h->cur_top];
-    else return fm__pool_alloc_tc(pool);
-    uint8_t *slot = h->cur_slots + (size_t)idx * h->stride;
+    uint8_t *slot = h->cur_next_slot;
+    size_t idx;
+    if (__builtin_expect(slot != NULL, 1)) {
+        h->cur_next_slot = NULL;
+        idx = h->cur_next;
+    } else if (h->tc_id != UINT64_MAX) {
+        return fm__pool_alloc_tc(pool);
+    } else if (__builtin_expect(h->cur_top != 0, 1)) {
+        idx = h->cur_stack[--h->cur_top];
+        slot = h->cur_slots + (size_t)idx * h->stride;
+    } else {
+        return fm__pool_alloc_slow(pool);
+    }
     if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
     ((uint32_t *)h->cur_base)[idx] |= FM__META_LIVE;
     h->total_allocs++;
@@ -334,44 +376,81 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     return slot;
 }
 
+/* A free's meta word update: clears live (bit 31) and bumps the generation by
+ * adding INT32_MIN + 1. As a signed add it overflows exactly when the word
+ * was live with a generation below the maximum (every other word stays in
+ * range), so the overflow flag is the whole check. true when it was; false
+ * with the word unchanged otherwise (not live, or a slot to retire). */
+static inline bool fm__meta_free_in_place(uint32_t *w) {
+#if defined(__x86_64__)
+    /* The add goes to memory and its flag decides: two instructions. From C
+     * (load, compare, branch, add, store) it is five, and compilers expand
+     * __builtin_add_overflow with overflow taken as the rare case, which
+     * here is the common one. The undo runs only for a bad free. */
+    __asm__ goto("addl %1, %0\n\tjno %l[bad]" : "+m"(*w) : "i"(INT32_MIN + 1) : "cc" : bad);
+    return true;
+bad:
+    *w -= (uint32_t)INT32_MIN + 1u;
+    return false;
+#else
+    int32_t m = (int32_t)*w;
+    if (m >= -1) return false;
+    *w = (uint32_t)m + ((uint32_t)INT32_MIN + 1u);
+    return true;
+#endif
+}
+
+/* THREAD_CACHE: a slot start of the chunk this thread freed into last, live,
+ * becomes the magazine's next_slot (the one before it moves onto slots[],
+ * which must have room). The live bit goes with a relaxed load and store,
+ * not a CAS (see Threads above). */
+static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
+    fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
+    fm__tc_entry *e = fm__tc_last;
+    uintptr_t hs = __atomic_load_n(&e->hint_slots, __ATOMIC_RELAXED);
+    uint64_t x = ((uintptr_t)item - hs) * h->inv;
+    uint64_t si = (x >> h->inv_shift) | (x << ((64u - h->inv_shift) & 63u));
+    if (__builtin_expect(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == h->tc_id &&
+                             si < h->per_chunk,
+                         1)) {
+        uint32_t *meta = e->hint_meta + si;
+        uint32_t m = __atomic_load_n(meta, __ATOMIC_RELAXED);
+        if (__builtin_expect((int32_t)m < -1, 1)) {
+            void *prev = __atomic_load_n(&e->next_slot, __ATOMIC_RELAXED);
+            if (prev) {
+                /* n < FM__TC_SLOTS - 1: slots[] keeps room for next_slot. */
+                uint32_t n = e->count;
+                if (__builtin_expect(n >= FM__TC_SLOTS - 1, 0)) goto slow;
+                e->slots[n] = prev;
+                e->slot_idx[n] = e->next_idx;
+                __atomic_store_n(&e->count, n + 1, __ATOMIC_RELAXED);
+            }
+            __atomic_store_n(meta, m + (FM__META_LIVE + 1u), __ATOMIC_RELAXED);
+            e->next_idx = (uint32_t)si;
+            e->next_meta = meta;
+            __atomic_store_n(&e->next_slot, item, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+slow:
+    fm__pool_free_slow(pool, item);
+}
+
 static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
-    uint64_t idx = fm__pool_hot_index(h, item);
-    if (__builtin_expect(idx < h->cur_bump, 1)) {
-        int32_t *meta = (int32_t *)h->cur_base;
-        /* live (bit 31) with generation below the maximum: as a signed
-         * value, below -1; the free clears live and bumps the generation. */
-        if (__builtin_expect(meta[idx] < -1, 1)) {
-            meta[idx] += INT32_MIN + 1;
-            uint32_t prev = h->cur_next;
-            if (prev != UINT32_MAX) h->cur_stack[h->cur_top++] = (uint16_t)prev;
+    /* A THREAD_CACHE pool skips the index arithmetic. */
+    if (h->tc_id == UINT64_MAX) {
+        uint64_t idx = fm__pool_hot_index(h, item);
+        if (__builtin_expect(idx < h->cur_bump, 1) &&
+            __builtin_expect(fm__meta_free_in_place((uint32_t *)h->cur_base + idx), 1)) {
+            if (h->cur_next_slot) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+            h->cur_next_slot = (uint8_t *)item;
             h->cur_next = (uint32_t)idx;
             h->headroom++;
             return;
         }
     }
-    /* THREAD_CACHE: a slot start of the chunk this thread freed into last,
-     * live, pushed onto a magazine with room. The live bit goes with a
-     * relaxed load and store, not a CAS (see Threads above). */
-    fm__tc_entry *e = fm__tc_last;
-    uintptr_t hs = __atomic_load_n(&e->hint_slots, __ATOMIC_RELAXED);
-    uint64_t x = ((uintptr_t)item - hs) * h->inv;
-    uint64_t si = (x >> h->inv_shift) | (x << ((64u - h->inv_shift) & 63u));
-    uint32_t n = e->count;
-    if (__builtin_expect(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == h->tc_id &&
-                             si < h->per_chunk && n < FM__TC_SLOTS,
-                         1)) {
-        uint32_t *meta = (uint32_t *)(hs - h->slots_off) + si;
-        uint32_t m = __atomic_load_n(meta, __ATOMIC_RELAXED);
-        if (__builtin_expect((int32_t)m < -1, 1)) {
-            __atomic_store_n(meta, m + (FM__META_LIVE + 1u), __ATOMIC_RELAXED);
-            e->slots[n] = item;
-            e->slot_idx[n] = (uint32_t)si;
-            __atomic_store_n(&e->count, n + 1, __ATOMIC_RELAXED);
-            return;
-        }
-    }
-    fm__pool_free_slow(pool, item);
+    fm__pool_free_tc(pool, item); /* which ends in the library for other pools */
 }
 
 #define fm_pool_alloc(pool) fm__pool_alloc_inline(pool)
