@@ -301,6 +301,12 @@ static inline uint64_t fm__pool_hot_index(const fm__pool_hot *h, const void *ptr
 
 
 void *fm__pool_alloc_slow(fm_pool *pool);
+#if defined(__GNUC__) || defined(__clang__)
+/* cold: a NONE free outside the current chunk calls it, and the inline free
+ * stays laid out for the common case (gcc otherwise keeps a register copy
+ * of the counter it decrements in the alloc, two instructions per pair). */
+__attribute__((cold))
+#endif
 void fm__pool_free_slow(fm_pool *pool, void *item);
 
 #if defined(FM_TRACK_SITES) && !defined(FM__BUILDING_POOL)
@@ -449,8 +455,10 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
             h->headroom++;
             return;
         }
+        fm__pool_free_slow(pool, item); /* another chunk, or misuse */
+        return;
     }
-    fm__pool_free_tc(pool, item); /* which ends in the library for other pools */
+    fm__pool_free_tc(pool, item);
 }
 
 #define fm_pool_alloc(pool) fm__pool_alloc_inline(pool)
