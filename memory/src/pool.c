@@ -109,8 +109,9 @@ struct fm_pool {
     uint32_t cur_idx;
     uint32_t cur_gen_floor;
     /* NONE and MUTEX: the chunk the last free outside the current chunk
-     * went to (its base, 0: none). Items born together tend to die together,
-     * so the next free often skips the table. */
+     * went to (its base; 1: none, as no chunk base is odd, where 0 would
+     * match pointers below one chunk size). Items born together tend to die
+     * together, so the next free often skips the table. */
     uintptr_t hint_base;
     uint32_t hint_idx;
     uint64_t live_other; /* live items outside the current chunk */
@@ -523,7 +524,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     /* Unpublish first: lock-free lookups stop finding the chunk. */
     fm__table_remove(p, idx);
-    if (p->hint_base == (uintptr_t)c->base) p->hint_base = 0;
+    if (p->hint_base == (uintptr_t)c->base) p->hint_base = 1;
     FM__STORE_REL(&p->hot.bases[idx], NULL);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
@@ -2005,6 +2006,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->cs = p->sync == FM_SYNC_NONE ? &p->hot : &p->shadow;
     p->cur_idx = FM__NONE;
     p->lf.head = FM__NONE;
+    p->hint_base = 1;
     if (p->sync != FM_SYNC_NONE && !fm__lock_init(p)) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': cannot create its lock", name);
         fm_allocator_free(&desc->allocator, p, self_bytes);

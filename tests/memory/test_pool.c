@@ -811,6 +811,24 @@ static void test_pool_free_of_far_away_pointer_is_reported_as_foreign(void **sta
     misuse_end(env, &m);
 }
 
+/* A bogus pointer below one chunk size (a small integer or an offset read
+ * from uninitialised memory) that sits where a live item would in a chunk at
+ * address 0: nothing may take address 0 for a chunk the pool knows. */
+static void test_pool_free_of_pointer_near_null_is_reported_as_foreign(void **state) {
+    fm_test_env *env = *state;
+    misuse_case m;
+    misuse_begin(env, &m, 48);
+    fm_pool_stats s = stats_of(m.pool);
+    for (int i = 0; i < 3; i++) {
+        uintptr_t off = (uintptr_t)m.live.items[i] & (uintptr_t)(s.chunk_bytes - 1);
+        void *bogus = (void *)off;
+        expect_bad_free(env, m.pool, bogus, FM_ERR_FOREIGN_POINTER);
+        assert_false(fm_pool_owns(m.pool, bogus));
+        assert_true(fm_handle_is_null(fm_pool_handle(m.pool, bogus)));
+    }
+    misuse_end(env, &m);
+}
+
 static void test_pool_free_of_interior_pointer_is_reported(void **state) {
     fm_test_env *env = *state;
     misuse_case m;
@@ -2181,6 +2199,7 @@ int main(void) {
         T(test_pool_free_of_malloc_block_is_reported_as_foreign),
         T(test_pool_free_of_another_pools_item_is_reported_as_foreign),
         T(test_pool_free_of_far_away_pointer_is_reported_as_foreign),
+        T(test_pool_free_of_pointer_near_null_is_reported_as_foreign),
         T(test_pool_free_of_interior_pointer_is_reported),
         T(test_pool_delete_of_bad_pointers_never_runs_the_dtor),
         T(test_pool_free_of_any_non_item_address_in_a_chunk_is_reported),
