@@ -916,6 +916,18 @@ static void fm__slot_to_free(const fm_pool *p, void *item) {
     FM__POISON(item, p->hot.stride);
 }
 
+/* A free into a chunk that is not current: a full chunk has room again, a
+ * partial one may have become empty. */
+static void fm__refile_after_free(fm_pool *p, uint32_t idx) {
+    fm__chunk *c = fm__chunk_at(p, idx);
+    if (c->state == FM__CHUNK_FULL) {
+        fm__file_chunk(p, idx);
+    } else if (c->state == FM__CHUNK_PARTIAL && c->live == 0) {
+        fm__list_unlink(p, &p->partial, idx);
+        fm__file_chunk(p, idx);
+    }
+}
+
 /* Frees a located live item of any chunk. */
 static inline FM__ALWAYS_INLINE void fm__free_located(fm_pool *p, void *item, const fm__loc *loc) {
     fm__chunk *c = fm__chunk_at(p, loc->chunk);
@@ -940,17 +952,38 @@ static inline FM__ALWAYS_INLINE void fm__free_located(fm_pool *p, void *item, co
         else fm__stack(p, c->base)[c->free_top++] = (uint16_t)loc->slot;
     }
     if (current) return;
-    if (c->state == FM__CHUNK_FULL) {
-        fm__file_chunk(p, loc->chunk);
-    } else if (c->state == FM__CHUNK_PARTIAL && c->live == 0) {
-        fm__list_unlink(p, &p->partial, loc->chunk);
-        fm__file_chunk(p, loc->chunk);
-    }
+    fm__refile_after_free(p, loc->chunk);
 }
 
 /* NONE and MUTEX (under the lock): frees or reports one item. */
 static inline FM__ALWAYS_INLINE void fm__free_one(fm_pool *p, void *item, const char *op) {
     if (!item) return;
+    /* The common case outside the current chunk, in a straight line: a live
+     * item (below the chunk's bump index, generation below the maximum) of
+     * the hinted chunk or one the table finds. Everything else (the current
+     * chunk, misuse, a slot to retire) goes the general way below. */
+    uintptr_t base = (uintptr_t)item & p->base_mask;
+    if (base != p->cs->cur_base) {
+        uint32_t idx = base == p->hint_base ? p->hint_idx : fm__table_find(p, base);
+        if (FM__LIKELY(idx != FM__NONE)) {
+            fm__chunk *c = fm__chunk_at(p, idx);
+            uint32_t slot = fm__slot_of(p, base, item);
+            uint32_t m = slot < c->bump ? fm__meta_get(base, slot) : 0;
+            if (FM__LIKELY((int32_t)m < -1)) {
+                fm__meta_set(base, slot, m + FM__LIVE + 1u); /* dead, next generation */
+                fm__slot_to_free(p, item);
+                fm__stack(p, c->base)[c->free_top++] = (uint16_t)slot;
+                c->live--;
+                p->live_other--;
+                p->cs->headroom++;
+                p->hint_base = base;
+                p->hint_idx = idx;
+                if (FM__UNLIKELY(c->state == FM__CHUNK_FULL || c->live == 0))
+                    fm__refile_after_free(p, idx);
+                return;
+            }
+        }
+    }
     fm__loc loc;
     fm_error err = fm__locate(p, item, &loc);
     if (err != FM_OK) {
