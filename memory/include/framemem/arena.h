@@ -8,6 +8,17 @@
  * copies. With an fm_allocator in the desc it chains blocks from that
  * allocator instead (platforms without virtual memory, or a user heap).
  *
+ * Huge pages (desc.huge_pages, virtual memory only, off by default): the
+ * reservation is aligned to 2 MiB and advised for transparent huge pages, and
+ * memory is committed in whole 2 MiB steps (reserve_bytes and commit_step are
+ * rounded up to multiples of 2 MiB). A big frame arena then takes a TLB
+ * entry and a fault per 2 MiB instead of per 4 KiB; the price is that the first
+ * touch of each 2 MiB faults in (and zeroes) all of it, at times after the
+ * kernel compacts memory to find one, and even a tiny arena holds 2 MiB of
+ * RAM. Where the OS cannot do it (no THP, THP mode "never", THP
+ * disabled for the process, not Linux) the arena works as without the flag:
+ * fm_arena_get_desc and the stats tell which one you got.
+ *
  * Lifetime: fm_arena_create / fm_arena_destroy. Marks rewind LIFO scopes;
  * reset is O(1) (no per-allocation work unless debug poisoning is on).
  * A frame arena holds `frames` arenas (default 2): memory allocated during
@@ -52,6 +63,8 @@ typedef struct fm_arena_desc {
     fm_allocator allocator; /* set: chained blocks from it instead of virtual memory */
     fm_sync sync;         /* NONE (default), MUTEX or LOCKFREE: see Threads above */
     bool poison;          /* debug builds: fill released bytes with 0xDD */
+    bool huge_pages;      /* 2 MiB pages where the OS allows (see above); not with
+                             an allocator. Resolved desc: whether it took effect */
 } fm_arena_desc;
 
 /* A position in one arena, for fm_arena_rewind. Opaque. */
@@ -71,7 +84,8 @@ typedef struct fm_arena_mark {
     X(commit_events, "times memory was committed or a block was added")          \
     X(decommit_events, "times memory was given back")                            \
     X(resets, "fm_arena_reset calls")                                            \
-    X(rewinds, "successful fm_arena_rewind calls")
+    X(rewinds, "successful fm_arena_rewind calls")                              \
+    X(huge_pages, "1: 2 MiB-aligned reservation advised for huge pages, 2 MiB commits")
 
 typedef struct fm_arena_stats {
     const char *name;
@@ -81,8 +95,8 @@ typedef struct fm_arena_stats {
 } fm_arena_stats;
 
 /// Creates an arena. NULL with FM_ERR_INVALID_ARG (bad desc: sync unknown or
-/// THREAD_CACHE; commit_step above reserve_bytes; chained, a reserve that
-/// cannot hold the first block)
+/// THREAD_CACHE; commit_step above reserve_bytes; huge_pages with an
+/// allocator; chained, a reserve that cannot hold the first block)
 /// or FM_ERR_OUT_OF_MEMORY (no address space / allocator refused).
 fm_arena *fm_arena_create(const fm_arena_desc *desc);
 /// Releases every byte; NULL is a no-op.
@@ -118,7 +132,8 @@ void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark);
 /// Releases everything; O(1) unless debug poisoning is on. Invalidates marks.
 void fm_arena_reset(fm_arena *arena);
 /// Gives committed memory (or blocks) above max(top, keep_bytes) back to the
-/// OS or allocator; returns the bytes released.
+/// OS or allocator (in whole 2 MiB pages with huge_pages); returns the bytes
+/// released.
 size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes);
 
 void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out);
@@ -186,8 +201,8 @@ void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *ou
  * atomics) and for memory that ends within FM__ARENA_INLINE_MAX bytes of the
  * top of the address space, where p + size could wrap. */
 typedef struct fm__arena_hot {
-    _Alignas(16) uint64_t top; /* next free byte */
-    uint64_t total_allocs;     /* beside top: the inline path stores both at once */
+    uint64_t top;          /* next free byte */
+    uint64_t total_allocs; /* beside top: one cache line for the inline path */
     uintptr_t limit; /* 0, or the end of committed memory or of the current
                         block: a multiple of 4096 (aligning top never passes
                         it) at most UINTPTR_MAX - FM__ARENA_INLINE_MAX (adding
@@ -210,15 +225,11 @@ bool fm__arena_busy(const fm_arena *arena);
 
 #if defined(__GNUC__) || defined(__clang__)
 #define FM__ARENA_HAS_INLINE 1
-/* top and total_allocs are written with one 16-byte store (GCC/Clang vector
- * extension). A frame's allocations mostly write memory not yet in cache, and
- * those stores hold the store buffer until their lines arrive; one store per
- * allocation for the arena's two fields instead of two leaves room for more
- * of those misses in flight (fm-bench frame: 1.23-1.34x -> 1.14-1.16x the
- * bare bump pointer's time). Both are read as plain words: a vector load and
- * add made the dependency from one allocation's top to the next longer. */
-typedef uint64_t fm__u64x2 __attribute__((vector_size(16), may_alias));
-
+/* top and total_allocs are two plain stores. One 16-byte store of both was
+ * tried: it held more of a 136 MiB frame's cache misses in flight (about
+ * 0.5 ns per allocation there), but building the vector and forwarding from
+ * it put about 11 cycles between one allocation and the next, so frames that
+ * stay in cache ran up to 3x slower, and it cost 12 instructions, not 8. */
 static inline void *fm__arena_alloc_inline(fm_arena *arena, size_t size, size_t align) {
     fm__arena_hot *h = (fm__arena_hot *)(void *)arena;
     size_t al = align ? align : FM_DEFAULT_ALIGN;
@@ -227,7 +238,8 @@ static inline void *fm__arena_alloc_inline(fm_arena *arena, size_t size, size_t 
         uintptr_t p = (h->top + (al - 1)) & ~(uintptr_t)(al - 1);
         uintptr_t end = p + size; /* cannot wrap while limit != 0 (see hot) */
         if (__builtin_expect(end < h->limit, 1)) {
-            *(fm__u64x2 *)(void *)&h->top = (fm__u64x2){end, h->total_allocs + 1};
+            h->top = end;
+            h->total_allocs++;
             /* A bump lands at or above the arena's first byte: telling the
              * compiler spares the caller's NULL test on this path. */
             if (p == 0) __builtin_unreachable();
