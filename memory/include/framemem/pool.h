@@ -159,8 +159,8 @@ void *fm_pool_alloc(fm_pool *pool);
 void fm_pool_free(fm_pool *pool, void *item);
 /// Frees items[0, n) exactly as n fm_pool_free calls in order would (NULLs
 /// skipped; each bad pointer reported and skipped; the rest still freed), but
-/// faster for a batch of scattered items: it prefetches the metadata of the
-/// items a few places ahead. The array itself is only read. (FM_SYNC_NONE,
+/// faster for a batch of scattered items (FM_SYNC_NONE: one loop in the
+/// library, the pool's counters updated once). The array is only read. (NONE,
 /// debug builds: a call from a thread other than the owner is reported once,
 /// FM_ERR_WRONG_THREAD, and frees nothing.)
 void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n);
