@@ -955,7 +955,6 @@ static inline FM__ALWAYS_INLINE void fm__free_located(fm_pool *p, void *item, co
     fm__refile_after_free(p, loc->chunk);
 }
 
-/* NONE and MUTEX (under the lock): frees or reports one item. */
 /* The common free outside the current chunk, in a straight line: a live
  * item (below the chunk's bump index, generation below the maximum) of the
  * hinted chunk or one the table finds; false, with nothing changed, for

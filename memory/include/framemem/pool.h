@@ -316,7 +316,6 @@ void fm__pool_free_slow(fm_pool *pool, void *item);
     !defined(FM__BUILDING_POOL) && (defined(__GNUC__) || defined(__clang__))
 #define FM__INLINE_FAST_PATH 1
 
-/* THREAD_CACHE: a pop from this thread's magazine for the pool. */
 /* THREAD_CACHE's alloc of a cached slot: sets live (bit 31) in its meta
  * word; false, with the word unchanged, when it was set already. A relaxed
  * load and store, no CAS (see Threads). */
@@ -327,6 +326,8 @@ static inline bool fm__meta_set_live(uint32_t *w) {
     return true;
 }
 
+/* THREAD_CACHE: a pop from this thread's magazine for the pool (its
+ * next_slot first). */
 static inline void *fm__pool_alloc_tc(fm_pool *pool) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     fm__tc_entry *e = fm__tc_last;
