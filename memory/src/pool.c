@@ -114,7 +114,15 @@ struct fm_pool {
      * together, so the next free often skips the table. */
     uintptr_t hint_base;
     uint32_t hint_idx;
-    uint64_t live_other; /* live items outside the current chunk */
+    /* NONE and MUTEX: a single free outside the current chunk parks its slot
+     * in hot's next slot (cur_next UINT32_MAX) instead of pushing it onto its
+     * chunk's stack, so an alloc right after takes that slot back, its cache
+     * lines warm, as glibc's tcache does. Its chunk still counts it live
+     * (c->live, live_other) until fm__settle_next files it, which every path
+     * that moves the next slot or switches chunks does first. */
+    uint32_t parked_chunk;
+    uint32_t parked_slot;
+    uint64_t live_other; /* live items outside the current chunk, parked one included */
     uintptr_t base_mask;
 
     /* ---- geometry and policy */
@@ -213,10 +221,40 @@ static inline uint16_t *fm__stack(const fm_pool *p, const uint8_t *base) {
     return (uint16_t *)(void *)((uint8_t *)base + p->stack_off);
 }
 
+static fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx);
+static void fm__refile_after_free(fm_pool *p, uint32_t idx);
+
+/* 1 while hot's next slot is another chunk's, parked (see fm_pool). */
+static inline uint32_t fm__parked(const fm_pool *p) {
+    return p->cs->cur_next_slot && p->cs->cur_next == FM__NONE;
+}
+
+/* The next slot, if any, goes where it belongs: the current chunk's stack,
+ * or a parked slot onto its own chunk's (which stops counting it live). */
+static void fm__settle_next(fm_pool *p) {
+    fm__pool_hot *h = p->cs;
+    if (!h->cur_next_slot) return;
+    if (h->cur_next != FM__NONE) {
+        h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+    } else if (p->parked_chunk == p->cur_idx) { /* its chunk became current */
+        h->cur_stack[h->cur_top++] = (uint16_t)p->parked_slot;
+    } else {
+        fm__chunk *c = fm__chunk_at(p, p->parked_chunk);
+        fm__stack(p, c->base)[c->free_top++] = (uint16_t)p->parked_slot;
+        c->live--;
+        p->live_other--;
+        h->cur_next_slot = NULL;
+        fm__refile_after_free(p, p->parked_chunk);
+    }
+    h->cur_next_slot = NULL;
+}
+
 /* A free slot of the current chunk becomes its next one (see pool.h). */
-static inline void fm__push_current(fm__pool_hot *h, uint32_t idx) {
-    if (h->cur_next_slot) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+static inline void fm__push_current(fm_pool *p, uint32_t idx) {
+    fm__pool_hot *h = p->cs;
+    if (h->cur_next_slot) fm__settle_next(p);
     h->cur_next_slot = h->cur_slots + (size_t)idx * h->stride;
+    h->cur_next_meta = fm__meta(h->cur_base) + idx;
     h->cur_next = idx;
 }
 
@@ -290,8 +328,8 @@ static void fm__file_chunk(fm_pool *p, uint32_t idx) {
 /* Writes the cached current-chunk state back to its record. */
 static void fm__park_current(fm_pool *p) {
     if (p->cur_idx == FM__NONE) return;
+    fm__settle_next(p);
     fm__chunk *c = fm__chunk_at(p, p->cur_idx);
-    if (p->cs->cur_next_slot) p->cs->cur_stack[p->cs->cur_top++] = (uint16_t)p->cs->cur_next;
     c->free_top = p->cs->cur_top;
     c->bump = (uint32_t)p->cs->cur_bump;
     c->live = (uint32_t)(fm__live(p) - p->live_other);
@@ -333,8 +371,8 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
 
 /* Live items of a chunk, whether or not it is current. */
 static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx) {
-    if (idx == p->cur_idx) return (uint32_t)(fm__live(p) - p->live_other);
-    return p->chunks[idx].live;
+    if (idx == p->cur_idx) return (uint32_t)(fm__live(p) + fm__parked(p) - p->live_other);
+    return p->chunks[idx].live - (fm__parked(p) && p->parked_chunk == idx);
 }
 
 static uint32_t fm__chunk_bump(const fm_pool *p, uint32_t idx) {
@@ -782,6 +820,7 @@ static uint64_t fm__policy_slots(const fm_pool *p) {
 /* Parks the exhausted current chunk and makes another one current, growing
  * if the policy allows. false (reported) when no slot can be had. */
 static bool fm__next_chunk(fm_pool *p) {
+    fm__settle_next(p); /* a parked slot never outlives the chunk switch */
     if (p->partial.head == FM__NONE && p->empty.head == FM__NONE &&
         p->fresh.head == FM__NONE) {
         if (p->desc.growth == FM_GROWTH_FIXED) {
@@ -816,14 +855,16 @@ static inline void *fm__alloc_fast(fm_pool *p) {
     uint32_t idx;
     uint8_t *slot = h->cur_next_slot;
     if (FM__LIKELY(slot != NULL || h->cur_top != 0)) {
-        if (slot) {
+        uint32_t *meta;
+        if (slot) { /* maybe another chunk's (parked): its meta word is at hand */
             h->cur_next_slot = NULL;
-            idx = h->cur_next;
+            meta = h->cur_next_meta;
         } else {
             idx = h->cur_stack[--h->cur_top];
             slot = h->cur_slots + (size_t)idx * h->stride;
+            meta = fm__meta(h->cur_base) + idx;
         }
-        fm__meta_set(h->cur_base, idx, fm__meta_get(h->cur_base, idx) | FM__LIVE);
+        FM__STORE(meta, FM__LOAD(meta) | FM__LIVE);
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
         idx = (uint32_t)h->cur_bump++;
         slot = h->cur_slots + (size_t)idx * h->stride;
@@ -948,7 +989,7 @@ static inline FM__ALWAYS_INLINE void fm__free_located(fm_pool *p, void *item, co
     } else {
         fm__meta_set(base, loc->slot, (loc->meta & FM__GEN_MAX) + 1);
         fm__slot_to_free(p, item);
-        if (current) fm__push_current(p->cs, loc->slot);
+        if (current) fm__push_current(p, loc->slot);
         else fm__stack(p, c->base)[c->free_top++] = (uint16_t)loc->slot;
     }
     if (current) return;
@@ -961,30 +1002,50 @@ static inline FM__ALWAYS_INLINE void fm__free_located(fm_pool *p, void *item, co
  * anything else (the current chunk, misuse, a slot to retire). The pool's
  * own counters (headroom, live_other) are the caller's to update, so a batch
  * updates them once instead of chaining a memory increment per item. */
-static inline FM__ALWAYS_INLINE bool fm__free_other(fm_pool *p, void *item) {
+enum { FM__NOT_HANDLED = 0, FM__FILED = 1, FM__PARKED = 2 };
+
+/* The common free outside the current chunk, in a straight line: a live
+ * item (below the chunk's bump index, generation below the maximum) of the
+ * hinted chunk or one the table finds. FM__FILED: onto its chunk's stack (the
+ * caller takes it off live_other); FM__PARKED (when park): into hot's next
+ * slot (see fm_pool), whatever was there settled first; FM__NOT_HANDLED, with
+ * nothing changed, for anything else (the current chunk, misuse, a slot to
+ * retire). The caller counts the free in headroom. */
+static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool park) {
     uintptr_t base = (uintptr_t)item & p->base_mask;
-    if (base == p->cs->cur_base) return false;
+    if (base == p->cs->cur_base) return FM__NOT_HANDLED;
     uint32_t idx = base == p->hint_base ? p->hint_idx : fm__table_find(p, base);
-    if (FM__UNLIKELY(idx == FM__NONE)) return false;
+    if (FM__UNLIKELY(idx == FM__NONE)) return FM__NOT_HANDLED;
     fm__chunk *c = fm__chunk_at(p, idx);
     uint32_t slot = fm__slot_of(p, base, item);
     uint32_t m = slot < c->bump ? fm__meta_get(base, slot) : 0;
-    if (FM__UNLIKELY((int32_t)m >= -1)) return false;
+    if (FM__UNLIKELY((int32_t)m >= -1)) return FM__NOT_HANDLED;
     fm__meta_set(base, slot, m + FM__LIVE + 1u); /* dead, next generation */
     fm__slot_to_free(p, item);
-    fm__stack(p, c->base)[c->free_top++] = (uint16_t)slot;
-    c->live--;
     p->hint_base = base;
     p->hint_idx = idx;
+    if (park) {
+        fm__pool_hot *h = p->cs;
+        if (h->cur_next_slot) fm__settle_next(p);
+        h->cur_next_slot = (uint8_t *)item;
+        h->cur_next_meta = fm__meta(base) + slot;
+        h->cur_next = FM__NONE;
+        p->parked_chunk = idx;
+        p->parked_slot = slot;
+        return FM__PARKED;
+    }
+    fm__stack(p, c->base)[c->free_top++] = (uint16_t)slot;
+    c->live--;
     if (FM__UNLIKELY(c->state == FM__CHUNK_FULL || c->live == 0)) fm__refile_after_free(p, idx);
-    return true;
+    return FM__FILED;
 }
 
 /* NONE and MUTEX (under the lock): frees or reports one item. */
 static inline FM__ALWAYS_INLINE void fm__free_one(fm_pool *p, void *item, const char *op) {
     if (!item) return;
-    if (FM__LIKELY(fm__free_other(p, item))) {
-        p->live_other--;
+    int done = fm__free_other(p, item, true);
+    if (FM__LIKELY(done != FM__NOT_HANDLED)) {
+        if (done == FM__FILED) p->live_other--;
         p->cs->headroom++;
         return;
     }
@@ -1029,7 +1090,7 @@ void fm_pool_free(fm_pool *pool, void *item) {
         if (FM__LIKELY(next > 0)) {
             FM__STORE(meta, (uint32_t)next);
             fm__slot_to_free(pool, item);
-            fm__push_current(h, (uint32_t)idx);
+            fm__push_current(pool, (uint32_t)idx);
             h->headroom++;
             return;
         }
@@ -1050,7 +1111,9 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (!none) {
             fm_pool_free(pool, items[i]);
-        } else if (items[i] && fm__free_other(pool, items[i])) {
+        } else if (items[i] && fm__free_other(pool, items[i], false) == FM__FILED) {
+            /* A batch files each item: parking one after another would only
+             * settle the one before. */
             other++;
         } else {
             pool->live_other -= other; /* the general path reads them */
@@ -2187,6 +2250,7 @@ static size_t fm__trim_core(fm_pool *pool) {
         return 0;
     }
     fm_pool *p = pool;
+    fm__settle_next(p); /* a parked slot's chunk may be empty now */
     size_t before = p->bytes_reserved;
     /* Never-used chunks first (cheapest to get back), then empty ones, then
      * the current chunk if it is empty. */
@@ -2424,6 +2488,8 @@ static fm_error fm__check_core(const fm_pool *pool) {
         uint32_t bump = fm__chunk_bump(p, ci);
         uint32_t top = ci == p->cur_idx ? p->cs->cur_top : c->free_top;
         uint32_t next = ci == p->cur_idx && p->cs->cur_next_slot ? p->cs->cur_next : FM__NONE;
+        /* The parked slot (see fm_pool) counts as a free slot of its chunk. */
+        if (fm__parked(p) && p->parked_chunk == ci) next = p->parked_slot;
         FM__CHECK(bump <= c->limit && c->limit <= p->hot.per_chunk,
                   "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
                   c->limit);
@@ -2439,7 +2505,8 @@ static fm_error fm__check_core(const fm_pool *pool) {
             else if (m == FM__RETIRED) n_retired++;
         }
         FM__CHECK(next == FM__NONE ||
-                      p->cs->cur_next_slot == p->cs->cur_slots + (size_t)next * p->hot.stride,
+                      (p->cs->cur_next_slot == fm__slot(p, c->base, next) &&
+                       p->cs->cur_next_meta == fm__meta(base) + next),
                   "pool '%s': chunk %u next free slot's pointer and index disagree", p->name, ci);
         uint32_t n_stacked = top + (next != FM__NONE);
         FM__CHECK(n_stacked <= bump, "pool '%s': chunk %u free stack holds %u of %u used slots",
@@ -2471,9 +2538,11 @@ static fm_error fm__check_core(const fm_pool *pool) {
                   fm__chunk_live(p, ci), n_live);
         FM__CHECK(c->state != FM__CHUNK_FULL || (top == 0 && bump == c->limit),
                   "pool '%s': chunk %u marked full but has room", p->name, ci);
-        FM__CHECK(c->state != FM__CHUNK_PARTIAL || (n_out > 0 && !fm__chunk_exhausted(c)),
+        /* Lists follow the record's count, in which a parked slot is live. */
+        uint32_t n_rec = n_out + (fm__parked(p) && p->parked_chunk == ci);
+        FM__CHECK(c->state != FM__CHUNK_PARTIAL || (n_rec > 0 && !fm__chunk_exhausted(c)),
                   "pool '%s': chunk %u in the partial list is empty or full", p->name, ci);
-        FM__CHECK(c->state != FM__CHUNK_EMPTY || (n_out == 0 && !fm__chunk_exhausted(c)),
+        FM__CHECK(c->state != FM__CHUNK_EMPTY || (n_rec == 0 && !fm__chunk_exhausted(c)),
                   "pool '%s': chunk %u in the empty list has live items", p->name, ci);
         in_state[c->state]++;
         live += n_out;

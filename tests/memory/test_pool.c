@@ -811,6 +811,90 @@ static void test_pool_free_of_far_away_pointer_is_reported_as_foreign(void **sta
     misuse_end(env, &m);
 }
 
+/* A single free outside the current chunk parks the slot (see pool.c) so
+ * the next alloc takes it back: LIFO across chunks. Misuse of a parked
+ * item is reported, its handle is stale, the counts stay exact and the pool
+ * consistent whichever call comes next: an alloc, a free in the current
+ * chunk, another free outside it, a batch free, a trim, a chunk switch. */
+static void test_pool_free_outside_the_current_chunk_is_served_next(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "park", .item_size = 40});
+    uint32_t per = (uint32_t)stats_of(pool).items_per_chunk;
+    uint32_t n = per * 3 + per / 2; /* current chunk: the fourth */
+    void **items = calloc(n, sizeof *items);
+    assert_non_null(items);
+    for (uint32_t i = 0; i < n; i++) assert_non_null(items[i] = fm_pool_alloc(pool));
+    void *old = items[5]; /* in the first chunk */
+    fm_handle h = fm_pool_handle(pool, old);
+
+    (fm_pool_free)(pool, old); /* the library's free: parked */
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    assert_int_equal(stats_of(pool).live, n - 1);
+    assert_false(fm_pool_owns(pool, old));
+    assert_null((fm_pool_resolve)(pool, h));
+    expect_bad_free(env, pool, old, FM_ERR_DOUBLE_FREE);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    void *again = fm_pool_alloc(pool); /* inline in optimised builds */
+    assert_ptr_equal(again, old);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    items[5] = again;
+
+    /* Parked, then each kind of next call (then an alloc). */
+    for (int next = 0; next < 5; next++) {
+        uint32_t j = 7 + (uint32_t)next * 3 + per * (uint32_t)(next % 3); /* chunks 0..2 */
+        (fm_pool_free)(pool, items[j]);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        switch (next) {
+        case 0: /* a free in the current chunk files the parked slot */
+            fm_pool_free(pool, items[n - 1]);
+            items[n - 1] = fm_pool_alloc(pool);
+            break;
+        case 1: /* another free outside: the first goes to its chunk */
+            (fm_pool_free)(pool, items[j + 1]);
+            assert_ptr_equal(fm_pool_alloc(pool), items[j + 1]);
+            break;
+        case 2: /* a batch */
+            fm_pool_free_n(pool, &items[j + 1], 2);
+            items[j + 1] = fm_pool_alloc(pool);
+            items[j + 2] = fm_pool_alloc(pool);
+            assert_non_null(items[j + 1]);
+            assert_non_null(items[j + 2]);
+            break;
+        case 3: /* trim settles it (the chunk is not empty: nothing released) */
+            fm_pool_trim(pool);
+            break;
+        default: /* nothing: the next alloc takes it (an alloc never switches
+                    chunks while a slot is parked) */
+            break;
+        }
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        void *was = items[j];
+        items[j] = fm_pool_alloc(pool);
+        assert_non_null(items[j]);
+        if (next == 4) assert_ptr_equal(items[j], was);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        assert_int_equal(stats_of(pool).live, n);
+    }
+    /* Every item is still distinct and owned. */
+    for (uint32_t i = 0; i < n; i++) {
+        assert_true(fm_pool_owns(pool, items[i]));
+        for (uint32_t k = i + 1; k < n && k < i + 64; k++) assert_ptr_not_equal(items[i], items[k]);
+    }
+    /* Emptying a whole chunk through single frees: the last one parked, then
+     * trim gives the chunk back. */
+    uint64_t chunks = stats_of(pool).chunk_count;
+    for (uint32_t i = 0; i < per; i++) (fm_pool_free)(pool, items[per + i]);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    assert_true(fm_pool_trim(pool) > 0);
+    assert_int_equal(stats_of(pool).chunk_count, chunks - 1);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    for (uint32_t i = 0; i < n; i++)
+        if (i < per || i >= 2 * per) fm_pool_free(pool, items[i]);
+    free(items);
+    assert_int_equal(env->errors.count, 1); /* the double free above */
+    destroy_clean(env, pool);
+}
+
 /* A bogus pointer below one chunk size (a small integer or an offset read
  * from uninitialised memory) that sits where a live item would in a chunk at
  * address 0: nothing may take address 0 for a chunk the pool knows. */
@@ -2200,6 +2284,7 @@ int main(void) {
         T(test_pool_free_of_another_pools_item_is_reported_as_foreign),
         T(test_pool_free_of_far_away_pointer_is_reported_as_foreign),
         T(test_pool_free_of_pointer_near_null_is_reported_as_foreign),
+        T(test_pool_free_outside_the_current_chunk_is_served_next),
         T(test_pool_free_of_interior_pointer_is_reported),
         T(test_pool_delete_of_bad_pointers_never_runs_the_dtor),
         T(test_pool_free_of_any_non_item_address_in_a_chunk_is_reported),

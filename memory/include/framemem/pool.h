@@ -207,8 +207,11 @@ typedef struct fm__pool_hot {
      * the free stored (which the CPU forwards at once) without turning an
      * index into an address, so a free's index arithmetic and an alloc's
      * meta word update stay off the chain from one pair to the next. */
-    uint8_t *cur_next_slot; /* the current chunk's next free slot, NULL: none */
-    uint32_t cur_next;  /* its index (meaningless while cur_next_slot is NULL) */
+    uint8_t *cur_next_slot; /* the next free slot, NULL: none */
+    uint32_t *cur_next_meta; /* its meta word */
+    uint32_t cur_next;  /* its index in the current chunk; UINT32_MAX: it is
+                           another chunk's, parked by the library's free (see
+                           pool.c), and a free here goes to the library */
     uint32_t cur_top;   /* free indices on its stack below cur_next */
     uint16_t *cur_stack; /* the current chunk's stack: [0, cur_top) */
     uint32_t cur_limit;
@@ -358,25 +361,41 @@ static inline void *fm__pool_alloc_tc(fm_pool *pool) {
     return fm__pool_alloc_slow(pool);
 }
 
+/* --*headroom < 0, as one decrement of memory and a branch on its sign. gcc
+ * otherwise loads, decrements, stores and tests the word in four
+ * instructions when the caller's code around it keeps a register busy
+ * (which depends on the caller), and the pair's count moves with it. */
+static inline bool fm__headroom_taken(int64_t *headroom) {
+#if defined(__x86_64__)
+    __asm__ goto("subq $1, %0\n\tjs %l[below]" : "+m"(*headroom) : : "cc" : below);
+    return false;
+below:
+    return true;
+#else
+    return --*headroom < 0;
+#endif
+}
+
 static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     uint8_t *slot = h->cur_next_slot;
-    size_t idx;
+    uint32_t *meta;
     if (__builtin_expect(slot != NULL, 1)) {
         h->cur_next_slot = NULL;
-        idx = h->cur_next;
+        meta = h->cur_next_meta;
     } else if (h->tc_id != UINT64_MAX) {
         return fm__pool_alloc_tc(pool);
     } else if (__builtin_expect(h->cur_top != 0, 1)) {
-        idx = h->cur_stack[--h->cur_top];
-        slot = h->cur_slots + (size_t)idx * h->stride;
+        size_t idx = h->cur_stack[--h->cur_top];
+        slot = h->cur_slots + idx * h->stride;
+        meta = (uint32_t *)h->cur_base + idx;
     } else {
         return fm__pool_alloc_slow(pool);
     }
     if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
-    ((uint32_t *)h->cur_base)[idx] |= FM__META_LIVE;
+    *meta |= FM__META_LIVE;
     h->total_allocs++;
-    if (__builtin_expect(--h->headroom < 0, 0)) {
+    if (__builtin_expect(fm__headroom_taken(&h->headroom), 0)) {
         h->headroom = 0;
         h->peak_live++;
     }
@@ -448,10 +467,14 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
     /* A THREAD_CACHE pool skips the index arithmetic. */
     if (h->tc_id == UINT64_MAX) {
         uint64_t idx = fm__pool_hot_index(h, item);
+        uint8_t *prev = h->cur_next_slot;
+        uint32_t *meta = (uint32_t *)h->cur_base + idx;
         if (__builtin_expect(idx < h->cur_bump, 1) &&
-            __builtin_expect(fm__meta_free_in_place((uint32_t *)h->cur_base + idx), 1)) {
-            if (h->cur_next_slot) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+            __builtin_expect(!prev || h->cur_next != UINT32_MAX, 1) &&
+            __builtin_expect(fm__meta_free_in_place(meta), 1)) {
+            if (prev) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
             h->cur_next_slot = (uint8_t *)item;
+            h->cur_next_meta = meta;
             h->cur_next = (uint32_t)idx;
             h->headroom++;
             return;
