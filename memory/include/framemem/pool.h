@@ -250,15 +250,14 @@ struct fm__tc_entry {
     uintptr_t hint_slots; /* first slot of a chunk of the pool this thread freed
                              into; trim resets it */
     uint32_t *hint_meta;  /* that chunk's meta words (valid while hint_slots is) */
-    /* The inline free's last slot, not yet on slots[] (NULL: none), with its
-     * meta word and that word's index: as with NONE's cur_next_slot, an
-     * alloc right after a free takes it back without reading count or
-     * slots[]. Only pool.h's inline free sets it, and only while slots[]
-     * has room for it; the library moves it onto slots[] before it uses the
-     * magazine. */
+    /* The inline free's last slot, not yet on slots[] (NULL: none), and its
+     * meta word (whose index in its chunk's words is its slot_idx): as with
+     * NONE's cur_next_slot, an alloc right after a free takes it back without
+     * reading count or slots[]. Only pool.h's inline free sets it, and only
+     * while slots[] has room for it; the library moves it onto slots[]
+     * before it uses the magazine. */
     void *next_slot;
     uint32_t *next_meta;
-    uint32_t next_idx;
     uint64_t allocs;     /* items handed out */
     uint64_t taken;      /* THREAD_CACHE: slots taken from the pool's depot minus
                             those given back (mod 2^64); frees are not counted
@@ -329,6 +328,18 @@ static inline bool fm__meta_set_live(uint32_t *w) {
     return true;
 }
 
+/* The owning thread's count of its allocations, read by other threads for
+ * stats. On x86-64 one add to memory: an aligned 8-byte store is never seen
+ * torn, as the relaxed load and store elsewhere (three instructions; no
+ * compiler turns them into one). */
+static inline void fm__tc_count_alloc(uint64_t *allocs) {
+#if defined(__x86_64__)
+    __asm__("addq $1, %0" : "+m"(*allocs) : : "cc");
+#else
+    __atomic_store_n(allocs, *allocs + 1, __ATOMIC_RELAXED);
+#endif
+}
+
 /* THREAD_CACHE: a pop from this thread's magazine for the pool (its
  * next_slot first). */
 static inline void *fm__pool_alloc_tc(fm_pool *pool) {
@@ -341,7 +352,7 @@ static inline void *fm__pool_alloc_tc(fm_pool *pool) {
         if (__builtin_expect(slot != NULL, 1)) {
             if (__builtin_expect(fm__meta_set_live(e->next_meta), 1)) {
                 __atomic_store_n(&e->next_slot, NULL, __ATOMIC_RELAXED);
-                __atomic_store_n(&e->allocs, e->allocs + 1, __ATOMIC_RELAXED);
+                fm__tc_count_alloc(&e->allocs);
                 return slot;
             }
         } else {
@@ -352,7 +363,7 @@ static inline void *fm__pool_alloc_tc(fm_pool *pool) {
                 uint32_t *meta = (uint32_t *)((uintptr_t)slot & h->base_mask) + e->slot_idx[n - 1];
                 if (__builtin_expect(fm__meta_set_live(meta), 1)) {
                     __atomic_store_n(&e->count, n - 1, __ATOMIC_RELAXED);
-                    __atomic_store_n(&e->allocs, e->allocs + 1, __ATOMIC_RELAXED);
+                    fm__tc_count_alloc(&e->allocs);
                     return slot;
                 }
             }
@@ -448,11 +459,10 @@ static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
                 uint32_t n = e->count;
                 if (__builtin_expect(n >= FM__TC_SLOTS - 1, 0)) goto slow;
                 e->slots[n] = prev;
-                e->slot_idx[n] = e->next_idx;
+                e->slot_idx[n] = (uint32_t)(e->next_meta - (uint32_t *)((uintptr_t)prev & h->base_mask));
                 __atomic_store_n(&e->count, n + 1, __ATOMIC_RELAXED);
             }
             __atomic_store_n(meta, m + (FM__META_LIVE + 1u), __ATOMIC_RELAXED);
-            e->next_idx = (uint32_t)si;
             e->next_meta = meta;
             __atomic_store_n(&e->next_slot, item, __ATOMIC_RELAXED);
             return;
