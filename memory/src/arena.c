@@ -209,23 +209,6 @@ static size_t fm__round_up(size_t v, size_t unit) {
 
 /* ======================================================== virtual memory */
 
-#ifdef FM__ARENA_VM
-/* Reserves bytes of address space (PROT_NONE) at a multiple of align, a power
- * of two >= the page: over-reserve, then unmap the ends. NULL when refused. */
-static uint8_t *fm__reserve(size_t bytes, size_t align) {
-    size_t slack = align - FM__ARENA_PAGE;
-    if (bytes > SIZE_MAX - slack) return NULL;
-    uint8_t *raw = mmap(NULL, bytes + slack, PROT_NONE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED) return NULL;
-    uint8_t *base = (uint8_t *)fm_align_up((uintptr_t)raw, align);
-    size_t head = (size_t)(base - raw);
-    if (head) munmap(raw, head);
-    if (slack - head) munmap(base + bytes, slack - head);
-    return base;
-}
-#endif
-
 #ifdef FM__ARENA_THP
 /* PR_SET_THP_DISABLE's flag (Linux 6.18) that keeps THP for madvised memory. */
 #define FM__THP_DISABLE_EXCEPT_ADVISED 2
@@ -276,10 +259,11 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
 #endif
     size_t page = a->desc.huge_pages ? FM__HUGE_PAGE : FM__ARENA_PAGE;
     a->desc.reserve_bytes = fm__round_up(fm__def(desc->reserve_bytes, FM__DEFAULT_RESERVE), page);
-    a->desc.commit_step = fm__round_up(fm__def(desc->commit_step, FM__DEFAULT_COMMIT_STEP), page);
+    size_t step = fm__def(desc->commit_step, FM__DEFAULT_COMMIT_STEP);
+    a->desc.commit_step = fm__round_up(step, page);
     if (a->vm) {
 #ifdef FM__ARENA_VM
-        uint8_t *base = fm__reserve(a->desc.reserve_bytes, page);
+        uint8_t *base = fm__os_reserve_aligned(a->desc.reserve_bytes, page, false);
         if (!base) {
             fm__report(FM_ERR_OUT_OF_MEMORY, "arena '%s': cannot reserve %zu bytes of address space",
                        name, a->desc.reserve_bytes);
@@ -293,8 +277,7 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
          * commit it; a refusal leaves an ordinary arena (4 KiB commit steps). */
         if (a->desc.huge_pages && madvise(base, a->desc.reserve_bytes, MADV_HUGEPAGE) != 0) {
             a->desc.huge_pages = false;
-            a->desc.commit_step = fm__round_up(fm__def(desc->commit_step, FM__DEFAULT_COMMIT_STEP),
-                                               FM__ARENA_PAGE);
+            a->desc.commit_step = fm__round_up(step, FM__ARENA_PAGE);
         }
 #endif
         a->base = base;

@@ -1,4 +1,4 @@
-/* os.c: virtual memory for pool chunks (and, later, arenas). */
+/* os.c: virtual memory for pool chunks and arenas. */
 #include "internal.h"
 
 #include <stdint.h>
@@ -21,20 +21,24 @@ size_t fm__os_page_size(void) {
 }
 
 #ifdef FM__HAVE_MMAP
-void *fm__os_map_aligned(size_t count, size_t block_bytes) {
-    if (count == 0 || block_bytes == 0 || count > SIZE_MAX / block_bytes) return NULL;
-    size_t bytes = count * block_bytes;
-    size_t slack = block_bytes > fm__os_page_size() ? block_bytes - fm__os_page_size() : 0;
-    if (bytes > SIZE_MAX - slack) return NULL;
-    uint8_t *raw = mmap(NULL, bytes + slack, PROT_READ | PROT_WRITE,
+void *fm__os_reserve_aligned(size_t bytes, size_t align, bool writable) {
+    /* Over-reserve by the alignment less a page, then unmap both ends. */
+    size_t slack = align > fm__os_page_size() ? align - fm__os_page_size() : 0;
+    if (bytes == 0 || bytes > SIZE_MAX - slack) return NULL;
+    uint8_t *raw = mmap(NULL, bytes + slack, writable ? PROT_READ | PROT_WRITE : PROT_NONE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED) return NULL;
-    uint8_t *start = (uint8_t *)fm_align_up((uintptr_t)raw, block_bytes);
+    uint8_t *start = (uint8_t *)fm_align_up((uintptr_t)raw, align);
     size_t head = (size_t)(start - raw);
     size_t tail = slack - head;
     if (head) munmap(raw, head);
     if (tail) munmap(start + bytes, tail);
     return start;
+}
+
+void *fm__os_map_aligned(size_t count, size_t block_bytes) {
+    if (count == 0 || block_bytes == 0 || count > SIZE_MAX / block_bytes) return NULL;
+    return fm__os_reserve_aligned(count * block_bytes, block_bytes, true);
 }
 
 void fm__os_unmap(void *ptr, size_t size) {
@@ -60,6 +64,10 @@ void fm__os_prefault(void *ptr, size_t size) {
 }
 #else
 /* Without virtual memory the system allocator serves chunks directly. */
+void *fm__os_reserve_aligned(size_t bytes, size_t align, bool writable) {
+    (void)bytes, (void)align, (void)writable;
+    return NULL;
+}
 void *fm__os_map_aligned(size_t count, size_t block_bytes) {
     (void)count, (void)block_bytes;
     return NULL;
