@@ -229,6 +229,20 @@ static inline uint32_t fm__parked(const fm_pool *p) {
     return p->cs->cur_next_slot && p->cs->cur_next == FM__NONE;
 }
 
+/* 1 when the parked slot is chunk idx's. */
+static inline uint32_t fm__parked_in(const fm_pool *p, uint32_t idx) {
+    return fm__parked(p) && p->parked_chunk == idx;
+}
+
+/* A dead slot of chunk idx, not the current one, goes onto its chunk's
+ * stack, which counts one item fewer (the caller takes it off live_other). */
+static inline void fm__file_free_slot(fm_pool *p, uint32_t idx, uint32_t slot) {
+    fm__chunk *c = fm__chunk_at(p, idx);
+    fm__stack(p, c->base)[c->free_top++] = (uint16_t)slot;
+    c->live--;
+    if (FM__UNLIKELY(c->state == FM__CHUNK_FULL || c->live == 0)) fm__refile_after_free(p, idx);
+}
+
 /* The next slot, if any, goes where it belongs: the current chunk's stack,
  * or a parked slot onto its own chunk's (which stops counting it live). */
 static void fm__settle_next(fm_pool *p) {
@@ -239,12 +253,8 @@ static void fm__settle_next(fm_pool *p) {
     } else if (p->parked_chunk == p->cur_idx) { /* its chunk became current */
         h->cur_stack[h->cur_top++] = (uint16_t)p->parked_slot;
     } else {
-        fm__chunk *c = fm__chunk_at(p, p->parked_chunk);
-        fm__stack(p, c->base)[c->free_top++] = (uint16_t)p->parked_slot;
-        c->live--;
+        fm__file_free_slot(p, p->parked_chunk, p->parked_slot);
         p->live_other--;
-        h->cur_next_slot = NULL;
-        fm__refile_after_free(p, p->parked_chunk);
     }
     h->cur_next_slot = NULL;
 }
@@ -372,7 +382,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
 /* Live items of a chunk, whether or not it is current. */
 static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx) {
     if (idx == p->cur_idx) return (uint32_t)(fm__live(p) + fm__parked(p) - p->live_other);
-    return p->chunks[idx].live - (fm__parked(p) && p->parked_chunk == idx);
+    return p->chunks[idx].live - fm__parked_in(p, idx);
 }
 
 static uint32_t fm__chunk_bump(const fm_pool *p, uint32_t idx) {
@@ -469,15 +479,19 @@ static bool fm__owner_ok(const fm_pool *p, const char *op);
 static bool fm__enter(const fm_pool *p, const char *op);
 static void fm__leave(const fm_pool *p);
 
+/* NONE and MUTEX: the record of the chunk at base when it is not the current
+ * one: the hint, else the table; FM__NONE when base is not a chunk. */
+static inline uint32_t fm__other_chunk(const fm_pool *p, uintptr_t base) {
+    return base == p->hint_base ? p->hint_idx : fm__table_find(p, base);
+}
+
 /* Finds the chunk and slot of ptr and says what is wrong with it, without
  * reporting: FM_OK (a live item), FOREIGN, INTERIOR or DOUBLE_FREE (a slot
  * that was handed out before and is free now). Never reads foreign memory. */
 static inline fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t a = (uintptr_t)ptr;
     uintptr_t base = a & p->base_mask;
-    uint32_t idx = base == p->cs->cur_base ? p->cur_idx
-                   : base == p->hint_base  ? p->hint_idx
-                                           : fm__table_find(p, base);
+    uint32_t idx = base == p->cs->cur_base ? p->cur_idx : fm__other_chunk(p, base);
     if (idx == FM__NONE) return FM_ERR_FOREIGN_POINTER;
     /* Valid items take the multiply-and-rotate path of pool.h; division
      * only runs to tell an interior pointer from a foreign one. */
@@ -996,12 +1010,6 @@ static inline FM__ALWAYS_INLINE void fm__free_located(fm_pool *p, void *item, co
     fm__refile_after_free(p, loc->chunk);
 }
 
-/* The common free outside the current chunk, in a straight line: a live
- * item (below the chunk's bump index, generation below the maximum) of the
- * hinted chunk or one the table finds; false, with nothing changed, for
- * anything else (the current chunk, misuse, a slot to retire). The pool's
- * own counters (headroom, live_other) are the caller's to update, so a batch
- * updates them once instead of chaining a memory increment per item. */
 enum { FM__NOT_HANDLED = 0, FM__FILED = 1, FM__PARKED = 2 };
 
 /* The common free outside the current chunk, in a straight line: a live
@@ -1014,7 +1022,7 @@ enum { FM__NOT_HANDLED = 0, FM__FILED = 1, FM__PARKED = 2 };
 static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool park) {
     uintptr_t base = (uintptr_t)item & p->base_mask;
     if (base == p->cs->cur_base) return FM__NOT_HANDLED;
-    uint32_t idx = base == p->hint_base ? p->hint_idx : fm__table_find(p, base);
+    uint32_t idx = fm__other_chunk(p, base);
     if (FM__UNLIKELY(idx == FM__NONE)) return FM__NOT_HANDLED;
     fm__chunk *c = fm__chunk_at(p, idx);
     uint32_t slot = fm__slot_of(p, base, item);
@@ -1034,9 +1042,7 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
         p->parked_slot = slot;
         return FM__PARKED;
     }
-    fm__stack(p, c->base)[c->free_top++] = (uint16_t)slot;
-    c->live--;
-    if (FM__UNLIKELY(c->state == FM__CHUNK_FULL || c->live == 0)) fm__refile_after_free(p, idx);
+    fm__file_free_slot(p, idx, slot);
     return FM__FILED;
 }
 
@@ -2489,7 +2495,7 @@ static fm_error fm__check_core(const fm_pool *pool) {
         uint32_t top = ci == p->cur_idx ? p->cs->cur_top : c->free_top;
         uint32_t next = ci == p->cur_idx && p->cs->cur_next_slot ? p->cs->cur_next : FM__NONE;
         /* The parked slot (see fm_pool) counts as a free slot of its chunk. */
-        if (fm__parked(p) && p->parked_chunk == ci) next = p->parked_slot;
+        if (fm__parked_in(p, ci)) next = p->parked_slot;
         FM__CHECK(bump <= c->limit && c->limit <= p->hot.per_chunk,
                   "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
                   c->limit);
@@ -2539,7 +2545,7 @@ static fm_error fm__check_core(const fm_pool *pool) {
         FM__CHECK(c->state != FM__CHUNK_FULL || (top == 0 && bump == c->limit),
                   "pool '%s': chunk %u marked full but has room", p->name, ci);
         /* Lists follow the record's count, in which a parked slot is live. */
-        uint32_t n_rec = n_out + (fm__parked(p) && p->parked_chunk == ci);
+        uint32_t n_rec = n_out + fm__parked_in(p, ci);
         FM__CHECK(c->state != FM__CHUNK_PARTIAL || (n_rec > 0 && !fm__chunk_exhausted(c)),
                   "pool '%s': chunk %u in the partial list is empty or full", p->name, ci);
         FM__CHECK(c->state != FM__CHUNK_EMPTY || (n_rec == 0 && !fm__chunk_exhausted(c)),
