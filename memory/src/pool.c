@@ -1480,7 +1480,7 @@ static inline void fm__tc_settle(fm__tc_entry *e) {
     void *slot = __atomic_load_n(&e->next_slot, __ATOMIC_RELAXED);
     if (FM__LIKELY(!slot)) return;
     e->slots[e->count] = slot;
-    e->slot_idx[e->count] = (uint32_t)(e->next_meta - fm__meta((uintptr_t)slot & e->pool->base_mask));
+    e->slot_idx[e->count] = fm__tc_next_idx(e, e->pool->base_mask);
     FM__STORE(&e->count, e->count + 1);
     __atomic_store_n(&e->next_slot, NULL, __ATOMIC_RELAXED);
 }

@@ -268,6 +268,12 @@ struct fm__tc_entry {
     void *slots[FM__TC_SLOTS];
     uint32_t slot_idx[FM__TC_SLOTS]; /* slots[i]'s index in its chunk: its meta word */
 };
+/* next_slot's index in its chunk: its meta word's place among the chunk's
+ * (base_mask: the pool's). */
+static inline uint32_t fm__tc_next_idx(const fm__tc_entry *e, uintptr_t base_mask) {
+    return (uint32_t)(e->next_meta - (uint32_t *)((uintptr_t)e->next_slot & base_mask));
+}
+
 #if defined(__GNUC__) || defined(__clang__)
 /* The calling thread's entry used last (never NULL: an entry with id 0 when
  * there is none). initial-exec: one %fs-relative load, also if the library is
@@ -459,7 +465,7 @@ static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
                 uint32_t n = e->count;
                 if (__builtin_expect(n >= FM__TC_SLOTS - 1, 0)) goto slow;
                 e->slots[n] = prev;
-                e->slot_idx[n] = (uint32_t)(e->next_meta - (uint32_t *)((uintptr_t)prev & h->base_mask));
+                e->slot_idx[n] = fm__tc_next_idx(e, h->base_mask);
                 __atomic_store_n(&e->count, n + 1, __ATOMIC_RELAXED);
             }
             __atomic_store_n(meta, m + (FM__META_LIVE + 1u), __ATOMIC_RELAXED);
@@ -478,16 +484,17 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
     if (h->tc_id == UINT64_MAX) {
         uint64_t idx = fm__pool_hot_index(h, item);
         uint8_t *prev = h->cur_next_slot;
-        uint32_t *meta = (uint32_t *)h->cur_base + idx;
         if (__builtin_expect(idx < h->cur_bump, 1) &&
-            __builtin_expect(!prev || h->cur_next != UINT32_MAX, 1) &&
-            __builtin_expect(fm__meta_free_in_place(meta), 1)) {
-            if (prev) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
-            h->cur_next_slot = (uint8_t *)item;
-            h->cur_next_meta = meta;
-            h->cur_next = (uint32_t)idx;
-            h->headroom++;
-            return;
+            __builtin_expect(!prev || h->cur_next != UINT32_MAX, 1)) {
+            uint32_t *meta = (uint32_t *)h->cur_base + idx;
+            if (__builtin_expect(fm__meta_free_in_place(meta), 1)) {
+                if (prev) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+                h->cur_next_slot = (uint8_t *)item;
+                h->cur_next_meta = meta;
+                h->cur_next = (uint32_t)idx;
+                h->headroom++;
+                return;
+            }
         }
         fm__pool_free_slow(pool, item); /* another chunk, or misuse */
         return;
