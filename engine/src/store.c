@@ -142,12 +142,7 @@ uint32_t eng_store_alloc_n(eng_store *s, void **out, uint32_t n) {
     uint32_t got = 0;
     uint64_t t0 = s->timing ? fm_clock_now() : 0;
     if (s->backend == ENG_BACKEND_POOL) {
-        fm_pool *p = s->pool;
-        for (; got < n; got++) {
-            void *it = fm_pool_alloc(p);
-            if (!it) break;
-            out[got] = it;
-        }
+        got = (uint32_t)fm_pool_alloc_n(s->pool, out, n);
     } else {
         for (; got < n; got++) {
             void *it = eng__malloc_item(s);

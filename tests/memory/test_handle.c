@@ -25,21 +25,8 @@ static fm_pool *create_with(fm_pool_desc desc) {
     return pool;
 }
 
-static fm_pool *create_counted(fm_test_env *env, fm_pool_desc desc) {
-    desc.allocator = fm_test_allocator_get(&env->alloc);
-    return create_with(desc);
-}
-
-/* Destroys a pool whose items were all freed: nothing reported, every byte
- * back in the counting allocator. */
-static void destroy_clean(fm_test_env *env, fm_pool *pool) {
-    int errors_before = env->errors.count;
-    assert_int_equal(stats_of(pool).live, 0);
-    assert_int_equal(fm_pool_check(pool), FM_OK);
-    fm_pool_destroy(pool);
-    assert_int_equal(env->errors.count, errors_before);
-    fm_test_allocator_assert_clean(&env->alloc);
-}
+#define create_counted fm_test_pool_create_counted
+#define destroy_clean fm_test_pool_destroy_clean
 
 static void *alloc_ok(fm_pool *pool) {
     void *item = fm_pool_alloc(pool);

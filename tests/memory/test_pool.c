@@ -21,27 +21,8 @@ static fm_pool_desc counted(fm_test_env *env, fm_pool_desc desc) {
     return desc;
 }
 
-static fm_pool *create_counted(fm_test_env *env, fm_pool_desc desc) {
-    desc = counted(env, desc);
-    fm_pool *pool = fm_pool_create(&desc);
-    if (!pool) {
-        print_error("fm_pool_create failed: %s: %s\n", fm_error_name(fm_last_error()),
-                    fm_last_error_message());
-    }
-    assert_non_null(pool);
-    return pool;
-}
-
-/* Destroys a pool whose items were all freed: nothing reported, every byte
- * back in the counting allocator. */
-static void destroy_clean(fm_test_env *env, fm_pool *pool) {
-    int errors_before = env->errors.count;
-    assert_int_equal(stats_of(pool).live, 0);
-    assert_int_equal(fm_pool_check(pool), FM_OK);
-    fm_pool_destroy(pool);
-    assert_int_equal(env->errors.count, errors_before);
-    fm_test_allocator_assert_clean(&env->alloc);
-}
+#define create_counted fm_test_pool_create_counted
+#define destroy_clean fm_test_pool_destroy_clean
 
 static uintptr_t far_bit(void) {
     return UINTPTR_MAX > 0xFFFFFFFFu ? (uintptr_t)1 << 40 : (uintptr_t)1 << 30;

@@ -3,7 +3,10 @@
  *
  * Fixed seeds (xorshift64*), so a failure replays exactly. Every operation is
  * checked against the model as it happens; every CHECK_EVERY operations the
- * whole pool is: counters, every item's contents, no overlap, fm_pool_check. */
+ * whole pool is: counters, every item's contents, no overlap, fm_pool_check.
+ * Some allocations and frees come as batches (fm_pool_alloc_n of up to
+ * BATCH_MAX items; fm_pool_free_n of a random subset in random order, now
+ * and then with a bad entry among them). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "fm_test.h"
@@ -14,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CHECK_EVERY = 2048, RECENT_FREED = 8 };
+enum { CHECK_EVERY = 2048, RECENT_FREED = 8, BATCH_MAX = 16 };
 
 /* ------------------------------------------------------------------- rng */
 
@@ -168,7 +171,51 @@ static bool model_pool_full(const model *m) {
     return false;
 }
 
+/* How many more items the pool may hold (max_capacity, a FIXED capacity);
+ * UINT32_MAX: no limit. */
+static uint32_t model_room(const model *m) {
+    uint64_t limit = UINT32_MAX;
+    if (m->cfg->max_capacity) limit = m->cfg->max_capacity;
+    if (m->cfg->growth == FM_GROWTH_FIXED) {
+        uint64_t cap = stats_of(m->pool).capacity;
+        if (cap < limit) limit = cap;
+    }
+    if (limit == UINT32_MAX) return UINT32_MAX;
+    return limit > m->count ? (uint32_t)(limit - m->count) : 0;
+}
+
+/* fm_pool_alloc_n: as many as fit, the shortfall reported and counted once. */
+static void op_alloc_n(model *m, int op) {
+    void *out[BATCH_MAX];
+    uint32_t k = 1 + rng_below(&m->r, BATCH_MAX);
+    uint32_t room = model_room(m);
+    size_t want = k < room ? k : room;
+    int reports = m->env->errors.count;
+    fm_clear_error();
+    size_t got = fm_pool_alloc_n(m->pool, out, k);
+    MODEL_CHECK(m, op, got == want);
+    if (got < k) {
+        MODEL_CHECK(m, op, fm_last_error() == FM_ERR_POOL_FULL);
+        MODEL_CHECK(m, op, m->env->errors.count == reports + 1);
+        m->failed++;
+        m->reports++;
+    } else {
+        MODEL_CHECK(m, op, m->env->errors.count == reports);
+    }
+    for (size_t i = 0; i < got; i++) {
+        MODEL_CHECK(m, op, fm_is_aligned(out[i], FM_DEFAULT_ALIGN));
+        MODEL_CHECK(m, op, fm_pool_owns(m->pool, out[i]));
+        m->allocs++;
+        recent_forget(m, out[i]);
+        model_push(m, out[i]);
+    }
+}
+
 static void op_alloc(model *m, int op) {
+    if (rng_below(&m->r, 8) == 0) {
+        op_alloc_n(m, op);
+        return;
+    }
     bool use_new = rng_below(&m->r, 4) == 0;
     bool full = model_pool_full(m);
     int reports = m->env->errors.count;
@@ -194,7 +241,67 @@ static void op_alloc(model *m, int op) {
     model_push(m, item);
 }
 
+/* fm_pool_free_n of a random subset of the live items in random order;
+ * one time in three a bad entry goes in at a random place: NULL (skipped),
+ * an item freed earlier in this batch or before it, an interior pointer or
+ * a foreign one (each reported once). */
+static void op_free_n(model *m, int op) {
+    void *freed[BATCH_MAX], *batch[BATCH_MAX + 1];
+    uint32_t most = m->count < BATCH_MAX ? (uint32_t)m->count : BATCH_MAX;
+    uint32_t k = rng_below(&m->r, most + 1), n = k;
+    for (uint32_t i = 0; i < k; i++)
+        batch[i] = freed[i] = model_take(m, rng_below(&m->r, (uint32_t)m->count), op);
+    long long on_stack[4] = {0};
+    int bad_reports = 0;
+    if (rng_below(&m->r, 3) == 0) {
+        uint32_t at = rng_below(&m->r, n + 1);
+        void *bad = NULL;
+        switch (rng_below(&m->r, 6)) {
+        case 0: break; /* NULL */
+        case 1: /* freed earlier in the batch */
+            if (at > 0) bad = batch[rng_below(&m->r, at)];
+            break;
+        case 2: /* freed before the batch */
+            if (m->recent_count) bad = m->recent[rng_below(&m->r, (uint32_t)m->recent_count)];
+            break;
+        case 3: /* inside an item, live or in the batch */
+            if (m->cfg->item_size > 1 && m->count + n > 0) {
+                uint32_t j = rng_below(&m->r, (uint32_t)m->count + n);
+                void *item = j < m->count ? m->items[j] : batch[j - m->count];
+                size_t off = 1 + rng_below(&m->r, (uint32_t)m->cfg->item_size - 1);
+                bad = (void *)((uintptr_t)item + off);
+            }
+            break;
+        case 4: bad = rng_below(&m->r, 2) ? m->heap_block : (void *)on_stack; break;
+        default: bad = m->other_item; break;
+        }
+        memmove(&batch[at + 1], &batch[at], (n - at) * sizeof *batch);
+        batch[at] = bad;
+        n++;
+        bad_reports = bad != NULL;
+    }
+    fm_pool_stats before = stats_of(m->pool);
+    int reports = m->env->errors.count;
+    fm_pool_free_n(m->pool, batch, n);
+    fm_pool_stats after = stats_of(m->pool);
+    MODEL_CHECK(m, op, m->env->errors.count == reports + bad_reports);
+    MODEL_CHECK(m, op, after.total_frees == before.total_frees + k);
+    MODEL_CHECK(m, op, after.live == before.live - k);
+    MODEL_CHECK(m, op, after.misuse_count == before.misuse_count + (uint64_t)bad_reports);
+    m->frees += k;
+    m->misuse += (uint64_t)bad_reports;
+    m->reports += bad_reports;
+    for (uint32_t i = 0; i < k; i++) {
+        MODEL_CHECK(m, op, !fm_pool_owns(m->pool, freed[i]));
+        recent_push(m, freed[i]);
+    }
+}
+
 static void op_free(model *m, int op) {
+    if (rng_below(&m->r, 8) == 0) {
+        op_free_n(m, op);
+        return;
+    }
     if (m->count == 0) return;
     bool use_delete = rng_below(&m->r, 4) == 0;
     void *item = model_take(m, rng_below(&m->r, (uint32_t)m->count), op);

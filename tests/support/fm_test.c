@@ -356,3 +356,26 @@ void fm_test_assert_pool_stats_same(const fm_pool_stats *before, const fm_pool_s
 #undef FM_TEST_CHECK_FIELD
     assert_int_equal(after->misuse_count, before->misuse_count + misuse_delta);
 }
+
+fm_pool *fm_test_pool_create_counted(fm_test_env *env, fm_pool_desc desc) {
+    desc.allocator = fm_test_allocator_get(&env->alloc);
+    fm_pool *pool = fm_pool_create(&desc);
+    if (!pool)
+        print_error("fm_pool_create failed: %s: %s\n", fm_error_name(fm_last_error()),
+                    fm_last_error_message());
+    assert_non_null(pool);
+    return pool;
+}
+
+void fm_test_pool_destroy_quiet(fm_test_env *env, fm_pool *pool) {
+    int errors_before = env->errors.count;
+    assert_int_equal(fm_test_pool_stats(pool).live, 0);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    fm_pool_destroy(pool);
+    assert_int_equal(env->errors.count, errors_before);
+}
+
+void fm_test_pool_destroy_clean(fm_test_env *env, fm_pool *pool) {
+    fm_test_pool_destroy_quiet(env, pool);
+    fm_test_allocator_assert_clean(&env->alloc);
+}

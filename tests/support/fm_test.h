@@ -143,6 +143,17 @@ typedef struct fm_test_env {
     fm_test_errors errors;
 } fm_test_env;
 
+/* ------------------------------------------------------- pools in tests */
+
+/// Creates a pool backed by env's counting allocator (desc.allocator is
+/// replaced); a failure prints the library's error and fails the test.
+fm_pool *fm_test_pool_create_counted(fm_test_env *env, fm_pool_desc desc);
+/// Destroys a pool whose items were all freed: asserts nothing live,
+/// fm_pool_check OK and nothing reported.
+void fm_test_pool_destroy_quiet(fm_test_env *env, fm_pool *pool);
+/// fm_test_pool_destroy_quiet, then every byte back in env's allocator.
+void fm_test_pool_destroy_clean(fm_test_env *env, fm_pool *pool);
+
 /// cmocka per-test setup: *state = a fresh fm_test_env, capture installed,
 /// last error cleared.
 int fm_test_setup(void **state);

@@ -46,6 +46,7 @@ void regrowth_run(const bench_opts *opts);
 void frame_run(const bench_opts *opts);
 void callbacks_run(const bench_opts *opts);
 void bulk_run(const bench_opts *opts);
+void batch_run(const bench_opts *opts);
 void scene_run(const bench_opts *opts);
 void sync_run(const bench_opts *opts);
 

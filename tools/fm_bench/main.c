@@ -28,6 +28,10 @@ static const bench_experiment experiments[] = {
      "5,000,000 128-byte items held then freed: ns per alloc and free, RSS and bytes per "
      "item, fm_pool vs malloc and peers",
      bulk_run},
+    {"batch",
+     "particles without the engine: 20,000 live 32-byte items dying in scattered batches, "
+     "fm_pool_alloc_n / fm_pool_free_n vs one call per item vs malloc, NONE and MUTEX",
+     batch_run},
     {"frame",
      "1,000,000 mixed 16..256-byte temporaries per frame then reset, fm_arena and "
      "fm_frame_arena vs malloc/free; reset cost vs allocation count",

@@ -25,6 +25,13 @@
  * alternate the variants (A B C D E A B C D E ...); each figure is the median
  * over runs of that run's per-frame median, p99 and max.
  *
+ * After each round of variants, a noise floor: a fixed integer loop timed in
+ * as many windows per frame as the pool variant had, as long together as
+ * its median allocation time, spaced at the scene's frame time (see
+ * scene_noise_floor). Nothing is allocated, so its max is what interrupts and
+ * the hypervisor alone add to a frame here: the floor under any allocator's
+ * max, printed beside what the max target asks for.
+ *
  * Telemetry overhead, two ways: measured, the median frame time with timing
  * on minus with it off, over the allocation time per frame (noisy on a busy
  * machine: the difference is small against a whole frame); and computed, the
@@ -39,6 +46,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "framemem/clock.h"
 
 enum { SCENE_VARIANTS = 5, SCENE_MALLOC = 3, SCENE_TIMING_OFF = 4 };
 
@@ -151,6 +159,59 @@ static scene_result scene_once(const scene_variant *v, uint32_t frames, FILE *cs
     return r;
 }
 
+/* ------------------------------------------------------ timing noise floor
+ *
+ * What the machine adds to a frame's allocation time when nothing is
+ * allocated: a fixed integer loop (no memory traffic, so its duration only
+ * changes when something interrupts it) in as many timed windows per frame
+ * as the pool variant had, together as long as the pool's median allocation
+ * time, with untimed work between them so windows come at the scene's frame
+ * rate. Its max is the floor under any allocator's max here. */
+
+static BENCH_NOINLINE uint64_t scene_spin(uint64_t iters, uint64_t x) {
+    for (uint64_t i = 0; i < iters; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x;
+}
+
+typedef struct scene_floor {
+    uint64_t median, p99, max;
+} scene_floor;
+
+static scene_floor scene_noise_floor(uint32_t frames, uint64_t alloc_ns, uint64_t frame_ns,
+                                     uint32_t windows) {
+    /* Iterations per ns: the fastest of a few timed runs (the undisturbed ones). */
+    const uint64_t probe = 100000;
+    uint64_t best = UINT64_MAX, sink = 1;
+    for (int i = 0; i < 20; i++) {
+        uint64_t t0 = fm_clock_now();
+        sink = scene_spin(probe, sink);
+        uint64_t d = fm_clock_to_ns(fm_clock_now() - t0);
+        if (d && d < best) best = d;
+    }
+    double per_ns = (double)probe / (double)best;
+    if (!windows) windows = 1;
+    uint64_t in = (uint64_t)(per_ns * (double)alloc_ns / windows) + 1;
+    uint64_t gap = frame_ns > alloc_ns
+                       ? (uint64_t)(per_ns * (double)(frame_ns - alloc_ns) / windows) + 1
+                       : 1;
+    uint64_t *ns = bench_xmalloc(frames * sizeof *ns);
+    for (uint32_t f = 0; f < frames; f++) {
+        uint64_t ticks = 0;
+        for (uint32_t w = 0; w < windows; w++) {
+            sink = scene_spin(gap, sink);
+            uint64_t t0 = fm_clock_now();
+            sink = scene_spin(in, sink);
+            ticks += fm_clock_now() - t0;
+        }
+        ns[f] = fm_clock_to_ns(ticks);
+    }
+    BENCH_ESCAPE(&sink);
+    qsort(ns, frames, sizeof *ns, scene_cmp);
+    scene_floor r = {scene_pct(ns, frames, 0.5), scene_pct(ns, frames, 0.99), ns[frames - 1]};
+    free(ns);
+    return r;
+}
+
 void scene_run(const bench_opts *opts) {
     uint32_t frames = opts->quick ? 200 : 1000;
     int runs = bench_repeat(opts);
@@ -178,10 +239,15 @@ void scene_run(const bench_opts *opts) {
     scene_result *res = bench_xmalloc((size_t)runs * SCENE_VARIANTS * sizeof *res);
     FILE *csv = opts->csv_dir ? bench_csv_open(opts->csv_dir, "scene.csv") : NULL;
     if (csv) fprintf(csv, "variant,run,frame,alloc_ns,frame_ns,grow_events\n");
-    for (int r = 0; r < runs; r++)
+    scene_floor *floors = bench_xmalloc((size_t)runs * sizeof *floors);
+    for (int r = 0; r < runs; r++) {
         for (int v = 0; v < SCENE_VARIANTS; v++)
             res[r * SCENE_VARIANTS + v] = scene_once(&scene_variants[v], frames, csv,
                                                      scene_variants[v].name, r);
+        const scene_result *pool = &res[r * SCENE_VARIANTS];
+        floors[r] = scene_noise_floor(frames, pool->alloc_median, pool->frame_median,
+                                      (uint32_t)((pool->batches + 50) / 100));
+    }
     if (csv) fclose(csv);
     remove(scene_config);
     for (int r = 0; r < runs; r++)
@@ -234,6 +300,29 @@ void scene_run(const bench_opts *opts) {
         printf("| malloc / %s | %.1fx | %.1fx | %.1fx | %.1fx | >= 5x median, >= 20x max |\n",
                scene_variants[v].name, m_med / pm, m_p99 / pp, m_max / px, m_quiet / pq);
     }
+    /* Verdicts, and what the machine alone adds at the max. */
+    uint64_t *fl = bench_xmalloc((size_t)runs * sizeof *fl);
+    uint64_t floor_k[3];
+    for (int k = 0; k < 3; k++) {
+        for (int r = 0; r < runs; r++)
+            fl[r] = k == 0 ? floors[r].median : k == 1 ? floors[r].p99 : floors[r].max;
+        floor_k[k] = bench_median_u64(fl, (size_t)runs);
+    }
+    free(fl);
+    free(floors);
+    double p_med = med[0][0] ? (double)med[0][0] : 1, p_max = med[0][2] ? (double)med[0][2] : 1;
+    printf("\nTargets (pool, tuned config): median %.1fx (target >= 5x: %s); max %.1fx (target "
+           ">= 20x: %s).\n",
+           m_med / p_med, m_med / p_med >= 5.0 ? "met" : "NOT met", m_max / p_max,
+           m_max / p_max >= 20.0 ? "met" : "NOT met");
+    printf("\nTiming noise floor (no allocation: a fixed integer loop in %.0f timed windows per "
+           "frame, as long together as the pool's median allocation time, at the scene's frame "
+           "rate, %u frames): median %llu ns, p99 %llu ns, max %llu ns. 20x at the max needs "
+           "the pool's worst frame at or below malloc's max / 20 = %.0f ns; the floor's max "
+           "alone is %.1fx that.\n",
+           (double)med[0][6] / 100.0, frames, (unsigned long long)floor_k[0],
+           (unsigned long long)floor_k[1], (unsigned long long)floor_k[2], m_max / 20.0,
+           (double)floor_k[2] / (m_max / 20.0));
     /* Telemetry overhead. */
     double alloc = med[0][0] ? (double)med[0][0] : 1;
     double measured = (double)med[0][3] - (double)med[SCENE_TIMING_OFF][3];

@@ -159,11 +159,19 @@ void *fm_pool_alloc(fm_pool *pool);
 void fm_pool_free(fm_pool *pool, void *item);
 /// Frees items[0, n) exactly as n fm_pool_free calls in order would (NULLs
 /// skipped; each bad pointer reported and skipped; the rest still freed), but
-/// faster for a batch of scattered items (FM_SYNC_NONE: one loop in the
-/// library, the pool's counters updated once). The array is only read. (NONE,
-/// debug builds: a call from a thread other than the owner is reported once,
-/// FM_ERR_WRONG_THREAD, and frees nothing.)
+/// faster for a batch of scattered items (NONE and MUTEX: one loop in the
+/// library, the lock taken once, each chunk's record written once per run of
+/// its items). The array is only read; items == NULL with n > 0:
+/// FM_ERR_INVALID_ARG. (NONE, debug builds: a call from a thread other than
+/// the owner is reported once, FM_ERR_WRONG_THREAD, and frees nothing.)
 void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n);
+/// Allocates up to n items into out[0, n) and returns how many: n, or fewer
+/// when one could not be had (FM_ERR_POOL_FULL or FM_ERR_OUT_OF_MEMORY, as
+/// fm_pool_alloc; reported and counted once, and the batch stops there;
+/// out[got, n) is left as it was).
+/// Faster than n fm_pool_alloc calls (NONE and MUTEX: one loop in the
+/// library, the lock taken once). out == NULL with n > 0: FM_ERR_INVALID_ARG.
+size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n);
 /// fm_pool_alloc, then the ctor (if any).
 void *fm_pool_new(fm_pool *pool);
 /// The dtor (if any), then fm_pool_free. A bad pointer is reported before the
@@ -173,6 +181,7 @@ void fm_pool_delete(fm_pool *pool, void *item);
 /// Same as fm_pool_alloc / fm_pool_new, recording file:line for leak reports
 /// when the library tracks sites (FM_TRACK_SITES); the macros below use them.
 void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line);
+size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file, int line);
 void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
 
 /* ---------------------------------------------------- inline fast paths
@@ -319,6 +328,7 @@ void fm__pool_free_slow(fm_pool *pool, void *item);
 
 #if defined(FM_TRACK_SITES) && !defined(FM__BUILDING_POOL)
 #define fm_pool_alloc(pool) fm_pool_alloc_at((pool), __FILE__, __LINE__)
+#define fm_pool_alloc_n(pool, out, n) fm_pool_alloc_n_at((pool), (out), (n), __FILE__, __LINE__)
 #define fm_pool_new(pool) fm_pool_new_at((pool), __FILE__, __LINE__)
 #elif defined(NDEBUG) && !defined(FM__SANITIZED) && !defined(FM_NO_INLINE) &&     \
     !defined(FM__BUILDING_POOL) && (defined(__GNUC__) || defined(__clang__))
