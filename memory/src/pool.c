@@ -1195,81 +1195,61 @@ void fm_pool_free(fm_pool *pool, void *item) {
     fm__pool_free_slow(pool, item);
 }
 
-/* Writes a run's frees back to its chunk's record, then refiles the chunk
- * (a full one has room again, a partial one may be empty). */
-static void fm__free_run_flush(fm_pool *p, uint32_t idx, uint32_t top, uint32_t freed) {
-    fm__chunk *c = fm__chunk_at(p, idx);
-    c->free_top = top;
-    c->live -= freed;
-    p->live_other -= freed;
-    if (c->state == FM__CHUNK_FULL || c->live == 0) fm__refile_after_free(p, idx);
-}
-
-/* NONE and MUTEX (under the lock): frees items from the start of a batch
- * while each is a live item that needs nothing but filing, with the pool's
- * geometry and the stack tops in registers. Items born together tend to die
- * together, so most frees go to the chunk of the one before ("the run"):
- * its record is written once when the run moves on, where storing and
- * reloading its stack top per item made a chain through memory that cost
- * more than the meta words' cache misses. Returns how many it freed;
- * items[that], if any, is for the general path (NULL, misuse, a slot to
+/* NONE and MUTEX (under the lock): frees the run at the start of a batch,
+ * the items that are live items of the first one's chunk (current or not),
+ * up to the first of another chunk or one that needs more than filing.
+ * Items born together tend to die together, so runs are long: the chunk's
+ * stack top and count stay in registers and its record is written once per
+ * run, where storing and reloading the stack top per item made a chain
+ * through memory that cost more than the meta words' cache misses; and the
+ * loop makes no call, so nothing it holds is spilled. Returns how many it
+ * freed: 0 when items[0] is for the general path (NULL, misuse, a slot to
  * retire). */
 static size_t fm__free_run(fm_pool *p, void *const *items, size_t n) {
     fm__pool_hot *h = p->cs;
-    const uintptr_t mask = p->base_mask, cur = h->cur_base;
-    const uint64_t inv = h->inv, cur_bump = h->cur_bump;
+    const uintptr_t mask = p->base_mask;
+    const uint64_t inv = h->inv;
     const uint32_t k = h->inv_shift, off = h->slots_off;
-    uint16_t *const cur_stack = h->cur_stack;
-    uint32_t cur_top = h->cur_top;
-    uintptr_t run_base = 1; /* no chunk base is odd */
-    uint32_t run_idx = FM__NONE, run_top = 0, run_freed = 0, run_bump = 0;
-    uint16_t *run_stack = NULL;
+    const uintptr_t run_base = (uintptr_t)items[0] & mask;
+    bool current = run_base == h->cur_base;
+    uint32_t idx = current ? p->cur_idx : fm__other_chunk(p, run_base);
+    if (idx == FM__NONE) return 0;
+    fm__chunk *c = fm__chunk_at(p, idx);
+    const uint64_t bump = current ? h->cur_bump : c->bump;
+    uint16_t *const stack = fm__stack(p, (uint8_t *)run_base);
+    uint32_t top = current ? h->cur_top : c->free_top;
     size_t i = 0;
     for (; i < n; i++) {
         uintptr_t a = (uintptr_t)items[i];
-        uintptr_t base = a & mask;
-        uint64_t x = (a - base - off) * inv;
+        if ((a & mask) != run_base) break;
+        uint64_t x = (a - run_base - off) * inv;
         uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
-        if (FM__LIKELY(base == run_base)) {
-            if (FM__UNLIKELY(slot >= run_bump || !fm__meta_kill(base, slot))) break;
-            fm__slot_to_free(p, (void *)a);
-            run_stack[run_top++] = (uint16_t)slot;
-            run_freed++;
-            continue;
-        }
-        if (base == cur) {
-            if (FM__UNLIKELY(slot >= cur_bump || !fm__meta_kill(base, slot))) break;
-            fm__slot_to_free(p, (void *)a);
-            cur_stack[cur_top++] = (uint16_t)slot;
-            continue;
-        }
-        uint32_t idx = fm__other_chunk(p, base);
-        if (FM__UNLIKELY(idx == FM__NONE)) break;
-        const fm__chunk *c = fm__chunk_at(p, idx);
-        if (FM__UNLIKELY(slot >= c->bump || !fm__meta_kill(base, slot))) break;
+        if (FM__UNLIKELY(slot >= bump || !fm__meta_kill(run_base, slot))) break;
         fm__slot_to_free(p, (void *)a);
-        if (run_idx != FM__NONE) fm__free_run_flush(p, run_idx, run_top, run_freed);
-        p->hint_base = run_base = base;
-        p->hint_idx = run_idx = idx;
-        run_stack = fm__stack(p, c->base);
-        run_top = c->free_top;
-        run_bump = c->bump;
-        run_stack[run_top++] = (uint16_t)slot;
-        run_freed = 1;
+        stack[top++] = (uint16_t)slot;
     }
-    if (run_idx != FM__NONE) fm__free_run_flush(p, run_idx, run_top, run_freed);
-    h->cur_top = cur_top;
     h->headroom += (int64_t)i;
+    if (current) {
+        h->cur_top = top;
+    } else if (i) {
+        p->hint_base = run_base;
+        p->hint_idx = idx;
+        c->free_top = top;
+        c->live -= (uint32_t)i;
+        p->live_other -= i;
+        if (c->state == FM__CHUNK_FULL || c->live == 0) fm__refile_after_free(p, idx);
+    }
     return i;
 }
 
-/* NONE and MUTEX (under the lock): the whole batch, runs first, anything
+/* NONE and MUTEX (under the lock): the whole batch, run by run, anything
  * else through the single free's general path. */
 static void fm__free_batch(fm_pool *p, void *const *items, size_t n) {
     size_t i = 0;
     while (i < n) {
-        i += fm__free_run(p, items + i, n - i);
-        if (i < n) fm__free_one(p, items[i++], "free");
+        size_t done = fm__free_run(p, items + i, n - i);
+        i += done;
+        if (!done) fm__free_one(p, items[i++], "free");
     }
 }
 
