@@ -4,8 +4,9 @@
  *
  * Input: a 7-byte header choosing the pool (item size 1..1024, alignment
  * 1..4096 or the default, growth policy, initial and max capacity, grow step
- * or factor, hooks, system or counting allocator, a fault in create), then
- * one operation per opcode byte with its operands:
+ * or factor, hooks, system or counting allocator, a fault in create, sync
+ * NONE or MUTEX), then one operation per opcode byte (modulo 22) with its
+ * operands:
  *
  *   alloc / new, bursts of them; free / delete (the dtor may free its own
  *   item: a documented misuse); bad frees and other calls on NULL, stack,
@@ -13,7 +14,16 @@
  *   reported with its code and change nothing); reserve; trim; owns;
  *   handle / resolve (stale handles resolve NULL, live ones to their item);
  *   retain / release / refcount; foreach (counting, or freeing as it walks);
- *   a request for a full sweep; arming the allocator's faults.
+ *   a request for a full sweep; arming the allocator's faults; alloc_n, a
+ *   batch of 1..64 that must stop at the first item the pool must or may
+ *   refuse, with that failure reported and counted once; free_n of up to 64
+ *   entries: live items in allocation order, backwards, at random or
+ *   strided, mixed with NULLs and bad entries (an item the batch freed
+ *   already, a remembered freed item, interior pointers of items before and
+ *   after the batch frees them, stack, static, far and other-pool pointers),
+ *   where the model plays the batch as single frees in order and predicts
+ *   which items go, how many reports and the last code; either batch into
+ *   or from NULL (rejected, nothing changes).
  *
  * The model keeps every live item with its byte pattern and count (and an
  * address -> item map, so no check searches), a few freed pointers, a few
@@ -121,6 +131,19 @@ static fm_pool_stats stats_of(const fm_pool *pool) {
     memset(&s, 0, sizeof s);
     fm_pool_get_stats(pool, &s);
     return s;
+}
+
+/* A rejected call changed nothing: the stats read before it and the
+ * backing allocator's live bytes then. */
+static void check_unchanged(const model *m, const fm_pool_stats *before, size_t backing) {
+    fm_pool_stats after = stats_of(m->pool);
+    FZ_CHECK_EQ(after.live, before->live);
+    FZ_CHECK_EQ(after.total_allocs, before->total_allocs);
+    FZ_CHECK_EQ(after.total_frees, before->total_frees);
+    FZ_CHECK_EQ(after.failed_allocs, before->failed_allocs);
+    FZ_CHECK_EQ(after.capacity, before->capacity);
+    FZ_CHECK_EQ(after.bytes_reserved, before->bytes_reserved);
+    FZ_CHECK_EQ(g_alloc.live_bytes, backing);
 }
 
 static void verify_item(const model *m, size_t i) {
@@ -248,6 +271,20 @@ static void item_gone(model *m, uint8_t *p) {
     }
 }
 
+/* The live items g_doomed marks were freed: out of the model first, as
+ * item_gone checks the live neighbours of each. They are left in
+ * g_sorted[0, returned count). */
+static size_t doomed_gone(model *m) {
+    size_t gone = 0;
+    for (size_t i = m->count; i-- > 0;) { /* from the top: remove_live moves the last */
+        if (!g_doomed[i]) continue;
+        g_sorted[gone++] = m->live[i].ptr;
+        remove_live(m, i);
+    }
+    for (size_t k = 0; k < gone; k++) item_gone(m, g_sorted[k]);
+    return gone;
+}
+
 static void track_handle(model *m, fm_handle h, uint8_t *item) {
     if (m->n_handles < MAX_HANDLES) {
         m->handles[m->n_handles++] = (tracked_handle){h, item};
@@ -361,6 +398,36 @@ static void after_op(model *m) {
 
 /* =============================================================== allocation */
 
+/* Whether the pool must refuse an item with `live` items live (capacity as
+ * read before): FIXED at its capacity, or at max_capacity. */
+static bool pool_full(const model *m, size_t live, uint64_t capacity) {
+    return (m->max_capacity && live >= m->max_capacity) ||
+           (m->growth == FM_GROWTH_FIXED && live >= capacity);
+}
+
+/* A new item p from alloc, new or alloc_n: aligned, no live item's slot,
+ * the ends of its neighbours intact; it gets a fresh pattern and joins the
+ * model. */
+static void item_taken(model *m, uint8_t *p, bool constructed) {
+    FZ_CHECK(fm_is_aligned(p, m->align));
+    /* Ownership goes by chunk: asked when an alloc lands in a chunk other
+     * than the last one's (and of one sampled item after every operation). */
+    uintptr_t chunk = (uintptr_t)p & ~(uintptr_t)(m->chunk_bytes - 1);
+    if (chunk != m->last_chunk) {
+        FZ_CHECK(fm_pool_owns(m->pool, p));
+        m->last_chunk = chunk;
+    }
+    if (constructed) m->ctors++;
+    m->allocs++;
+    forget_freed(m, p);
+    if (find_live(m, p) != SIZE_MAX) FZ_FAIL("alloc handed out live item %p", (void *)p);
+    uint32_t seed = m->next_seed++;
+    fz_fill(p, m->item_size, seed);
+    add_live(m, p, seed);
+    verify_neighbours(m, p);
+    if (m->count > m->peak) m->peak = m->count;
+}
+
 static bool alloc_one(model *m, bool use_new) {
     if (m->count == MAX_LIVE) return false;
     m->work++;
@@ -371,8 +438,7 @@ static bool alloc_one(model *m, bool use_new) {
         before = stats_of(m->pool);
         m->capacity = before.capacity;
     }
-    bool full = (m->max_capacity && m->count >= m->max_capacity) ||
-                (m->growth == FM_GROWTH_FIXED && m->count >= before.capacity);
+    bool full = pool_full(m, m->count, before.capacity);
     bool room = m->count < before.capacity;
     if (!full && !room && (before.capacity + 1) * m->stride > MEMORY_CAP) return false;
     uint64_t failed_calls = g_alloc.failed_calls;
@@ -399,23 +465,7 @@ static bool alloc_one(model *m, bool use_new) {
     }
     if (full) FZ_FAIL("alloc succeeded past the pool's limit (%zu live)", m->count);
     FZ_CHECK_ERR(FM_OK);
-    FZ_CHECK(fm_is_aligned(p, m->align));
-    /* Ownership goes by chunk: asked when an alloc lands in a chunk other
-     * than the last one's (and of one sampled item after every operation). */
-    uintptr_t chunk = (uintptr_t)p & ~(uintptr_t)(m->chunk_bytes - 1);
-    if (chunk != m->last_chunk) {
-        FZ_CHECK(fm_pool_owns(m->pool, p));
-        m->last_chunk = chunk;
-    }
-    if (use_new && m->hooks) m->ctors++;
-    m->allocs++;
-    forget_freed(m, p);
-    if (find_live(m, p) != SIZE_MAX) FZ_FAIL("alloc handed out live item %p", (void *)p);
-    uint32_t seed = m->next_seed++;
-    fz_fill(p, m->item_size, seed);
-    add_live(m, p, seed);
-    verify_neighbours(m, p);
-    if (m->count > m->peak) m->peak = m->count;
+    item_taken(m, p, use_new && m->hooks);
     return true;
 }
 
@@ -426,6 +476,80 @@ static void op_alloc(model *m, fz_input *in) {
     for (int k = 0; k < n; k++) {
         if (!alloc_one(m, sel & 0x40)) break;
     }
+}
+
+/* sel: a batch of 1 + (sel & 63) by fm_pool_alloc_n; 0xFF: into out ==
+ * NULL instead (rejected, nothing changes). The batch is alloc_one's items
+ * in a row: it must stop at the first item the pool must refuse (full) or
+ * may refuse (a growth the allocator refused), and only there, with that
+ * failure reported and counted once. */
+static void op_alloc_n(model *m, fz_input *in) {
+    uint8_t sel = fz_u8(in);
+    fm_pool_stats before = stats_of(m->pool);
+    m->capacity = before.capacity;
+    uint64_t failed_calls = g_alloc.failed_calls;
+    size_t backing = g_alloc.live_bytes;
+    if (sel == 0xFF) {
+        fm_clear_error();
+        FZ_CHECK_EQ(fm_pool_alloc_n(m->pool, NULL, 0), 0); /* nothing asked: quiet */
+        FZ_CHECK_ERR(FM_OK);
+        FZ_CHECK_EQ(fm_pool_alloc_n(m->pool, NULL, 64), 0);
+        FZ_CHECK_ERR(FM_ERR_INVALID_ARG);
+        m->reports++;
+        check_unchanged(m, &before, backing);
+        return;
+    }
+    /* Items from `limit` live on must be refused, without growth. */
+    size_t limit = SIZE_MAX;
+    if (m->max_capacity) limit = m->max_capacity;
+    if (m->growth == FM_GROWTH_FIXED && before.capacity < limit) limit = before.capacity;
+    /* As alloc_one: growth at c live items only while (c + 1) strides fit in
+     * MEMORY_CAP. The batch grows at most at count + n - 1 live items. */
+    size_t n = 1 + (sel & 63);
+    if (n > MAX_LIVE - m->count) n = MAX_LIVE - m->count;
+    size_t most = MEMORY_CAP / m->stride;
+    if (most < before.capacity) most = before.capacity;
+    if (limit > most && m->count + n > most) n = most > m->count ? most - m->count : 0;
+    if (!n) return;
+    void *out[64];
+    for (size_t k = 0; k < n; k++) out[k] = &g_static_block[k % 8];
+    fm_clear_error();
+    size_t got = fm_pool_alloc_n(m->pool, out, n);
+    m->work += (uint32_t)n;
+    if (got > n) FZ_FAIL("alloc_n of %zu items returned %zu", n, got);
+    for (size_t k = got; k < n; k++) { /* out[got, n) is left as it was */
+        if (out[k] != &g_static_block[k % 8])
+            FZ_FAIL("alloc_n of %zu items returned %zu and wrote out[%zu]", n, got, k);
+    }
+    fm_pool_stats after = stats_of(m->pool);
+    /* Growth in the batch took its chunks (and bigger records) from the
+     * allocator, and a refused one took nothing. */
+    if (m->counting)
+        FZ_CHECK_EQ(g_alloc.live_bytes - backing, after.bytes_reserved - before.bytes_reserved);
+    for (size_t k = 0; k < got; k++) {
+        if (m->count >= limit)
+            FZ_FAIL("alloc_n succeeded past the pool's limit (item %zu of %zu, %zu live)", k, n,
+                    m->count);
+        item_taken(m, out[k], false);
+    }
+    if (got == n) {
+        FZ_CHECK_ERR(FM_OK);
+        return;
+    }
+    if (m->count >= limit) {
+        FZ_CHECK_ERR(FM_ERR_POOL_FULL);
+    } else {
+        if (m->count < before.capacity)
+            FZ_FAIL("alloc_n stopped at item %zu of %zu with %zu live of capacity %llu", got, n,
+                    m->count, (unsigned long long)before.capacity);
+        FZ_CHECK_ERR(FM_ERR_OUT_OF_MEMORY);
+        if (!m->counting || g_alloc.failed_calls == failed_calls)
+            FZ_FAIL("growth in alloc_n failed though the allocator refused nothing");
+        /* Growth is tried only when every slot held is live. */
+        FZ_CHECK_EQ(after.capacity, m->count);
+    }
+    m->failed++;
+    m->reports++;
 }
 
 /* Frees live item i by free, delete, or delete whose dtor frees the item
@@ -512,13 +636,52 @@ static void expect_rejected(model *m, void *bad, int call, fm_error code) {
         m->misuse++;
         m->reports++;
     }
-    fm_pool_stats after = stats_of(m->pool);
-    FZ_CHECK_EQ(after.live, before.live);
-    FZ_CHECK_EQ(after.total_frees, before.total_frees);
-    FZ_CHECK_EQ(after.capacity, before.capacity);
-    FZ_CHECK_EQ(after.bytes_reserved, before.bytes_reserved);
-    FZ_CHECK_EQ(g_alloc.live_bytes, backing);
+    check_unchanged(m, &before, backing);
     FZ_CHECK(!fm_pool_owns(m->pool, bad));
+}
+
+/* A pointer of kind 0..7 that every call rejects: NULL, stack, static, a
+ * remembered freed item (picked by which), an interior pointer of item, a
+ * nearby one (off slots or bytes from item), another pool's item, a far one.
+ * *code is what free reports for it (FM_OK for a nearby one: any of the
+ * three a nearby address can get). false when the kind has nothing to point
+ * at now (no freed item, no item, no other pool, a nearby address that is a
+ * live item). */
+static bool bad_pointer(const model *m, int kind, uint8_t *item, uint16_t which, uint16_t off,
+                        uint8_t flags, void *stack, void **out, fm_error *code) {
+    *code = FM_ERR_FOREIGN_POINTER;
+    switch (kind) {
+    case 0: *out = NULL; return true;
+    case 1: *out = stack; return true;
+    case 2: *out = &g_static_block[flags % 8]; return true;
+    case 3:
+        if (!m->n_freed) return false;
+        *out = m->freed[which % m->n_freed];
+        *code = FM_ERR_DOUBLE_FREE;
+        return true;
+    case 4:
+        if (!item) return false;
+        *out = item + 1 + off % (m->stride - 1);
+        *code = FM_ERR_INTERIOR_POINTER;
+        return true;
+    case 5: {
+        if (!item) return false;
+        intptr_t step = flags & 1 ? (intptr_t)m->stride : 1;
+        void *q = (void *)((uintptr_t)item + (uintptr_t)((int16_t)off * step));
+        if (q == item || find_live(m, q) != SIZE_MAX) return false;
+        *out = q;
+        *code = FM_OK;
+        return true;
+    }
+    case 6:
+        if (!m->other) return false;
+        *out = m->other_item;
+        return true;
+    default:
+        if (!item) return false;
+        *out = (void *)((uintptr_t)item ^ ((uintptr_t)1 << (36 + flags % 8)));
+        return true;
+    }
 }
 
 /* Operands: kind, call, then always `which` (u16: an item or freed pointer),
@@ -530,36 +693,155 @@ static void op_bad_pointer(model *m, fz_input *in) {
     uint16_t which = fz_u16(in), off = fz_u16(in);
     uint8_t flags = fz_u8(in);
     uint8_t *item = m->count ? m->live[which % m->count].ptr : NULL;
-    switch (kind) {
-    case 0: expect_rejected(m, NULL, call, FM_ERR_FOREIGN_POINTER); break;
-    case 1: expect_rejected(m, on_stack, call, FM_ERR_FOREIGN_POINTER); break;
-    case 2: expect_rejected(m, &g_static_block[flags % 8], call, FM_ERR_FOREIGN_POINTER); break;
-    case 3:
-        if (m->n_freed) expect_rejected(m, m->freed[which % m->n_freed], call, FM_ERR_DOUBLE_FREE);
-        break;
-    case 4:
-        if (item) {
-            uintptr_t inside = (uintptr_t)item + 1 + off % (m->stride - 1);
-            expect_rejected(m, (void *)inside, call, FM_ERR_INTERIOR_POINTER);
-        }
-        break;
-    case 5:
-        if (item) {
-            intptr_t step = flags & 1 ? (intptr_t)m->stride : 1;
-            void *q = (void *)((uintptr_t)item + (uintptr_t)((int16_t)off * step));
-            if (q != item && find_live(m, q) == SIZE_MAX) expect_rejected(m, q, call, FM_OK);
-        }
-        break;
-    case 6:
-        if (m->other) expect_rejected(m, m->other_item, call, FM_ERR_FOREIGN_POINTER);
-        break;
-    default:
-        if (item) {
-            uintptr_t far = (uintptr_t)item ^ ((uintptr_t)1 << (36 + flags % 8));
-            expect_rejected(m, (void *)far, call, FM_ERR_FOREIGN_POINTER);
-        }
-        break;
+    void *bad;
+    fm_error code;
+    if (bad_pointer(m, kind, item, which, off, flags, on_stack, &bad, &code))
+        expect_rejected(m, bad, call, code);
+}
+
+/* ============================================================ batch free */
+
+enum { BATCH_MAX = 64 };
+
+/* The order a batch takes live items in: index k of it in model.live. */
+typedef struct batch_order {
+    uint8_t mode; /* 0 a run of live[] (allocation order, as far as frees left
+                     it), 1 the run backwards, 2 random picks, 3 every step-th */
+    uint32_t start, step;
+} batch_order;
+
+static size_t order_pick(const model *m, const batch_order *o, size_t k) {
+    size_t n = m->count;
+    switch (o->mode) {
+    case 0: return (o->start + k) % n;
+    case 1: return (o->start + n - k % n) % n;
+    case 2: {
+        uint32_t x = (o->start + 1) * 0x9E3779B1u ^ (uint32_t)k * 0x85EBCA6Bu;
+        x ^= x >> 15;
+        x *= 0x2C1B3C6Du;
+        x ^= x >> 12;
+        return x % n;
     }
+    default: return (o->start + k * o->step) % n;
+    }
+}
+
+/* Operands: sel (bits 0-1 the order, 2-3 how many bad entries: 1/4, 1/32,
+ * none, 1/2; 4-7 the step of order 3, less one), len (a batch of
+ * 1 + (len & 63); 0xFF: fm_pool_free_n of NULL instead, rejected), start
+ * (u16: where the order starts, or its random seed), off (u16: interior
+ * offsets), then one byte per entry: below the bad threshold the order's
+ * next live item (NULL when there is none), else bits 0-2 a bad entry (0
+ * NULL, 1 stack, 2 static, 3 a remembered freed item, 4 an interior pointer
+ * of the order's next item, still live then, 5 one of an item this batch
+ * freed already, 6 an item this batch freed already, again, 7 another
+ * pool's item or a far pointer) with bits 3-5 its parameter.
+ *
+ * The model plays the batch as single frees in order (a live item's first
+ * entry frees it, a later one is a double free) and predicts the reports
+ * and the last code; the pool must free exactly the items it predicts. An
+ * interior pointer is one whether its item is still live at that entry or
+ * freed by an earlier one: nothing in a batch releases a chunk. */
+static void op_free_n(model *m, fz_input *in) {
+    static const uint16_t bad_from[4] = {0xC0, 0xF8, 0x100, 0x80};
+    long long on_stack[4] = {0};
+    uint8_t sel = fz_u8(in), len = fz_u8(in);
+    uint16_t start = fz_u16(in), off = fz_u16(in);
+    size_t n = 1 + (len & 63);
+    uint8_t ent[BATCH_MAX];
+    for (size_t k = 0; k < n; k++) ent[k] = fz_u8(in);
+    fm_pool_stats before = stats_of(m->pool);
+    size_t backing = g_alloc.live_bytes;
+    if (len == 0xFF) {
+        fm_clear_error();
+        fm_pool_free_n(m->pool, NULL, 0); /* nothing asked: quiet */
+        FZ_CHECK_ERR(FM_OK);
+        fm_pool_free_n(m->pool, NULL, n);
+        FZ_CHECK_ERR(FM_ERR_INVALID_ARG);
+        m->reports++;
+        check_unchanged(m, &before, backing);
+        return;
+    }
+
+    /* The batch, and the model's play of it. */
+    batch_order order = {.mode = sel & 3, .start = start, .step = 1u + (sel >> 4)};
+    void *items[BATCH_MAX];
+    uint8_t *picked[BATCH_MAX]; /* the live items entries named so far */
+    uint8_t *inside[BATCH_MAX]; /* items interior pointers were made from */
+    size_t n_picked = 0, n_inside = 0, reports = 0, n_doomed = 0;
+    fm_error last = FM_OK;
+    memset(g_doomed, 0, m->count);
+    for (size_t k = 0; k < n; k++) {
+        uint8_t e = ent[k], param = (e >> 3) & 7;
+        void *p = NULL;
+        fm_error code = FM_OK; /* a live item's entry */
+        if (e < bad_from[(sel >> 2) & 3]) {
+            if (m->count) {
+                p = picked[n_picked] = m->live[order_pick(m, &order, n_picked)].ptr;
+                n_picked++;
+            }
+        } else {
+            int kind = e & 7;
+            uint8_t *item = m->count ? m->live[(start + k * 7919u) % m->count].ptr : NULL;
+            if (kind == 4 && m->count) item = m->live[order_pick(m, &order, n_picked)].ptr;
+            if (kind == 5 && n_picked) item = picked[n_picked - 1 - param % n_picked];
+            if (kind == 6) {
+                if (n_picked) p = picked[n_picked - 1 - param % n_picked];
+            } else {
+                static const uint8_t helper_kind[7] = {0, 1, 2, 3, 4, 4};
+                int hk = kind < 7 ? helper_kind[kind] : (param & 1) && m->other ? 6 : 7;
+                uint16_t at = (uint16_t)(off + k * 13);
+                if (!bad_pointer(m, hk, item, (uint16_t)(param + k), at, param, &on_stack[param & 3],
+                                 &p, &code))
+                    p = NULL;
+                if (hk == 4 && p) inside[n_inside++] = item;
+            }
+        }
+        items[k] = p;
+        if (!p) continue;
+        if (code == FM_OK) {
+            size_t i = find_live(m, p);
+            if (i == SIZE_MAX) FZ_FAIL("model: batch entry %p is no live item", p);
+            if (g_doomed[i]) {
+                code = FM_ERR_DOUBLE_FREE;
+            } else {
+                g_doomed[i] = 1;
+                verify_item(m, i);
+                n_doomed++;
+                continue;
+            }
+        }
+        reports++;
+        last = code;
+    }
+
+    uint64_t reported = fz_err.count;
+    fm_clear_error();
+    fm_pool_free_n(m->pool, items, n);
+    m->work += (uint32_t)n;
+    if (fz_err.count - reported != reports || (reports && fz_err.last != last))
+        FZ_FAIL("free_n of %zu entries (%zu live items): %llu reports, the last %s; expected "
+                "%zu, the last %s", n, n_doomed, (unsigned long long)(fz_err.count - reported),
+                fm_error_name(fz_err.last), reports, fm_error_name(last));
+    FZ_CHECK_ERR(last);
+    m->misuse += reports;
+    m->reports += reports;
+    fm_pool_stats after = stats_of(m->pool);
+    FZ_CHECK_EQ(after.live, before.live - n_doomed);
+    FZ_CHECK_EQ(after.total_frees, before.total_frees + n_doomed);
+    FZ_CHECK_EQ(after.capacity, before.capacity);
+    FZ_CHECK_EQ(after.bytes_reserved, before.bytes_reserved);
+    FZ_CHECK_EQ(g_alloc.live_bytes, backing);
+    size_t gone = doomed_gone(m);
+    for (size_t k = 0; k < gone; k++) FZ_CHECK(!fm_pool_owns(m->pool, g_sorted[k]));
+    /* The items interior pointers went into are untouched, if still live. */
+    for (size_t k = 0; k < n_inside; k++) {
+        size_t i = find_live(m, inside[k]);
+        if (i != SIZE_MAX) verify_item_ends(m, i);
+    }
+    /* Runs of frees refile chunks (full ones have room, emptied ones can be
+     * trimmed): fm_pool_check's walk sees whether they did. */
+    if (gone) m->sweep.wanted = true;
 }
 
 /* ========================================================= capacity, trim */
@@ -781,14 +1063,7 @@ static void op_foreach(model *m, fz_input *in) {
     m->work += (uint32_t)(w.visits + 3) / 4; /* a visit costs far less than an alloc */
     if (!w.alloc_every) FZ_CHECK_ERR(FM_OK); /* a refused alloc sets it */
     FZ_CHECK_EQ(w.old_visits, w.base);
-    /* Out of the model first: item_gone checks the live neighbours of each. */
-    size_t gone = 0;
-    for (size_t i = m->count; i-- > 0;) { /* from the top: remove_live moves the last */
-        if (!g_doomed[i]) continue;
-        g_sorted[gone++] = m->live[i].ptr;
-        remove_live(m, i);
-    }
-    for (size_t k = 0; k < gone; k++) item_gone(m, g_sorted[k]);
+    doomed_gone(m);
 }
 
 /* ================================================================= create */
@@ -837,6 +1112,9 @@ static bool create_pool(model *m, fz_input *in) {
     if (m->counting) d.allocator = fz_alloc_get(&g_alloc);
     d.silent_destroy = flags & 1;
     d.prefault = (flags & 6) == 6; /* rarely: prefaulting costs page faults up front */
+    /* The same core behind the lock, with hot's current chunk kept empty:
+     * every call goes into the library (batches included). */
+    if (flags & 0x80) d.sync = FM_SYNC_MUTEX;
     m->silent = d.silent_destroy;
 
     if ((flags & 8) && valid) { /* a second pool of the same geometry, for foreign items */
@@ -931,7 +1209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         while (m->work < WORK_BUDGET && fz_more(&in)) {
             uint8_t code = fz_u8(&in);
             m->work++;
-            switch (code % 20) {
+            switch (code % 22) {
             case 0: case 1: case 2: op_alloc(m, &in); break;
             case 3: case 4: op_free(m, &in); break;
             case 5: case 6: op_bad_pointer(m, &in); break;
@@ -951,6 +1229,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 break;
             }
             case 18: free_all = !free_all; break;
+            case 20: op_alloc_n(m, &in); break;
+            case 21: op_free_n(m, &in); break;
             default: { /* a run of mixed allocs and frees, to move through chunks */
                 uint8_t sel = fz_u8(&in);
                 for (int k = 0; k < 16; k++) {

@@ -45,13 +45,14 @@ GEOMETRIC, LINEAR, FIXED, GEOMETRIC_FACTOR = 0, 1, 2, 3
 
 def pool_header(growth=GEOMETRIC, align_shift=13, hooks=False, system=False,
                 item_size=24, initial=0, max_cap=0x80, grow=0, silent=False,
-                prefault=False, other=False, create_fail=0):
+                prefault=False, other=False, create_fail=0, mutex=False):
     """align_shift 0..12: 1 << shift; 13: default; 15: invalid.
     item_size 1..1024 (0 and FM_POOL_MAX_ITEM_SIZE + 1 via 0xFFFF / 0xFFFE).
     initial: 0 default, 1..127, or 0x80 | k for k * 64. max_cap: 0x80 unbounded."""
     b0 = growth | (align_shift << 2) | (0x40 if hooks else 0) | (0x80 if system else 0)
     size_sel = {0: 0xFFFF, -1: 0xFFFE}.get(item_size, item_size - 1)
     flags = (1 if silent else 0) | (6 if prefault else 0) | (8 if other else 0) | (create_fail << 4)
+    flags |= 0x80 if mutex else 0
     return [b0] + list(u16(size_sel)) + [initial, max_cap, grow, flags]
 
 
@@ -143,6 +144,35 @@ class Pool:
         self.b += [19, bits]
         return self
 
+    def alloc_n(self, n):  # 1..64 by fm_pool_alloc_n; 0: into out == NULL
+        self.b += [20, 0xFF if n == 0 else n - 1]
+        return self
+
+    # entries: LIVE (the order's next live item) or bad(kind, param); orders:
+    # 0 a run of the live array, 1 backwards, 2 random picks (start: the
+    # seed), 3 every step-th; bad: entries from which byte on are bad ones
+    # (0: 0xC0, 1: 0xF8, 2: none, 3: 0x80).
+    def free_n(self, entries, order=0, bad=0, step=1, start=0, off=0, null_array=False):
+        sel = order | bad << 2 | (step - 1) << 4
+        if null_array:  # its 64 entry bytes are read all the same
+            entries = [LIVE] * 64
+        length = 0xFF if null_array else len(entries) - 1
+        self.b += [21, sel, length] + list(u16(start)) + list(u16(off)) + list(entries)
+        return self
+
+
+# free_n entries: LIVE, or a bad one: 0 NULL, 1 stack, 2 static, 3 a
+# remembered freed item, 4 an interior pointer of the order's next item, 5 one
+# of an item the batch freed already, 6 such an item again, 7 another pool's
+# item (odd param) or a far pointer. param 7 keeps the byte bad at every
+# threshold but "none".
+LIVE = 0
+NUL, STACK, STATIC, FREED, INTERIOR_NEXT, INTERIOR_FREED, AGAIN, OTHER = range(8)
+
+
+def bad(kind, param=7):
+    return 0xC0 | param << 3 | kind
+
 
 def align4096_trim_handles():
     """Items of 1000 bytes aligned to 4096: 63 to a 256 KiB chunk. Fill three
@@ -154,6 +184,20 @@ def align4096_trim_handles():
     for top in range(167, 0, -32):
         p.free(*range(top, max(top - 32, 0), -1))
     return p.trim().resolve().alloc(64).alloc(64).resolve().check().b
+
+
+def batch_free_chunks(mutex=False):
+    """Items of 1000 bytes aligned to 4096: 63 to a chunk. Three chunks full,
+    one single free parks its slot, then batches in address order empty a
+    chunk (full to empty in one run), free across chunk boundaries with bad
+    entries in the middle of runs, and trim releases what they emptied."""
+    p = Pool(growth=LINEAR, align_shift=12, item_size=1000, initial=1, mutex=mutex)
+    p.alloc_n(64).alloc_n(64).alloc_n(61).free(70)
+    p.free_n([LIVE] * 63, order=0, start=0)
+    p.free_n([LIVE] * 20 + [bad(INTERIOR_NEXT), LIVE, bad(AGAIN, 0), LIVE, bad(NUL)] + [LIVE] * 30,
+             order=0, bad=0, start=10)
+    p.free_n([LIVE] * 40, order=1, bad=2, start=60)
+    return p.trim().check().alloc_n(64).alloc_n(64).check().b
 
 
 pool_seeds = {
@@ -184,6 +228,34 @@ pool_seeds = {
     "invalid-desc": Pool(item_size=0).b,
     "invalid-factor": Pool(growth=GEOMETRIC_FACTOR, grow=0).b,
     "create-fault": Pool(create_fail=2).alloc(1).b,
+    # FIXED: one chunk of 63 items of 1000 bytes aligned to 4096.
+    "batch-alloc-fixed": Pool(growth=FIXED, align_shift=12, item_size=1000, initial=40)
+        .alloc_n(30).alloc_n(30).alloc_n(30).alloc_n(0).free_n([LIVE] * 12, order=2, bad=2, start=7)
+        .alloc_n(64).alloc_n(1).check().b,
+    "batch-alloc-max-capacity": Pool(growth=LINEAR, item_size=100, initial=3, max_cap=100, grow=2)
+        .alloc_n(64).alloc_n(64).alloc_n(5).free_n([LIVE] * 50, order=3, bad=2, step=3)
+        .alloc_n(64).check().b,
+    # Chunks of a few 2000-byte items: batches grow the pool several times,
+    # until a refused growth stops one part-way.
+    "batch-alloc-growth-faults": Pool(growth=LINEAR, item_size=2000, initial=1).alloc_n(64)
+        .fail(1).alloc_n(64).recover().alloc_n(64).fail(3).alloc_n(64).recover()
+        .fail(1, after=True).alloc_n(64).free_n([LIVE] * 64, order=1, bad=2, start=100)
+        .alloc_n(64).recover().alloc_n(64).check().b,
+    "batch-free-bad": Pool(other=True, item_size=40).alloc_n(50).free(3).free(9)
+        .free_n([LIVE, bad(INTERIOR_NEXT, 0), LIVE, LIVE, bad(AGAIN, 0), bad(INTERIOR_FREED, 1),
+                 bad(FREED, 0), bad(STACK, 2), LIVE, bad(STATIC, 5), bad(NUL, 0),
+                 bad(OTHER, 1), bad(OTHER, 0), LIVE, bad(INTERIOR_NEXT, 3), LIVE], order=0,
+                start=4, off=5)
+        .free_n([LIVE] * 3, null_array=True)
+        .free_n([LIVE, 0xF0, 0x85, LIVE, 0xE6, 0xFC, LIVE, 0xAB, 0xC4], order=2, bad=3,
+                start=0x1234, off=0xBEEF)
+        .alloc_n(20).check().b,
+    "batch-free-chunks": batch_free_chunks(),
+    "batch-free-chunks-mutex": batch_free_chunks(mutex=True),
+    "mutex-mixed": Pool(mutex=True, hooks=True, item_size=40).alloc(10).free(3).handle(0)
+        .retain(1).release(1).bad(4, 0, 0, 5).bad(3, 0).foreach(free_some=True).churn(0xA5)
+        .alloc_n(30).free_n([LIVE, bad(INTERIOR_NEXT), LIVE, bad(AGAIN, 0), LIVE] * 4, order=2)
+        .resolve().trim().check().b,
 }
 
 # ------------------------------------------------------------------ arena
