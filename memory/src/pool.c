@@ -73,6 +73,8 @@ typedef struct fm__list {
     uint32_t head, tail;
 } fm__list;
 
+enum { FM__DM_SLOTS = 64 };
+
 typedef struct fm__chunk {
     uint8_t *base;
     uint32_t free_top;  /* free slot indices on the chunk's stack (see fm__stack) */
@@ -108,12 +110,17 @@ struct fm_pool {
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     uint32_t cur_gen_floor;
-    /* NONE and MUTEX: the chunk the last free outside the current chunk
-     * went to (its base; 1: none, as no chunk base is odd, where 0 would
-     * match pointers below one chunk size). Items born together tend to die
-     * together, so the next free often skips the table. */
-    uintptr_t hint_base;
-    uint32_t hint_idx;
+    /* NONE and MUTEX: chunk bases by chunk number mod FM__DM_SLOTS, written
+     * when a chunk gets its memory and cleared when it gives it back, so the
+     * lookup of a free outside the current chunk is one load and a compare
+     * that goes the same way every time while no two chunks share a slot
+     * (a growth maps its chunks side by side, so the first 64 never do); a
+     * miss goes to the table. Where the last free's chunk was remembered
+     * instead, random frees over a few chunks mispredicted that compare
+     * about as often as not. 1 marks an empty slot (no chunk base is odd;
+     * 0 would match pointers below one chunk size). */
+    uintptr_t dm_base[FM__DM_SLOTS];
+    uint32_t dm_idx[FM__DM_SLOTS];
     /* NONE and MUTEX: a single free outside the current chunk parks its slot
      * in hot's next slot (cur_next UINT32_MAX) instead of pushing it onto its
      * chunk's stack, so an alloc right after takes that slot back, its cache
@@ -479,10 +486,16 @@ static bool fm__owner_ok(const fm_pool *p, const char *op);
 static bool fm__enter(const fm_pool *p, const char *op);
 static void fm__leave(const fm_pool *p);
 
+/* The dm_base slot of a chunk base. */
+static inline uint32_t fm__dm_slot(const fm_pool *p, uintptr_t base) {
+    return (uint32_t)(base >> p->chunk_shift) & (FM__DM_SLOTS - 1);
+}
+
 /* NONE and MUTEX: the record of the chunk at base when it is not the current
- * one: the hint, else the table; FM__NONE when base is not a chunk. */
+ * one: its dm_base slot, else the table; FM__NONE when base is not a chunk. */
 static inline uint32_t fm__other_chunk(const fm_pool *p, uintptr_t base) {
-    return base == p->hint_base ? p->hint_idx : fm__table_find(p, base);
+    uint32_t k = fm__dm_slot(p, base);
+    return p->dm_base[k] == base ? p->dm_idx[k] : fm__table_find(p, base);
 }
 
 /* Finds the chunk and slot of ptr and says what is wrong with it, without
@@ -576,7 +589,8 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     /* Unpublish first: lock-free lookups stop finding the chunk. */
     fm__table_remove(p, idx);
-    if (p->hint_base == (uintptr_t)c->base) p->hint_base = 1;
+    uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
+    if (p->dm_base[k] == (uintptr_t)c->base) p->dm_base[k] = 1;
     FM__STORE_REL(&p->hot.bases[idx], NULL);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
@@ -794,6 +808,9 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
             g.chain = pend.next;
             if (p->desc.prefault) fm__os_prefault(c->base, p->chunk_bytes);
         }
+        uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
+        p->dm_base[k] = (uintptr_t)c->base;
+        p->dm_idx[k] = idx;
         c->free_top = 0;
         c->limit = left < p->hot.per_chunk ? (uint32_t)left : p->hot.per_chunk;
         left -= c->limit;
@@ -1107,7 +1124,7 @@ static inline bool fm__meta_kill(uintptr_t base, uint64_t slot) {
 
 /* The common free outside the current chunk, in a straight line: a live
  * item (below the chunk's bump index, generation below the maximum) of the
- * hinted chunk or one the table finds. FM__FILED: onto its chunk's stack (the
+ * chunk fm__other_chunk finds. FM__FILED: onto its chunk's stack (the
  * caller takes it off live_other); FM__PARKED (when park): into hot's next
  * slot (see fm_pool), whatever was there settled first; FM__NOT_HANDLED, with
  * nothing changed, for anything else (the current chunk, misuse, a slot to
@@ -1121,8 +1138,6 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
     uint32_t slot = fm__slot_of(p, base, item);
     if (FM__UNLIKELY(slot >= c->bump || !fm__meta_kill(base, slot))) return FM__NOT_HANDLED;
     fm__slot_to_free(p, item);
-    p->hint_base = base;
-    p->hint_idx = idx;
     if (park) {
         fm__pool_hot *h = p->cs;
         if (h->cur_next_slot) fm__settle_next(p);
@@ -1152,8 +1167,6 @@ static inline FM__ALWAYS_INLINE void fm__free_one(fm_pool *p, void *item, const 
         fm__misuse(p, err, item, op);
         return;
     }
-    p->hint_base = (uintptr_t)item & p->base_mask;
-    p->hint_idx = loc.chunk;
     fm__free_located(p, item, &loc);
 }
 
@@ -1232,8 +1245,6 @@ static size_t fm__free_run(fm_pool *p, void *const *items, size_t n) {
     if (current) {
         h->cur_top = top;
     } else if (i) {
-        p->hint_base = run_base;
-        p->hint_idx = idx;
         c->free_top = top;
         c->live -= (uint32_t)i;
         p->live_other -= i;
@@ -2252,7 +2263,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->cs = p->sync == FM_SYNC_NONE ? &p->hot : &p->shadow;
     p->cur_idx = FM__NONE;
     p->lf.head = FM__NONE;
-    p->hint_base = 1;
+    for (uint32_t k = 0; k < FM__DM_SLOTS; k++) p->dm_base[k] = 1;
     if (p->sync != FM_SYNC_NONE && !fm__lock_init(p)) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': cannot create its lock", name);
         fm_allocator_free(&desc->allocator, p, self_bytes);

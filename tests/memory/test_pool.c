@@ -894,6 +894,73 @@ static void test_pool_free_of_pointer_near_null_is_reported_as_foreign(void **st
     misuse_end(env, &m);
 }
 
+/* Frees outside the current chunk find their chunk by chunk number mod 64,
+ * then the table: with well over 64 chunks, slots are shared; after a trim,
+ * pointers into the released chunks are foreign (their slots were cleared),
+ * and chunks grown again, at the same addresses or not, are found. */
+static void test_pool_chunk_lookup_with_many_chunks_trim_and_regrowth(void **state) {
+    fm_test_env *env = *state;
+    const fm_sync policies[] = {FM_SYNC_NONE, FM_SYNC_MUTEX};
+    for (size_t pi = 0; pi < 2; pi++) {
+        fm_pool *pool = create_counted(
+            env, (fm_pool_desc){.name = "many_chunks", .item_size = 1024, .sync = policies[pi]});
+        uint32_t per = (uint32_t)stats_of(pool).items_per_chunk;
+        uint32_t n = per * 100;
+        void **items = malloc(n * sizeof *items);
+        assert_non_null(items);
+        for (int round = 0; round < 2; round++) {
+            for (uint32_t i = 0; i < n; i++) {
+                items[i] = fm_pool_alloc(pool);
+                assert_non_null(items[i]);
+                *(uint32_t *)items[i] = i;
+            }
+            assert_true(stats_of(pool).chunk_count >= 100);
+            uint32_t x = 777u + (uint32_t)round; /* xorshift: a fixed shuffle */
+            for (uint32_t i = n - 1; i > 0; i--) {
+                x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+                uint32_t j = x % (i + 1);
+                void *t = items[i];
+                items[i] = items[j];
+                items[j] = t;
+            }
+            /* Half one by one (each chunk found anew), half in one batch. */
+            for (uint32_t i = 0; i < n / 2; i++) fm_pool_free(pool, items[i]);
+            assert_int_equal(stats_of(pool).live, n - n / 2);
+            assert_int_equal(fm_pool_check(pool), FM_OK);
+            fm_pool_free_n(pool, items + n / 2, n - n / 2);
+            assert_int_equal(env->errors.count, 0);
+            assert_int_equal(stats_of(pool).live, 0);
+            assert_int_equal(fm_pool_check(pool), FM_OK);
+            assert_true(fm_pool_trim(pool) > 0);
+            assert_true(stats_of(pool).chunk_count < 100);
+            /* Items of released chunks are foreign now: one by one and in a batch. */
+            uint32_t foreign = 0;
+            for (uint32_t i = 0; i < n && foreign < 8; i++) {
+                if (fm_pool_owns(pool, items[i])) continue;
+                expect_bad_free(env, pool, items[i], FM_ERR_FOREIGN_POINTER);
+                fm_pool_free_n(pool, &items[i], 1);
+                assert_int_equal(env->errors.last, FM_ERR_FOREIGN_POINTER);
+                foreign++;
+            }
+            assert_int_equal(foreign, 8);
+            /* Records of released chunks serve new ones, maybe elsewhere:
+             * the old addresses that are not chunks again stay foreign. */
+            assert_true(fm_pool_reserve(pool, (uint32_t)stats_of(pool).capacity + 20 * per));
+            foreign = 0;
+            for (uint32_t i = 0; i < n && foreign < 8; i++) {
+                if (fm_pool_owns(pool, items[i])) continue;
+                expect_bad_free(env, pool, items[i], FM_ERR_FOREIGN_POINTER);
+                foreign++;
+            }
+            assert_int_equal(foreign, 8);
+            assert_int_equal(fm_pool_check(pool), FM_OK);
+            env->errors.count = 0;
+        }
+        free(items);
+        destroy_clean(env, pool);
+    }
+}
+
 static void test_pool_free_of_interior_pointer_is_reported(void **state) {
     fm_test_env *env = *state;
     misuse_case m;
@@ -2265,6 +2332,7 @@ int main(void) {
         T(test_pool_free_of_another_pools_item_is_reported_as_foreign),
         T(test_pool_free_of_far_away_pointer_is_reported_as_foreign),
         T(test_pool_free_of_pointer_near_null_is_reported_as_foreign),
+        T(test_pool_chunk_lookup_with_many_chunks_trim_and_regrowth),
         T(test_pool_free_outside_the_current_chunk_is_served_next),
         T(test_pool_free_of_interior_pointer_is_reported),
         T(test_pool_delete_of_bad_pointers_never_runs_the_dtor),
