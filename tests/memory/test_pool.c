@@ -679,14 +679,7 @@ static void test_pool_free_n_frees_a_batch_and_reports_each_bad_entry(void **sta
             items[i] = fm_pool_alloc(pool);
             assert_non_null(items[i]);
         }
-        uint32_t x = 12345; /* xorshift: a fixed shuffle */
-        for (uint32_t i = n - 1; i > 0; i--) {
-            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-            uint32_t j = x % (i + 1);
-            void *t = items[i];
-            items[i] = items[j];
-            items[j] = t;
-        }
+        fm_test_shuffle(items, n, 12345);
         long long on_stack[4] = {0};
         items[n] = NULL;
         items[n + 1] = on_stack;                 /* foreign */
@@ -915,14 +908,7 @@ static void test_pool_chunk_lookup_with_many_chunks_trim_and_regrowth(void **sta
                 *(uint32_t *)items[i] = i;
             }
             assert_true(stats_of(pool).chunk_count >= 100);
-            uint32_t x = 777u + (uint32_t)round; /* xorshift: a fixed shuffle */
-            for (uint32_t i = n - 1; i > 0; i--) {
-                x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-                uint32_t j = x % (i + 1);
-                void *t = items[i];
-                items[i] = items[j];
-                items[j] = t;
-            }
+            fm_test_shuffle(items, n, 777u + 2u * (uint32_t)round);
             /* Half one by one (each chunk found anew), half in one batch. */
             for (uint32_t i = 0; i < n / 2; i++) fm_pool_free(pool, items[i]);
             assert_int_equal(stats_of(pool).live, n - n / 2);

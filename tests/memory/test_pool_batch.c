@@ -62,20 +62,7 @@ static uint32_t where_of(const fm_pool *pool, const void *item) {
     return (uint32_t)h.bits;
 }
 
-static uint32_t next_random(uint32_t *x) {
-    *x ^= *x << 13, *x ^= *x >> 17, *x ^= *x << 5;
-    return *x;
-}
-
-static void shuffle(void **a, size_t n, uint32_t seed) {
-    uint32_t x = seed | 1u;
-    for (size_t i = n; i > 1; i--) {
-        size_t j = next_random(&x) % i;
-        void *t = a[i - 1];
-        a[i - 1] = a[j];
-        a[j] = t;
-    }
-}
+#define shuffle fm_test_shuffle
 
 static int cmp_ptr(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)*(void *const *)a;

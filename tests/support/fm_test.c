@@ -379,3 +379,14 @@ void fm_test_pool_destroy_clean(fm_test_env *env, fm_pool *pool) {
     fm_test_pool_destroy_quiet(env, pool);
     fm_test_allocator_assert_clean(&env->alloc);
 }
+
+void fm_test_shuffle(void **a, size_t n, uint32_t seed) {
+    uint32_t x = seed | 1u;
+    for (size_t i = n; i > 1; i--) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        size_t j = x % i;
+        void *t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}

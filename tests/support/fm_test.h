@@ -167,6 +167,8 @@ int fm_test_teardown(void **state);
 void fm_test_fill(void *p, size_t n, uint32_t seed);
 /// true when the n bytes at p still hold fm_test_fill(p, n, seed)'s pattern.
 bool fm_test_check_fill(const void *p, size_t n, uint32_t seed);
+/// Shuffles a[0, n) in place, the same way for the same seed (xorshift32).
+void fm_test_shuffle(void **a, size_t n, uint32_t seed);
 /// cmocka-asserts that no two of the count items (each size bytes) overlap.
 void fm_test_assert_no_overlap(void *const *items, size_t count, size_t size);
 /// true when haystack contains needle (both may be NULL: false).
