@@ -178,7 +178,7 @@ void *fm_pool_new(fm_pool *pool);
 /// dtor runs, so the dtor never sees a foreign or dead item.
 void fm_pool_delete(fm_pool *pool, void *item);
 
-/// Same as fm_pool_alloc / fm_pool_new, recording file:line for leak reports
+/// Same as fm_pool_alloc / fm_pool_alloc_n / fm_pool_new, recording file:line for leak reports
 /// when the library tracks sites (FM_TRACK_SITES); the macros below use them.
 void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line);
 size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file, int line);
