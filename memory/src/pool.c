@@ -209,9 +209,8 @@ static inline uint8_t *fm__slot(const fm_pool *p, const uint8_t *base, uint32_t 
 /* The slot ptr starts in the chunk at base (pool.h's multiply and rotate),
  * or FM__NONE for any other address. */
 static inline uint32_t fm__slot_of(const fm_pool *p, uintptr_t base, const void *ptr) {
-    uint64_t x = ((uintptr_t)ptr - (base + p->hot.slots_off)) * p->hot.inv;
-    uint32_t k = p->hot.inv_shift;
-    uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
+    uint64_t slot = fm__exact_index((uintptr_t)ptr - (base + p->hot.slots_off), p->hot.inv,
+                                    p->hot.inv_shift);
     return slot < p->hot.per_chunk ? (uint32_t)slot : FM__NONE;
 }
 
@@ -508,9 +507,7 @@ static inline fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *ou
     if (idx == FM__NONE) return FM_ERR_FOREIGN_POINTER;
     /* Valid items take the multiply-and-rotate path of pool.h; division
      * only runs to tell an interior pointer from a foreign one. */
-    uint64_t x = (a - (base + p->hot.slots_off)) * p->hot.inv;
-    uint32_t k = p->hot.inv_shift;
-    uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
+    uint64_t slot = fm__exact_index(a - (base + p->hot.slots_off), p->hot.inv, p->hot.inv_shift);
     if (FM__UNLIKELY(slot >= fm__chunk_bump(p, idx))) {
         uint32_t off = (uint32_t)(a - base);
         uint64_t span = (uint64_t)p->hot.per_chunk * p->hot.stride;
@@ -1018,7 +1015,7 @@ static size_t fm__alloc_n(fm_pool *pool, void **out, size_t n) {
         return 0;
     }
     size_t got = 0;
-    if (pool->sync == FM_SYNC_NONE || pool->sync == FM_SYNC_MUTEX) {
+    if (!fm__cached_policy(pool)) { /* NONE and MUTEX */
         if (!fm__enter(pool, "alloc")) return 0;
         got = fm__alloc_batch(pool, out, n);
         fm__leave(pool);
@@ -1116,9 +1113,12 @@ enum { FM__NOT_HANDLED = 0, FM__FILED = 1, FM__PARKED = 2 };
  * maximum, becomes dead with the next generation: true. false, unchanged,
  * otherwise (a double free, or a slot to retire). */
 static inline bool fm__meta_kill(uintptr_t base, uint64_t slot) {
-    int32_t m = (int32_t)fm__meta_get(base, (uint32_t)slot);
-    if (FM__UNLIKELY(m >= -1)) return false;
-    fm__meta_set(base, (uint32_t)slot, (uint32_t)m + FM__LIVE + 1u);
+    uint32_t *w = fm__meta(base) + slot;
+    /* Clearing live and adding one to the generation is adding INT32_MIN + 1:
+     * positive exactly for a live word below the maximum generation. */
+    int32_t next = (int32_t)(FM__LOAD(w) + FM__LIVE + 1u);
+    if (FM__UNLIKELY(next <= 0)) return false;
+    FM__STORE(w, (uint32_t)next);
     return true;
 }
 
@@ -1194,16 +1194,11 @@ void fm_pool_free(fm_pool *pool, void *item) {
 #endif
     fm__pool_hot *h = &pool->hot;
     uint64_t idx = fm__pool_hot_index(h, item);
-    if (FM__LIKELY(idx < h->cur_bump)) {
-        uint32_t *meta = fm__meta(h->cur_base) + idx;
-        int32_t next = (int32_t)(FM__LOAD(meta) + FM__LIVE + 1u);
-        if (FM__LIKELY(next > 0)) {
-            FM__STORE(meta, (uint32_t)next);
-            fm__slot_to_free(pool, item);
-            fm__push_current(pool, (uint32_t)idx);
-            h->headroom++;
-            return;
-        }
+    if (FM__LIKELY(idx < h->cur_bump && fm__meta_kill(h->cur_base, idx))) {
+        fm__slot_to_free(pool, item);
+        fm__push_current(pool, (uint32_t)idx);
+        h->headroom++;
+        return;
     }
     fm__pool_free_slow(pool, item);
 }
@@ -1235,8 +1230,7 @@ static size_t fm__free_run(fm_pool *p, void *const *items, size_t n) {
     for (; i < n; i++) {
         uintptr_t a = (uintptr_t)items[i];
         if ((a & mask) != run_base) break;
-        uint64_t x = (a - run_base - off) * inv;
-        uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
+        uint64_t slot = fm__exact_index(a - run_base - off, inv, k);
         if (FM__UNLIKELY(slot >= bump || !fm__meta_kill(run_base, slot))) break;
         fm__slot_to_free(p, (void *)a);
         stack[top++] = (uint16_t)slot;
@@ -1270,7 +1264,7 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
                    pool->name, n);
         return;
     }
-    if (pool->sync == FM_SYNC_NONE || pool->sync == FM_SYNC_MUTEX) {
+    if (!fm__cached_policy(pool)) { /* NONE and MUTEX */
         if (!fm__enter(pool, "free")) return;
         fm__free_batch(pool, items, n);
         fm__leave(pool);
@@ -1894,9 +1888,7 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
 static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
     fm__tc_entry *e = fm__tc_last;
     uintptr_t hs = __atomic_load_n(&e->hint_slots, __ATOMIC_RELAXED);
-    uint64_t x = ((uintptr_t)item - hs) * p->hot.inv;
-    uint32_t k = p->hot.inv_shift;
-    uint64_t slot = (x >> k) | (x << ((64u - k) & 63u));
+    uint64_t slot = fm__exact_index((uintptr_t)item - hs, p->hot.inv, p->hot.inv_shift);
     if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id &&
                    slot < p->hot.per_chunk && e->count < FM__TC_SLOTS - 1 &&
                    !__atomic_load_n(&e->next_slot, __ATOMIC_RELAXED))) {

@@ -307,13 +307,19 @@ static inline void *fm__pool_resolve_inline(const fm_pool *pool, fm_handle h) {
     return base + hot->slots_off + (size_t)slot * hot->stride;
 }
 
-/* The slot index of ptr in the current chunk, by exact division by stride
- * with a multiply and a rotate (Granlund & Montgomery): a slot start at index
- * j gives j; any other address, inside an item, before the slots or in
- * another chunk, gives a value far above every slot index. */
+/* The slot index of the address off bytes past a chunk's first slot, by
+ * exact division by the stride with a multiply and a rotate (Granlund &
+ * Montgomery; inv and shift are the pool's): a slot start at index j gives
+ * j; any other address, inside an item, before the slots or in another
+ * chunk, gives a value far above every slot index. */
+static inline uint64_t fm__exact_index(uintptr_t off, uint64_t inv, uint32_t shift) {
+    uint64_t x = off * inv;
+    return (x >> shift) | (x << ((64u - shift) & 63u));
+}
+
+/* The slot index of ptr in the current chunk (see fm__exact_index). */
 static inline uint64_t fm__pool_hot_index(const fm__pool_hot *h, const void *ptr) {
-    uint64_t x = ((uintptr_t)ptr - (uintptr_t)h->cur_slots) * h->inv;
-    return (x >> h->inv_shift) | (x << ((64u - h->inv_shift) & 63u));
+    return fm__exact_index((uintptr_t)ptr - (uintptr_t)h->cur_slots, h->inv, h->inv_shift);
 }
 
 
@@ -461,8 +467,7 @@ static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     fm__tc_entry *e = fm__tc_last;
     uintptr_t hs = __atomic_load_n(&e->hint_slots, __ATOMIC_RELAXED);
-    uint64_t x = ((uintptr_t)item - hs) * h->inv;
-    uint64_t si = (x >> h->inv_shift) | (x << ((64u - h->inv_shift) & 63u));
+    uint64_t si = fm__exact_index((uintptr_t)item - hs, h->inv, h->inv_shift);
     if (__builtin_expect(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == h->tc_id &&
                              si < h->per_chunk,
                          1)) {
