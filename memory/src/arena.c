@@ -207,6 +207,12 @@ static size_t fm__round_up(size_t v, size_t unit) {
     return v > SIZE_MAX - unit ? v : fm_align_up(v, unit);
 }
 
+/* The arena's page: commit granularity, and the unit decommit releases
+ * whole (2 MiB with huge pages, where releasing part of one would split it). */
+static size_t fm__arena_page(const fm_arena *a) {
+    return a->desc.huge_pages ? FM__HUGE_PAGE : FM__ARENA_PAGE;
+}
+
 /* ======================================================== virtual memory */
 
 #ifdef FM__ARENA_THP
@@ -257,7 +263,7 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
 #ifdef FM__ARENA_THP
     a->desc.huge_pages = desc->huge_pages && a->vm && fm__thp_usable();
 #endif
-    size_t page = a->desc.huge_pages ? FM__HUGE_PAGE : FM__ARENA_PAGE;
+    size_t page = fm__arena_page(a);
     a->desc.reserve_bytes = fm__round_up(fm__def(desc->reserve_bytes, FM__DEFAULT_RESERVE), page);
     size_t step = fm__def(desc->commit_step, FM__DEFAULT_COMMIT_STEP);
     a->desc.commit_step = fm__round_up(step, page);
@@ -277,7 +283,7 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
          * commit it; a refusal leaves an ordinary arena (4 KiB commit steps). */
         if (a->desc.huge_pages && madvise(base, a->desc.reserve_bytes, MADV_HUGEPAGE) != 0) {
             a->desc.huge_pages = false;
-            a->desc.commit_step = fm__round_up(step, FM__ARENA_PAGE);
+            a->desc.commit_step = fm__round_up(step, fm__arena_page(a));
         }
 #endif
         a->base = base;
@@ -733,10 +739,8 @@ static size_t fm__arena_decommit_locked(fm_arena *a, size_t keep_bytes) {
     if (a->vm) {
 #ifdef FM__ARENA_VM
         size_t keep = keep_bytes > pos ? keep_bytes : (size_t)pos;
-        /* Whole 2 MiB pages with huge_pages (committed is a multiple of
-         * them): releasing part of one would split it. */
-        size_t page = a->desc.huge_pages ? FM__HUGE_PAGE : FM__ARENA_PAGE;
-        keep = keep >= a->committed ? a->committed : fm_align_up(keep, page);
+        /* committed is a multiple of the page (see fm__arena_page). */
+        keep = keep >= a->committed ? a->committed : fm_align_up(keep, fm__arena_page(a));
         if (keep < a->committed) {
             released = a->committed - keep;
             FM__UNPOISON(a->base + keep, released);
