@@ -2174,6 +2174,10 @@ static void fm__geometry(fm_pool *p) {
     const size_t per_slot_meta = per_slot_head;
 #endif
     uint32_t stride = p->hot.stride;
+    size_t slot_align = p->item_align;
+#ifdef FM__ASAN
+    if (slot_align < 8) slot_align = 8; /* whole shadow granules: see fm_pool_create */
+#endif
     uint32_t min_slots = stride >= (1u << 20) ? 4 : stride >= (1u << 16) ? 16 : 32;
     size_t want = (stride + per_slot_meta) * min_slots + p->item_align;
     size_t cb = (size_t)64 << 10;
@@ -2183,7 +2187,7 @@ static void fm__geometry(fm_pool *p) {
         size_t stack = (size_t)per * sizeof(uint32_t);
         size_t sites = fm_align_up(stack + (size_t)per * sizeof(uint16_t), sizeof(void *));
         size_t meta_end = sites + (per_slot_meta - per_slot_head) * per;
-        size_t off = fm_align_up(meta_end, p->item_align);
+        size_t off = fm_align_up(meta_end, slot_align);
         if (off + (size_t)per * stride <= cb) {
             p->stack_off = (uint32_t)stack;
             p->sites_off = (uint32_t)sites;
@@ -2229,6 +2233,14 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     size_t min_slot = sizeof(uint32_t);
     p->hot.stride = (uint32_t)fm_align_up(p->item_size > min_slot ? p->item_size : min_slot,
                                           p->item_align);
+#ifdef FM__ASAN
+    /* ASan keeps one shadow byte per 8-byte granule, telling how many of its
+     * first bytes are addressable, so items sharing a granule cannot be
+     * poisoned apart: a freed 12-byte item's bytes 8..11 stayed writable
+     * while the item after it lived. Slots of whole granules, at granule
+     * starts (fm__geometry), are poisoned whole. */
+    p->hot.stride = (uint32_t)fm_align_up(p->hot.stride, 8);
+#endif
     fm__geometry(p);
     p->desc.grow_step = fm__def(desc->grow_step, p->hot.per_chunk);
     p->desc.initial_capacity = fm__def(desc->initial_capacity, p->hot.per_chunk);

@@ -57,6 +57,11 @@
  *
  * Defaults (zero fields): name "pool", item_align alignof(max_align_t),
  * initial_capacity one chunk, unbounded, geometric growth by 2.0.
+ *
+ * Debug aids: under AddressSanitizer every free slot is poisoned, and the
+ * stride is rounded up to whole 8-byte shadow granules (slots start at one)
+ * so that a freed item is poisoned at every byte even between live ones: a
+ * 12-byte item takes 16 bytes there (stats.stride says which).
  */
 #ifndef FRAMEMEM_POOL_H
 #define FRAMEMEM_POOL_H
