@@ -145,6 +145,7 @@ struct fm_pool {
     uint32_t chunk_cap;    /* records allocated */
     uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
     uint32_t chunk_count;  /* records holding memory */
+    uint32_t max_chunks;   /* records a handle can name (see fm__geometry) */
     uint32_t unused_head; /* stack of UNUSED records below chunk_top (via next) */
     fm__list partial;     /* FIFO: a chunk waits longest, gathers most frees */
     fm__list empty;       /* used last, so they stay empty for fm_pool_trim */
@@ -754,9 +755,15 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
     /* Whole chunks, except where max_capacity cuts the last one short. */
     slots = k64 * p->hot.per_chunk;
     if (max && held + slots > max) slots = max - held;
-    if (k64 > (UINT32_MAX >> 3) - p->chunk_top) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': growth by %llu items is too large",
-                   p->name, (unsigned long long)slots);
+    /* Every record below chunk_top holds a chunk or is reused before a new
+     * one is taken, so at most max_chunks records exist while at most
+     * max_chunks chunks are held. */
+    if (k64 > p->max_chunks - p->chunk_count) {
+        fm__report(FM_ERR_POOL_FULL,
+                   "pool '%s': growth by %llu chunk(s) would pass the %u chunks (%llu items) "
+                   "that its handles can address",
+                   p->name, (unsigned long long)k64, p->max_chunks,
+                   (unsigned long long)p->max_chunks * p->hot.per_chunk);
         return false;
     }
     fm__growth_plan g = {.k = (uint32_t)k64};
@@ -840,9 +847,15 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
 /* How many slots the growth policy adds when an allocation finds no room. */
 static uint64_t fm__policy_slots(const fm_pool *p) {
     uint64_t held = p->capacity + p->retired;
-    if (p->desc.growth == FM_GROWTH_LINEAR) return p->desc.grow_step;
-    uint64_t add = (uint64_t)((double)held * ((double)p->desc.grow_factor - 1.0) + 0.999);
-    return add > p->hot.per_chunk ? add : p->hot.per_chunk;
+    uint64_t add = p->desc.grow_step;
+    if (p->desc.growth != FM_GROWTH_LINEAR) {
+        add = (uint64_t)((double)held * ((double)p->desc.grow_factor - 1.0) + 0.999);
+        if (add < p->hot.per_chunk) add = p->hot.per_chunk;
+    }
+    /* Near the chunk limit a growth takes what is left (none left: one
+     * chunk, which fm__grow refuses and reports). */
+    uint64_t room = (uint64_t)(p->max_chunks - p->chunk_count) * p->hot.per_chunk;
+    return add <= room || room == 0 ? add : room;
 }
 
 /* Parks the exhausted current chunk and makes another one current, growing
@@ -2203,6 +2216,12 @@ static void fm__geometry(fm_pool *p) {
     p->hot.base_mask = p->base_mask;
     p->hot.slot_bits = 1;
     while ((1u << p->hot.slot_bits) < per) p->hot.slot_bits++;
+    /* A handle's low word is (record + 1) << slot_bits | slot, and the
+     * LOCKFREE stack's index record << slot_bits | slot (never UINT32_MAX,
+     * its empty mark): records [0, 2^(32 - slot_bits) - 1) fit both. Record
+     * arrays stay below 2^29 entries. */
+    uint64_t records = ((uint64_t)1 << (32 - p->hot.slot_bits)) - 1u;
+    p->max_chunks = (uint32_t)(records < (UINT32_MAX >> 3) ? records : (UINT32_MAX >> 3));
     p->hot.inv_shift = fm__ctz32(p->hot.stride);
     uint64_t odd = p->hot.stride >> p->hot.inv_shift, inv = odd;
     for (int i = 0; i < 6; i++) inv *= 2u - odd * inv; /* Newton: odd * inv == 1 mod 2^64 */
@@ -2290,6 +2309,12 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
         return NULL;
     }
     return p;
+}
+
+void fm__pool_set_max_chunks(fm_pool *pool, uint32_t max_chunks) {
+    /* Never above what handles encode, never below the records in use. */
+    if (max_chunks < pool->max_chunks) pool->max_chunks = max_chunks;
+    if (pool->max_chunks < pool->chunk_top) pool->max_chunks = pool->chunk_top;
 }
 
 /* ================================================================ destroy */

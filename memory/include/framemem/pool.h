@@ -58,6 +58,14 @@
  * Defaults (zero fields): name "pool", item_align alignof(max_align_t),
  * initial_capacity one chunk, unbounded, geometric growth by 2.0.
  *
+ * Limit: a handle names an item's chunk and slot in 32 bits, slot_bits =
+ * ceil(log2(items_per_chunk)) of them for the slot, so a pool holds at most
+ * 2^(32 - slot_bits) - 1 chunks (and never more than 2^29 - 1): between
+ * about 2^31 and 2^32 items whatever the item size (3.4e9 items of 4 bytes in
+ * 524287 chunks of 64 KiB; 3.1e9 of 16 bytes). Growth past it fails with
+ * FM_ERR_POOL_FULL naming the pool, and the pool stays as it was; growth
+ * by policy near the limit adds the chunks that are left.
+ *
  * Debug aids: under AddressSanitizer every free slot is poisoned, and the
  * stride is rounded up to whole 8-byte shadow granules (slots start at one)
  * so that a freed item is poisoned at every byte even between live ones: a
@@ -156,8 +164,9 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc);
 /// byte to the backing allocator. NULL is a no-op.
 void fm_pool_destroy(fm_pool *pool);
 
-/// An uninitialised item, or NULL with FM_ERR_POOL_FULL (FIXED and full, or at
-/// max_capacity) or FM_ERR_OUT_OF_MEMORY (growth refused). O(1). pool != NULL.
+/// An uninitialised item, or NULL with FM_ERR_POOL_FULL (FIXED and full, at
+/// max_capacity or at the chunk limit) or FM_ERR_OUT_OF_MEMORY (growth
+/// refused). O(1).
 void *fm_pool_alloc(fm_pool *pool);
 /// Returns item to the pool; NULL is a no-op. A double free, foreign or
 /// interior pointer is reported and changes nothing. O(1), no search.
@@ -528,8 +537,8 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
 #endif
 
 /// Grows now until capacity >= the argument (prefaulting if the desc says so).
-/// false with FM_ERR_POOL_FULL (FIXED, or above max_capacity) or
-/// FM_ERR_OUT_OF_MEMORY; the pool is unchanged on failure.
+/// false with FM_ERR_POOL_FULL (FIXED, above max_capacity, or past the chunk
+/// limit above) or FM_ERR_OUT_OF_MEMORY; the pool is unchanged on failure.
 bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
 /// Gives fully empty chunks back to the backing allocator, never going below
 /// initial_capacity; returns the bytes released. THREAD_CACHE flushes the
