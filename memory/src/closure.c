@@ -171,38 +171,53 @@ FM__COLD fm_closure *fm__closure_refuse_frame(fm_closure_fn fn, const void *capt
     return NULL;
 }
 
+/* The library's makes check their owner (closure.h's inline ones take it as
+ * a precondition). */
 fm_closure *(fm_closure_make)(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
                               size_t capture_size) {
+    FM__REFUSE_NULL(cp, "closure pool", NULL);
     return fm__closure_pooled(cp, fn, capture, capture_size, true);
 }
 
 fm_closure *(fm_closure_alloc)(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
                                size_t capture_size) {
+    FM__REFUSE_NULL(cp, "closure pool", NULL);
     return fm__closure_pooled(cp, fn, capture, capture_size, false);
 }
 
 fm_closure *(fm_closure_make_frame)(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
                                     size_t capture_size) {
+    FM__REFUSE_NULL(fa, "frame arena", NULL);
     return fm__closure_framed(fa, fn, capture, capture_size, true);
 }
 
 fm_closure *(fm_closure_alloc_frame)(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
                                      size_t capture_size) {
+    FM__REFUSE_NULL(fa, "frame arena", NULL);
     return fm__closure_framed(fa, fn, capture, capture_size, false);
 }
 
-void (fm_closure_call)(const fm_closure *c, void *arg) { c->h.fn((void *)c->capture, arg); }
+void (fm_closure_call)(const fm_closure *c, void *arg) {
+    FM__REFUSE_NULL(c, "closure", );
+    c->h.fn((void *)c->capture, arg);
+}
 
-void *(fm_closure_capture)(fm_closure *c) { return c->capture; }
+void *(fm_closure_capture)(fm_closure *c) {
+    FM__REFUSE_NULL(c, "closure", NULL);
+    return c->capture;
+}
 
-size_t fm_closure_capture_size(const fm_closure *c) { return c->h.capture_size; }
+size_t fm_closure_capture_size(const fm_closure *c) {
+    FM__REFUSE_NULL(c, "closure", 0);
+    return c->h.capture_size;
+}
 
 /* The class pool of a pooled closure; NULL for a frame closure, or with a
  * report for something that is not a live closure. */
 static fm_pool *fm__closure_home(fm_closure *c, const char *op, bool *ok) {
     *ok = false;
     if (!c) {
-        fm__report(FM_ERR_INVALID_ARG, "closure: %s(NULL)", op);
+        fm__report(FM_ERR_INVALID_ARG, "fm_closure_%s: the closure is NULL", op);
         return NULL;
     }
 #ifdef FM__ASAN
@@ -277,12 +292,9 @@ bool (fm_closure_release)(fm_closure *c) {
 }
 
 void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    FM__REFUSE_NULL(cp, "closure pool", );
     if (!out) return;
-    memset(out, 0, sizeof *out);
-    if (!cp) {
-        fm__report(FM_ERR_INVALID_ARG, "closure pool: fm_closure_pool_get_stats(NULL)");
-        return;
-    }
     out->name = cp->name;
     out->classes = cp->hot.n_classes;
     out->refused = atomic_load_explicit(&cp->refused, memory_order_relaxed);
@@ -460,6 +472,7 @@ static fm_handle fm__event_subscribe_locked(fm_event *ev, fm_closure *c) {
 }
 
 fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
+    FM__REFUSE_NULL(ev, "event", FM_HANDLE_NULL);
     if (!c) {
         fm__report(FM_ERR_INVALID_ARG, "event '%s': subscribe(NULL)", ev->name);
         return FM_HANDLE_NULL;
@@ -504,6 +517,7 @@ static bool fm__event_unsubscribe_locked(fm_event *ev, fm_handle sub) {
 }
 
 bool fm_event_unsubscribe(fm_event *ev, fm_handle sub) {
+    FM__REFUSE_NULL(ev, "event", false);
     fm__ev_lock(ev);
     bool ok = fm__event_unsubscribe_locked(ev, sub);
     fm__ev_unlock(ev);
@@ -526,6 +540,7 @@ static void fm__event_compact(fm_event *ev) {
 }
 
 void fm_event_emit(fm_event *ev, void *arg) {
+    FM__REFUSE_NULL(ev, "event", );
     fm__ev_lock(ev);
     uint32_t n = ev->n_subs; /* subscribers added during the emit wait for the next */
     ev->emitting++;
@@ -543,6 +558,7 @@ void fm_event_emit(fm_event *ev, void *arg) {
 }
 
 uint32_t fm_event_count(const fm_event *ev) {
+    FM__REFUSE_NULL(ev, "event", 0);
     fm__ev_lock(ev);
     uint32_t live = ev->live;
     fm__ev_unlock(ev);
@@ -704,6 +720,7 @@ void fm_defer_queue_destroy(fm_defer_queue *q) {
 }
 
 bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
+    FM__REFUSE_NULL(q, "defer queue", false);
     if (!c) {
         fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': defer(NULL)", q->name);
         return false;
@@ -725,6 +742,7 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
 }
 
 uint32_t fm_defer_run(fm_defer_queue *q) {
+    FM__REFUSE_NULL(q, "defer queue", 0);
     fm__q_lock(q);
     if (q->running) {
         fm__q_unlock(q);
@@ -760,6 +778,7 @@ uint32_t fm_defer_run(fm_defer_queue *q) {
 }
 
 uint32_t fm_defer_pending(const fm_defer_queue *q) {
+    FM__REFUSE_NULL(q, "defer queue", 0);
     fm_defer_queue *m = (fm_defer_queue *)q;
     fm__q_lock(m);
     uint32_t n = q->n;

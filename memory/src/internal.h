@@ -30,6 +30,19 @@
 /* Sets the thread's last error, formats the message and calls the handler. */
 void fm__report(fm_error err, const char *fmt, ...) FM__PRINTF(2, 3);
 
+/* NULL object arguments (base.h): FM_ERR_INVALID_ARG naming the function
+ * and what was NULL ("fm_pool_free: the pool is NULL"), then the caller
+ * returns its failure value: FM__REFUSE_NULL(pool, "pool", NULL), or with
+ * nothing after the last comma in a function returning void. */
+FM__COLD void fm__report_null(const char *fn, const char *what);
+#define FM__REFUSE_NULL(obj, what, ...)                                         \
+    do {                                                                        \
+        if (FM__UNLIKELY(!(obj))) {                                             \
+            fm__report_null(__func__, (what));                                  \
+            return __VA_ARGS__;                                                 \
+        }                                                                       \
+    } while (0)
+
 /* ------------------------------------------------------- backing memory */
 
 /* Bookkeeping memory (pool structs, tables) comes from the desc's allocator

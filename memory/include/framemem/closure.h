@@ -40,6 +40,12 @@
  *   matching policy: events and queues release their references on whatever
  *   thread removes or runs them.
  * Other values are rejected with FM_ERR_INVALID_ARG naming the object.
+ *
+ * NULL (base.h): every function reports a NULL closure pool, frame arena,
+ * closure, event or defer queue (FM_ERR_INVALID_ARG) and returns its failure
+ * value; destroy(NULL) does nothing. The inline make, alloc, make_frame,
+ * alloc_frame, call and capture of optimised builds (below) take a non-NULL
+ * owner or closure as a precondition (retain and release test it anyway).
  */
 #ifndef FRAMEMEM_CLOSURE_H
 #define FRAMEMEM_CLOSURE_H
@@ -139,7 +145,9 @@ bool fm_closure_release(fm_closure *c);
  * capture of constant size picks its class and is copied at compile time.
  * The library's functions run the same code (below) and stay callable as
  * (fm_closure_make)(...). Every refusal and every misuse goes into the
- * library, which reports it exactly as it always has: the inline make
+ * library, which reports it exactly as it always has (a NULL closure pool,
+ * frame arena or closure is a precondition here, as for pool.h's inline
+ * paths; the library's functions check it): the inline make
  * calls it with the arguments it refused, or after the class pool or arena
  * returned NULL (and reported why); the inline retain and release only
  * touch a live closure of a FM_SYNC_NONE pool (its tag says so) and hand

@@ -58,6 +58,12 @@
  * Defaults (zero fields): name "pool", item_align alignof(max_align_t),
  * initial_capacity one chunk, unbounded, geometric growth by 2.0.
  *
+ * NULL (base.h): every function reports a NULL pool (FM_ERR_INVALID_ARG) and
+ * returns its failure value; fm_pool_destroy(NULL) does nothing. In optimised
+ * builds fm_pool_alloc, fm_pool_free and fm_pool_resolve are inline (below)
+ * and take a non-NULL pool as a precondition; debug and sanitizer builds,
+ * and (fm_pool_alloc)(pool) in any build, check it.
+ *
  * Limit: a handle names an item's chunk and slot in 32 bits, slot_bits =
  * ceil(log2(items_per_chunk)) of them for the slot, so a pool holds at most
  * 2^(32 - slot_bits) - 1 chunks (and never more than 2^29 - 1): between
@@ -206,6 +212,8 @@ void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
  * live bit, double-free and foreign-pointer checks and the counters, all
  * exactly as the out-of-line functions do them. Everything else calls into
  * the library. The functions themselves stay callable as (fm_pool_alloc)(pool).
+ * The pool is not tested for NULL here (a precondition, base.h): the test
+ * would cost every call an instruction; the library's functions test it.
  * Pools with sync != NONE keep cur_next_slot NULL and cur_top and cur_bump
  * 0 here, so NONE's part falls through; a THREAD_CACHE pool (tc_id set)
  * goes to its own part right after an alloc's first test and before a
