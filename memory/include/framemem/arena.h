@@ -142,9 +142,12 @@ void fm_arena_reset(fm_arena *arena);
 /// released.
 size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes);
 
+/// Fills out with the arena's counters; all zero for a NULL arena (reported).
 void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out);
-/// The desc with every default resolved (name points into the arena).
+/// The desc with every default resolved (name points into the arena); a zero
+/// desc for a NULL arena (reported).
 fm_arena_desc fm_arena_get_desc(const fm_arena *arena);
+/// The arena's name; "(null)" for a NULL arena (reported).
 const char *fm_arena_name(const fm_arena *arena);
 /// true when [ptr, ptr + size) lies below the top of this arena.
 bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size);

@@ -559,10 +559,13 @@ bool fm_pool_owns(const fm_pool *pool, const void *item);
 /// allocated during the walk may or may not be visited.
 void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user);
 
-/// Fills out with the pool's counters (see FM_POOL_STATS_FIELDS).
+/// Fills out with the pool's counters (see FM_POOL_STATS_FIELDS); all zero
+/// for a NULL pool (reported).
 void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
-/// The desc with every default resolved (name points into the pool).
+/// The desc with every default resolved (name points into the pool); a zero
+/// desc for a NULL pool (reported).
 fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
+/// The pool's name; "(null)" for a NULL pool (reported).
 const char *fm_pool_name(const fm_pool *pool);
 /* ------------------------------------------------------- handles and refs */
 
