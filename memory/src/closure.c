@@ -171,38 +171,53 @@ FM__COLD fm_closure *fm__closure_refuse_frame(fm_closure_fn fn, const void *capt
     return NULL;
 }
 
+/* The library's makes check their owner (closure.h's inline ones take it as
+ * a precondition). */
 fm_closure *(fm_closure_make)(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
                               size_t capture_size) {
+    FM__REFUSE_NULL(cp, "closure pool", NULL);
     return fm__closure_pooled(cp, fn, capture, capture_size, true);
 }
 
 fm_closure *(fm_closure_alloc)(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
                                size_t capture_size) {
+    FM__REFUSE_NULL(cp, "closure pool", NULL);
     return fm__closure_pooled(cp, fn, capture, capture_size, false);
 }
 
 fm_closure *(fm_closure_make_frame)(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
                                     size_t capture_size) {
+    FM__REFUSE_NULL(fa, "frame arena", NULL);
     return fm__closure_framed(fa, fn, capture, capture_size, true);
 }
 
 fm_closure *(fm_closure_alloc_frame)(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
                                      size_t capture_size) {
+    FM__REFUSE_NULL(fa, "frame arena", NULL);
     return fm__closure_framed(fa, fn, capture, capture_size, false);
 }
 
-void (fm_closure_call)(const fm_closure *c, void *arg) { c->h.fn((void *)c->capture, arg); }
+void (fm_closure_call)(const fm_closure *c, void *arg) {
+    FM__REFUSE_NULL(c, "closure", );
+    c->h.fn((void *)c->capture, arg);
+}
 
-void *(fm_closure_capture)(fm_closure *c) { return c->capture; }
+void *(fm_closure_capture)(fm_closure *c) {
+    FM__REFUSE_NULL(c, "closure", NULL);
+    return c->capture;
+}
 
-size_t fm_closure_capture_size(const fm_closure *c) { return c->h.capture_size; }
+size_t fm_closure_capture_size(const fm_closure *c) {
+    FM__REFUSE_NULL(c, "closure", 0);
+    return c->h.capture_size;
+}
 
 /* The class pool of a pooled closure; NULL for a frame closure, or with a
  * report for something that is not a live closure. */
 static fm_pool *fm__closure_home(fm_closure *c, const char *op, bool *ok) {
     *ok = false;
     if (!c) {
-        fm__report(FM_ERR_INVALID_ARG, "closure: %s(NULL)", op);
+        fm__report(FM_ERR_INVALID_ARG, "fm_closure_%s: the closure is NULL", op);
         return NULL;
     }
 #ifdef FM__ASAN
@@ -277,12 +292,9 @@ bool (fm_closure_release)(fm_closure *c) {
 }
 
 void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    FM__REFUSE_NULL(cp, "closure pool", );
     if (!out) return;
-    memset(out, 0, sizeof *out);
-    if (!cp) {
-        fm__report(FM_ERR_INVALID_ARG, "closure pool: fm_closure_pool_get_stats(NULL)");
-        return;
-    }
     out->name = cp->name;
     out->classes = cp->hot.n_classes;
     out->refused = atomic_load_explicit(&cp->refused, memory_order_relaxed);
@@ -323,9 +335,21 @@ typedef struct fm__sub {
     bool dead;     /* unsubscribed during an emit; removed when it ends */
 } fm__sub;
 
+/* A subscription slot's generation counts its uses: odd while in use, even
+ * while free. The handle carries it, so a handle is stale once its
+ * subscription ends. A slot whose generation reaches the event's gen_max (odd)
+ * is retired at that unsubscribe, never to be used again: a wrap would bring
+ * back the generations of long-stale handles, which would then unsubscribe a
+ * stranger (pools retire a slot at generation wrap likewise). New
+ * subscriptions take new slots; when slots_max slots are in use or retired,
+ * subscribe fails (FM_ERR_POOL_FULL). At the full 32 bits that takes 2^31
+ * subscriptions on each of 2^32 - 1 slots: never, in practice. */
+#define FM__EV_GEN_MAX UINT32_MAX
+#define FM__EV_SLOTS_MAX (UINT32_MAX - 1u) /* a handle's low word is slot + 1, never 0 */
+
 typedef struct fm__sub_slot {
-    uint32_t gen;  /* odd while in use */
-    uint32_t pos;  /* index in subs while in use; next free slot otherwise */
+    uint32_t gen;  /* odd while in use; even while free or retired */
+    uint32_t pos;  /* index in subs while in use; next free slot while free */
 } fm__sub_slot;
 
 struct fm_event {
@@ -334,6 +358,9 @@ struct fm_event {
     fm__sub_slot *slots;
     uint32_t n_slots, slots_cap, free_slot;
     uint32_t live;
+    uint32_t retired;  /* slots retired at their last generation */
+    uint32_t gen_max;  /* a slot's last generation (FM__EV_GEN_MAX; tests lower it) */
+    uint32_t slots_max; /* slots that may ever exist (FM__EV_SLOTS_MAX; tests lower it) */
     uint32_t emitting; /* emits under way, on any thread */
     uint32_t salt; /* xored into handles: another event's handles do not match */
     bool dirty;
@@ -380,6 +407,8 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
     ev->sync = desc->sync;
     pthread_mutex_init(&ev->lock, NULL);
     ev->free_slot = UINT32_MAX;
+    ev->gen_max = FM__EV_GEN_MAX;
+    ev->slots_max = FM__EV_SLOTS_MAX;
     ev->salt = (uint32_t)((((uint64_t)(uintptr_t)ev ^ fm_clock_now()) * 0x9E3779B97F4A7C15ull) >> 32);
     uint32_t cap = fm__def(desc->initial_capacity, 8u);
     if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, cap, sizeof *ev->subs) ||
@@ -404,8 +433,20 @@ void fm_event_destroy(fm_event *ev) {
     fm__event_free(ev);
 }
 
+void fm__event_set_limits(fm_event *ev, uint32_t gen_bits, uint32_t slots_max) {
+    if (gen_bits >= 2 && gen_bits <= 32) ev->gen_max = (uint32_t)(((uint64_t)1 << gen_bits) - 1u);
+    if (slots_max && slots_max <= FM__EV_SLOTS_MAX) ev->slots_max = slots_max;
+}
+
 static fm_handle fm__event_subscribe_locked(fm_event *ev, fm_closure *c) {
     uint32_t slot = ev->free_slot;
+    if (slot == UINT32_MAX && ev->n_slots >= ev->slots_max) {
+        fm__report(FM_ERR_POOL_FULL,
+                   "event '%s': subscribe: all %u subscription slots are in use or retired "
+                   "(%u retired at their last generation)",
+                   ev->name, ev->n_slots, ev->retired);
+        return FM_HANDLE_NULL;
+    }
     if (!fm__closure_take(c)) return FM_HANDLE_NULL; /* reported */
     if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, ev->n_subs + 1,
                         sizeof *ev->subs) ||
@@ -431,6 +472,7 @@ static fm_handle fm__event_subscribe_locked(fm_event *ev, fm_closure *c) {
 }
 
 fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
+    FM__REFUSE_NULL(ev, "event", FM_HANDLE_NULL);
     if (!c) {
         fm__report(FM_ERR_INVALID_ARG, "event '%s': subscribe(NULL)", ev->name);
         return FM_HANDLE_NULL;
@@ -450,9 +492,13 @@ static bool fm__event_unsubscribe_locked(fm_event *ev, fm_handle sub) {
     }
     fm__sub_slot *s = &ev->slots[slot];
     fm__sub *e = &ev->subs[s->pos];
-    s->gen++; /* even: free; the handle is stale from now on */
-    s->pos = ev->free_slot;
-    ev->free_slot = slot;
+    if (s->gen == ev->gen_max) {
+        ev->retired++; /* its generation is spent: never used again */
+    } else {
+        s->pos = ev->free_slot;
+        ev->free_slot = slot;
+    }
+    s->gen++; /* even (retired: 0 or gen_max + 1): the handle is stale from now on */
     ev->live--;
     if (ev->emitting) {
         /* Not called again in this emit; its closure may be running now, so
@@ -471,6 +517,7 @@ static bool fm__event_unsubscribe_locked(fm_event *ev, fm_handle sub) {
 }
 
 bool fm_event_unsubscribe(fm_event *ev, fm_handle sub) {
+    FM__REFUSE_NULL(ev, "event", false);
     fm__ev_lock(ev);
     bool ok = fm__event_unsubscribe_locked(ev, sub);
     fm__ev_unlock(ev);
@@ -493,6 +540,7 @@ static void fm__event_compact(fm_event *ev) {
 }
 
 void fm_event_emit(fm_event *ev, void *arg) {
+    FM__REFUSE_NULL(ev, "event", );
     fm__ev_lock(ev);
     uint32_t n = ev->n_subs; /* subscribers added during the emit wait for the next */
     ev->emitting++;
@@ -510,6 +558,7 @@ void fm_event_emit(fm_event *ev, void *arg) {
 }
 
 uint32_t fm_event_count(const fm_event *ev) {
+    FM__REFUSE_NULL(ev, "event", 0);
     fm__ev_lock(ev);
     uint32_t live = ev->live;
     fm__ev_unlock(ev);
@@ -671,6 +720,7 @@ void fm_defer_queue_destroy(fm_defer_queue *q) {
 }
 
 bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
+    FM__REFUSE_NULL(q, "defer queue", false);
     if (!c) {
         fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': defer(NULL)", q->name);
         return false;
@@ -692,6 +742,7 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
 }
 
 uint32_t fm_defer_run(fm_defer_queue *q) {
+    FM__REFUSE_NULL(q, "defer queue", 0);
     fm__q_lock(q);
     if (q->running) {
         fm__q_unlock(q);
@@ -727,6 +778,7 @@ uint32_t fm_defer_run(fm_defer_queue *q) {
 }
 
 uint32_t fm_defer_pending(const fm_defer_queue *q) {
+    FM__REFUSE_NULL(q, "defer queue", 0);
     fm_defer_queue *m = (fm_defer_queue *)q;
     fm__q_lock(m);
     uint32_t n = q->n;

@@ -145,6 +145,7 @@ struct fm_pool {
     uint32_t chunk_cap;    /* records allocated */
     uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
     uint32_t chunk_count;  /* records holding memory */
+    uint32_t max_chunks;   /* records a handle can name (see fm__geometry) */
     uint32_t unused_head; /* stack of UNUSED records below chunk_top (via next) */
     fm__list partial;     /* FIFO: a chunk waits longest, gathers most frees */
     fm__list empty;       /* used last, so they stay empty for fm_pool_trim */
@@ -754,9 +755,15 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
     /* Whole chunks, except where max_capacity cuts the last one short. */
     slots = k64 * p->hot.per_chunk;
     if (max && held + slots > max) slots = max - held;
-    if (k64 > (UINT32_MAX >> 3) - p->chunk_top) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': growth by %llu items is too large",
-                   p->name, (unsigned long long)slots);
+    /* Every record below chunk_top holds a chunk or is reused before a new
+     * one is taken, so at most max_chunks records exist while at most
+     * max_chunks chunks are held. */
+    if (k64 > p->max_chunks - p->chunk_count) {
+        fm__report(FM_ERR_POOL_FULL,
+                   "pool '%s': growth by %llu chunk(s) would pass the %u chunks (%llu items) "
+                   "that its handles can address",
+                   p->name, (unsigned long long)k64, p->max_chunks,
+                   (unsigned long long)p->max_chunks * p->hot.per_chunk);
         return false;
     }
     fm__growth_plan g = {.k = (uint32_t)k64};
@@ -840,9 +847,15 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
 /* How many slots the growth policy adds when an allocation finds no room. */
 static uint64_t fm__policy_slots(const fm_pool *p) {
     uint64_t held = p->capacity + p->retired;
-    if (p->desc.growth == FM_GROWTH_LINEAR) return p->desc.grow_step;
-    uint64_t add = (uint64_t)((double)held * ((double)p->desc.grow_factor - 1.0) + 0.999);
-    return add > p->hot.per_chunk ? add : p->hot.per_chunk;
+    uint64_t add = p->desc.grow_step;
+    if (p->desc.growth != FM_GROWTH_LINEAR) {
+        add = (uint64_t)((double)held * ((double)p->desc.grow_factor - 1.0) + 0.999);
+        if (add < p->hot.per_chunk) add = p->hot.per_chunk;
+    }
+    /* Near the chunk limit a growth takes what is left (none left: one
+     * chunk, which fm__grow refuses and reports). */
+    uint64_t room = (uint64_t)(p->max_chunks - p->chunk_count) * p->hot.per_chunk;
+    return add <= room || room == 0 ? add : room;
 }
 
 /* Parks the exhausted current chunk and makes another one current, growing
@@ -987,6 +1000,7 @@ static void fm__record_site(fm_pool *p, void *item, const char *file, int line) 
 #endif
 
 void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
     void *item = fm__pool_alloc_slow(pool);
 #ifdef FM_TRACK_SITES
     bool lock = !fm__cached_policy(pool);
@@ -1001,6 +1015,7 @@ void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line) {
 }
 
 void *fm_pool_alloc(fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
 #ifdef FM_TRACK_SITES
     return fm_pool_alloc_at(pool, NULL, 0);
 #else
@@ -1030,6 +1045,7 @@ static size_t fm__alloc_n(fm_pool *pool, void **out, size_t n) {
 }
 
 size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file, int line) {
+    FM__REFUSE_NULL(pool, "pool", 0);
     size_t got = fm__alloc_n(pool, out, n);
 #ifdef FM_TRACK_SITES
     bool lock = !fm__cached_policy(pool);
@@ -1044,6 +1060,7 @@ size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file,
 }
 
 size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n) {
+    FM__REFUSE_NULL(pool, "pool", 0);
 #ifdef FM_TRACK_SITES
     return fm_pool_alloc_n_at(pool, out, n, NULL, 0);
 #else
@@ -1189,6 +1206,7 @@ void fm__pool_free_slow(fm_pool *pool, void *item) {
  * debug fill and sanitizer annotations. Under sync != NONE hot's current
  * chunk is empty, so every free goes through fm__pool_free_slow. */
 void fm_pool_free(fm_pool *pool, void *item) {
+    FM__REFUSE_NULL(pool, "pool", );
 #ifdef FM__THREAD_CHECKS
     if (pool->hot.sync == FM_SYNC_NONE && !fm__owner_ok(pool, "free")) return;
 #endif
@@ -1259,6 +1277,7 @@ static void fm__free_batch(fm_pool *p, void *const *items, size_t n) {
 }
 
 void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
+    FM__REFUSE_NULL(pool, "pool", );
     if (n && !items) {
         fm__report(FM_ERR_INVALID_ARG, "pool '%s': fm_pool_free_n of %zu items from NULL",
                    pool->name, n);
@@ -1274,12 +1293,14 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
 }
 
 void *fm_pool_new_at(fm_pool *pool, const char *file, int line) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
     void *item = fm_pool_alloc_at(pool, file, line);
     if (item && pool->desc.ctor) pool->desc.ctor(item, pool->desc.user);
     return item;
 }
 
 void *fm_pool_new(fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
     void *item = fm_pool_alloc(pool);
     if (item && pool->desc.ctor) pool->desc.ctor(item, pool->desc.user);
     return item;
@@ -1383,30 +1404,21 @@ static bool fm__owner_ok(const fm_pool *p, const char *op) {
 /* Around the single-threaded code of an entry point: the owner check (NONE)
  * or the lock (every other policy). false: refused and reported. */
 static bool fm__enter(const fm_pool *p, const char *op) {
-    if (!p) return true; /* the core reports the NULL pool */
     if (p->sync == FM_SYNC_NONE) return fm__owner_ok(p, op);
     fm__lock(p);
     return true;
 }
-static void fm__leave(const fm_pool *p) {
-    if (p) fm__unlock(p);
-}
+static void fm__leave(const fm_pool *p) { fm__unlock(p); }
 
 void fm_pool_set_owner_thread(fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_set_owner_thread(NULL)");
-        return;
-    }
+    FM__REFUSE_NULL(pool, "pool", );
 #ifdef FM__THREAD_CHECKS
     __atomic_store_n(&pool->owner, fm__self(), __ATOMIC_RELEASE);
 #endif
 }
 
 void fm_pool_release_owner_thread(fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_release_owner_thread(NULL)");
-        return;
-    }
+    FM__REFUSE_NULL(pool, "pool", );
 #ifdef FM__THREAD_CHECKS
     if (!fm__owner_ok(pool, "release_owner_thread")) return;
     __atomic_store_n(&pool->owner, (uintptr_t)0, __ATOMIC_RELEASE);
@@ -1913,10 +1925,7 @@ static void fm__tc_forget_hints(fm_pool *p) {
 }
 
 void fm_pool_flush_thread_cache(fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_flush_thread_cache(NULL)");
-        return;
-    }
+    FM__REFUSE_NULL(pool, "pool", );
     if (pool->sync != FM_SYNC_THREAD_CACHE) return;
     fm__tcache *tc = fm__tc;
     if (!tc) return;
@@ -2174,6 +2183,10 @@ static void fm__geometry(fm_pool *p) {
     const size_t per_slot_meta = per_slot_head;
 #endif
     uint32_t stride = p->hot.stride;
+    size_t slot_align = p->item_align;
+#ifdef FM__ASAN
+    if (slot_align < 8) slot_align = 8; /* whole shadow granules: see fm_pool_create */
+#endif
     uint32_t min_slots = stride >= (1u << 20) ? 4 : stride >= (1u << 16) ? 16 : 32;
     size_t want = (stride + per_slot_meta) * min_slots + p->item_align;
     size_t cb = (size_t)64 << 10;
@@ -2183,7 +2196,7 @@ static void fm__geometry(fm_pool *p) {
         size_t stack = (size_t)per * sizeof(uint32_t);
         size_t sites = fm_align_up(stack + (size_t)per * sizeof(uint16_t), sizeof(void *));
         size_t meta_end = sites + (per_slot_meta - per_slot_head) * per;
-        size_t off = fm_align_up(meta_end, p->item_align);
+        size_t off = fm_align_up(meta_end, slot_align);
         if (off + (size_t)per * stride <= cb) {
             p->stack_off = (uint32_t)stack;
             p->sites_off = (uint32_t)sites;
@@ -2199,6 +2212,12 @@ static void fm__geometry(fm_pool *p) {
     p->hot.base_mask = p->base_mask;
     p->hot.slot_bits = 1;
     while ((1u << p->hot.slot_bits) < per) p->hot.slot_bits++;
+    /* A handle's low word is (record + 1) << slot_bits | slot, and the
+     * LOCKFREE stack's index record << slot_bits | slot (never UINT32_MAX,
+     * its empty mark): records [0, 2^(32 - slot_bits) - 1) fit both. Record
+     * arrays stay below 2^29 entries. */
+    uint64_t records = ((uint64_t)1 << (32 - p->hot.slot_bits)) - 1u;
+    p->max_chunks = (uint32_t)(records < (UINT32_MAX >> 3) ? records : (UINT32_MAX >> 3));
     p->hot.inv_shift = fm__ctz32(p->hot.stride);
     uint64_t odd = p->hot.stride >> p->hot.inv_shift, inv = odd;
     for (int i = 0; i < 6; i++) inv *= 2u - odd * inv; /* Newton: odd * inv == 1 mod 2^64 */
@@ -2229,6 +2248,14 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     size_t min_slot = sizeof(uint32_t);
     p->hot.stride = (uint32_t)fm_align_up(p->item_size > min_slot ? p->item_size : min_slot,
                                           p->item_align);
+#ifdef FM__ASAN
+    /* ASan keeps one shadow byte per 8-byte granule, telling how many of its
+     * first bytes are addressable, so items sharing a granule cannot be
+     * poisoned apart: a freed 12-byte item's bytes 8..11 stayed writable
+     * while the item after it lived. Slots of whole granules, at granule
+     * starts (fm__geometry), are poisoned whole. */
+    p->hot.stride = (uint32_t)fm_align_up(p->hot.stride, 8);
+#endif
     fm__geometry(p);
     p->desc.grow_step = fm__def(desc->grow_step, p->hot.per_chunk);
     p->desc.initial_capacity = fm__def(desc->initial_capacity, p->hot.per_chunk);
@@ -2278,6 +2305,12 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
         return NULL;
     }
     return p;
+}
+
+void fm__pool_set_max_chunks(fm_pool *pool, uint32_t max_chunks) {
+    /* Never above what handles encode, never below the records in use. */
+    if (max_chunks < pool->max_chunks) pool->max_chunks = max_chunks;
+    if (pool->max_chunks < pool->chunk_top) pool->max_chunks = pool->chunk_top;
 }
 
 /* ================================================================ destroy */
@@ -2365,10 +2398,6 @@ void fm_pool_destroy(fm_pool *pool) {
 /* ====================================================== reserve and trim */
 
 static bool fm__reserve_core(fm_pool *pool, uint32_t capacity) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_reserve(NULL)");
-        return false;
-    }
     if (capacity <= pool->capacity) return true;
     if (pool->desc.growth == FM_GROWTH_FIXED) {
         fm__report(FM_ERR_POOL_FULL, "pool '%s': FIXED pool cannot grow to %u items (capacity %llu)",
@@ -2390,10 +2419,6 @@ static bool fm__trimmable(const fm_pool *p, uint32_t idx) {
 }
 
 static size_t fm__trim_core(fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_trim(NULL)");
-        return 0;
-    }
     fm_pool *p = pool;
     fm__settle_next(p); /* a parked slot's chunk may be empty now */
     size_t before = p->bytes_reserved;
@@ -2425,16 +2450,14 @@ static size_t fm__trim_core(fm_pool *pool) {
 /* ================================================================ queries */
 
 static bool fm__owns_core(const fm_pool *pool, const void *item) {
-    if (!pool || !item) return false;
     fm__loc loc;
     if (fm__cached_policy(pool)) return fm__locate_shared(pool, item, &loc) == FM_OK;
     return fm__locate(pool, item, &loc) == FM_OK;
 }
 
 static void fm__foreach_core(fm_pool *pool, fm_item_fn fn, void *user) {
-    if (!pool || !fn) {
-        fm__report(FM_ERR_INVALID_ARG, "pool '%s': fm_pool_foreach needs a pool and a function",
-                   pool ? pool->name : "?");
+    if (!fn) {
+        fm__report(FM_ERR_INVALID_ARG, "pool '%s': fm_pool_foreach needs a function", pool->name);
         return;
     }
     /* Indices, not pointers: fn may allocate, and growth moves the records. */
@@ -2454,10 +2477,6 @@ static void fm__foreach_core(fm_pool *pool, fm_item_fn fn, void *user) {
 static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
     if (!out) return;
     memset(out, 0, sizeof *out);
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_get_stats(NULL)");
-        return;
-    }
     const fm_pool *p = pool;
     out->name = p->name;
     out->item_size = p->item_size;
@@ -2483,22 +2502,18 @@ static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
 }
 
 fm_pool_desc fm_pool_get_desc(const fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_get_desc(NULL)");
-        return (fm_pool_desc){0};
-    }
+    FM__REFUSE_NULL(pool, "pool", (fm_pool_desc){0});
     return pool->desc;
 }
 
-const char *fm_pool_name(const fm_pool *pool) { return pool ? pool->name : "(null)"; }
+const char *fm_pool_name(const fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", "(null)");
+    return pool->name;
+}
 
 /* ============================================================ handles */
 
 static fm_handle fm__handle_core(const fm_pool *pool, const void *item) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_handle(NULL, ...)");
-        return FM_HANDLE_NULL;
-    }
     fm__loc loc;
     fm_error err = item ? fm__locate_policy(pool, item, &loc) : FM_ERR_FOREIGN_POINTER;
     if (err != FM_OK) {
@@ -2614,10 +2629,6 @@ static uint32_t fm__refcount_core(const fm_pool *pool, const void *item) {
     } while (0)
 
 static fm_error fm__check_core(const fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_check(NULL)");
-        return FM_ERR_INVALID_ARG;
-    }
     const fm_pool *p = pool;
     uint64_t live = 0, capacity = 0, retired = 0, held = 0;
     uint64_t in_state[FM__CHUNK_FULL + 1] = {0};
@@ -2802,19 +2813,21 @@ FM__NOINLINE static uint32_t fm__refcount_shared(const fm_pool *p, const fm__loc
 /* Entry points whose THREAD_CACHE and LOCKFREE paths take no lock: one call
  * site of the core function each, so it is inlined. */
 static inline bool fm__enter_unlocked(const fm_pool *p, const char *op) {
-    return (p && fm__cached_policy(p)) || fm__enter(p, op);
+    return fm__cached_policy(p) || fm__enter(p, op);
 }
 static inline void fm__leave_unlocked(const fm_pool *p) {
-    if (p && !fm__cached_policy(p)) fm__leave(p);
+    if (!fm__cached_policy(p)) fm__leave(p);
 }
 
 void fm_pool_delete(fm_pool *pool, void *item) {
+    FM__REFUSE_NULL(pool, "pool", );
     if (!item || !fm__enter_unlocked(pool, "delete")) return;
     fm__delete_core(pool, item);
     fm__leave_unlocked(pool);
 }
 
 bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
+    FM__REFUSE_NULL(pool, "pool", false);
     if (!fm__enter(pool, "reserve")) return false;
     bool ok = fm__reserve_core(pool, capacity);
     fm__leave(pool);
@@ -2822,39 +2835,44 @@ bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
 }
 
 size_t fm_pool_trim(fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", 0);
     if (!fm__enter(pool, "trim")) return 0;
     /* Free slots held outside the core go back first: the caller's own
      * magazine, or the whole shared stack. */
-    if (pool && pool->sync == FM_SYNC_THREAD_CACHE) {
+    if (pool->sync == FM_SYNC_THREAD_CACHE) {
         fm_pool_flush_thread_cache(pool);
         fm__tc_forget_hints(pool);
     }
-    if (pool && pool->sync == FM_SYNC_LOCKFREE) fm__lf_drain(pool);
+    if (pool->sync == FM_SYNC_LOCKFREE) fm__lf_drain(pool);
     size_t released = fm__trim_core(pool);
     fm__leave(pool);
     return released;
 }
 
 bool fm_pool_owns(const fm_pool *pool, const void *item) {
-    if (!pool || !item || !fm__enter_unlocked(pool, "owns")) return false;
+    FM__REFUSE_NULL(pool, "pool", false);
+    if (!item || !fm__enter_unlocked(pool, "owns")) return false;
     bool owns = fm__owns_core(pool, item);
     fm__leave_unlocked(pool);
     return owns;
 }
 
 void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user) {
+    FM__REFUSE_NULL(pool, "pool", );
     if (!fm__enter(pool, "foreach")) return;
     fm__foreach_core(pool, fn, user);
     fm__leave(pool);
 }
 
 void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
+    if (!pool && out) memset(out, 0, sizeof *out);
+    FM__REFUSE_NULL(pool, "pool", );
     if (!fm__enter(pool, "get_stats")) {
         if (out) memset(out, 0, sizeof *out);
         return;
     }
     fm__stats_core(pool, out);
-    if (pool && out && fm__cached_policy(pool)) {
+    if (out && fm__cached_policy(pool)) {
         /* The user's view; capacity and peak_live count slots out of the
          * depot (live items plus free slots held by caches or the stack). */
         uint64_t allocs, frees;
@@ -2868,6 +2886,7 @@ void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
 }
 
 fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
+    FM__REFUSE_NULL(pool, "pool", FM_HANDLE_NULL);
     if (!fm__enter_unlocked(pool, "handle")) return FM_HANDLE_NULL;
     fm_handle h = fm__handle_core(pool, item);
     fm__leave_unlocked(pool);
@@ -2875,18 +2894,21 @@ fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
 }
 
 void *(fm_pool_resolve)(const fm_pool *pool, fm_handle h) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
     if (pool->sync != FM_SYNC_NONE) return fm__resolve_shared(pool, h);
     if (!fm__owner_ok(pool, "resolve")) return NULL;
     return fm__pool_resolve_inline(pool, h);
 }
 
 void fm_pool_retain(fm_pool *pool, void *item) {
+    FM__REFUSE_NULL(pool, "pool", );
     if (!fm__enter_unlocked(pool, "retain")) return;
     fm__retain_core(pool, item);
     fm__leave_unlocked(pool);
 }
 
 bool fm_pool_release(fm_pool *pool, void *item) {
+    FM__REFUSE_NULL(pool, "pool", false);
     if (!fm__enter_unlocked(pool, "release")) return false;
     bool freed = fm__release_core(pool, item);
     fm__leave_unlocked(pool);
@@ -2894,6 +2916,7 @@ bool fm_pool_release(fm_pool *pool, void *item) {
 }
 
 uint32_t fm_pool_refcount(const fm_pool *pool, const void *item) {
+    FM__REFUSE_NULL(pool, "pool", 0);
     if (!fm__enter_unlocked(pool, "refcount")) return 0;
     uint32_t count = fm__refcount_core(pool, item);
     fm__leave_unlocked(pool);
@@ -2901,6 +2924,7 @@ uint32_t fm_pool_refcount(const fm_pool *pool, const void *item) {
 }
 
 fm_error fm_pool_check(const fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", FM_ERR_INVALID_ARG);
     if (!fm__enter(pool, "check")) return FM_ERR_WRONG_THREAD;
     fm_error err = fm__check_core(pool);
     fm__leave(pool);

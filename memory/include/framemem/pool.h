@@ -57,6 +57,25 @@
  *
  * Defaults (zero fields): name "pool", item_align alignof(max_align_t),
  * initial_capacity one chunk, unbounded, geometric growth by 2.0.
+ *
+ * NULL (base.h): every function reports a NULL pool (FM_ERR_INVALID_ARG) and
+ * returns its failure value; fm_pool_destroy(NULL) does nothing. In optimised
+ * builds fm_pool_alloc, fm_pool_free and fm_pool_resolve are inline (below)
+ * and take a non-NULL pool as a precondition; debug and sanitizer builds,
+ * and (fm_pool_alloc)(pool) in any build, check it.
+ *
+ * Limit: a handle names an item's chunk and slot in 32 bits, slot_bits =
+ * ceil(log2(items_per_chunk)) of them for the slot, so a pool holds at most
+ * 2^(32 - slot_bits) - 1 chunks (and never more than 2^29 - 1): between
+ * about 2^31 and 2^32 items whatever the item size (3.4e9 items of 4 bytes in
+ * 524287 chunks of 64 KiB; 3.1e9 of 16 bytes). Growth past it fails with
+ * FM_ERR_POOL_FULL naming the pool, and the pool stays as it was; growth
+ * by policy near the limit adds the chunks that are left.
+ *
+ * Debug aids: under AddressSanitizer every free slot is poisoned, and the
+ * stride is rounded up to whole 8-byte shadow granules (slots start at one)
+ * so that a freed item is poisoned at every byte even between live ones: a
+ * 12-byte item takes 16 bytes there (stats.stride says which).
  */
 #ifndef FRAMEMEM_POOL_H
 #define FRAMEMEM_POOL_H
@@ -151,8 +170,9 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc);
 /// byte to the backing allocator. NULL is a no-op.
 void fm_pool_destroy(fm_pool *pool);
 
-/// An uninitialised item, or NULL with FM_ERR_POOL_FULL (FIXED and full, or at
-/// max_capacity) or FM_ERR_OUT_OF_MEMORY (growth refused). O(1). pool != NULL.
+/// An uninitialised item, or NULL with FM_ERR_POOL_FULL (FIXED and full, at
+/// max_capacity or at the chunk limit) or FM_ERR_OUT_OF_MEMORY (growth
+/// refused). O(1).
 void *fm_pool_alloc(fm_pool *pool);
 /// Returns item to the pool; NULL is a no-op. A double free, foreign or
 /// interior pointer is reported and changes nothing. O(1), no search.
@@ -192,6 +212,8 @@ void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
  * live bit, double-free and foreign-pointer checks and the counters, all
  * exactly as the out-of-line functions do them. Everything else calls into
  * the library. The functions themselves stay callable as (fm_pool_alloc)(pool).
+ * The pool is not tested for NULL here (a precondition, base.h): the test
+ * would cost every call an instruction; the library's functions test it.
  * Pools with sync != NONE keep cur_next_slot NULL and cur_top and cur_bump
  * 0 here, so NONE's part falls through; a THREAD_CACHE pool (tc_id set)
  * goes to its own part right after an alloc's first test and before a
@@ -523,8 +545,8 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
 #endif
 
 /// Grows now until capacity >= the argument (prefaulting if the desc says so).
-/// false with FM_ERR_POOL_FULL (FIXED, or above max_capacity) or
-/// FM_ERR_OUT_OF_MEMORY; the pool is unchanged on failure.
+/// false with FM_ERR_POOL_FULL (FIXED, above max_capacity, or past the chunk
+/// limit above) or FM_ERR_OUT_OF_MEMORY; the pool is unchanged on failure.
 bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
 /// Gives fully empty chunks back to the backing allocator, never going below
 /// initial_capacity; returns the bytes released. THREAD_CACHE flushes the
@@ -537,10 +559,13 @@ bool fm_pool_owns(const fm_pool *pool, const void *item);
 /// allocated during the walk may or may not be visited.
 void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user);
 
-/// Fills out with the pool's counters (see FM_POOL_STATS_FIELDS).
+/// Fills out with the pool's counters (see FM_POOL_STATS_FIELDS); all zero
+/// for a NULL pool (reported).
 void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
-/// The desc with every default resolved (name points into the pool).
+/// The desc with every default resolved (name points into the pool); a zero
+/// desc for a NULL pool (reported).
 fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
+/// The pool's name; "(null)" for a NULL pool (reported).
 const char *fm_pool_name(const fm_pool *pool);
 /* ------------------------------------------------------- handles and refs */
 
