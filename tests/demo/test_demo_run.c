@@ -140,7 +140,7 @@ static void test_demo_missing_config_file_exits_2_naming_it(void **state) {
     static run r;
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--config", "no-such-dir/pools.ini");
     assert_int_equal(r.code, 2);
-    expect_text(r.err, "--config no-such-dir/pools.ini: cannot read the file: No such file or directory",
+    expect_text(r.err, "--config no-such-dir/pools.ini: cannot open: No such file or directory",
                 "stderr");
 }
 
@@ -161,7 +161,7 @@ static void test_demo_unwritable_outputs_fail_with_exit_1(void **state) {
     expect_text(r.err, "--csv no-such-dir/t.csv: cannot write", "stderr");
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "3", "--screenshot", "no-such-dir/s.png", "--quiet");
     assert_int_equal(r.code, 1);
-    expect_text(r.err, "--screenshot: screenshot no-such-dir/s.png: cannot write the PNG file", "stderr");
+    expect_text(r.err, "--screenshot no-such-dir/s.png: cannot write: No such file or directory", "stderr");
 }
 
 /* ------------------------------------------------------------ outputs */
