@@ -406,6 +406,16 @@ static bool fm__file_same(const fm__file_id *a, const fm__file_id *b) {
     return strcmp(a->name, b->name) == 0;
 }
 
+/* The first of paths[0, n) (NULLs skipped) naming the file id names; NULL if none. */
+static const char *fm__file_same_as(const fm__file_id *id, const char *const *paths, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        if (!paths[k]) continue;
+        fm__file_id other = fm__file_identify(paths[k]);
+        if (fm__file_same(id, &other)) return paths[k];
+    }
+    return NULL;
+}
+
 bool fm_file_check_outputs(const char *const *outputs, size_t output_count,
                            const char *const *inputs, size_t input_count, char *err,
                            size_t err_len) {
@@ -416,21 +426,12 @@ bool fm_file_check_outputs(const char *const *outputs, size_t output_count,
         if (stat(out, &st) == 0 && !S_ISREG(st.st_mode))
             return fm__file_fail(err, err_len, "%s: not a regular file (refusing to replace it)",
                                  out);
-        fm__file_id oid = fm__file_identify(out);
-        for (size_t k = 0; k < input_count; k++) {
-            if (!inputs[k]) continue;
-            fm__file_id iid = fm__file_identify(inputs[k]);
-            if (fm__file_same(&oid, &iid))
-                return fm__file_fail(err, err_len, "%s: the same file as the input %s", out,
-                                     inputs[k]);
-        }
-        for (size_t k = 0; k < i; k++) {
-            if (!outputs[k]) continue;
-            fm__file_id pid = fm__file_identify(outputs[k]);
-            if (fm__file_same(&oid, &pid))
-                return fm__file_fail(err, err_len, "%s: given for two outputs (also as %s)", out,
-                                     outputs[k]);
-        }
+        fm__file_id id = fm__file_identify(out);
+        const char *in = fm__file_same_as(&id, inputs, input_count);
+        if (in) return fm__file_fail(err, err_len, "%s: the same file as the input %s", out, in);
+        const char *twin = fm__file_same_as(&id, outputs, i);
+        if (twin)
+            return fm__file_fail(err, err_len, "%s: given for two outputs (also as %s)", out, twin);
     }
     return true;
 }

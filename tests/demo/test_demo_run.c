@@ -461,19 +461,20 @@ static void test_demo_fifos_and_folders_are_refused_at_once_with_exit_2(void **s
     path_in(folder, sizeof folder, "folder");
     assert_int_equal(mkfifo(fifo, 0644), 0);
     assert_int_equal(mkdir(folder, 0755), 0);
-    const run_limits quick = {.timeout_s = 60};
-    DEMO_LIMITED(&r, quick, "--headless", "--frames", "5", "--config", "pipe");
-    assert_int_equal(r.code, 2);
-    expect_text(r.err, "framemem-demo: --config pipe: not a regular file", "stderr");
-    DEMO_LIMITED(&r, quick, "--headless", "--frames", "5", "--config", "folder");
-    assert_int_equal(r.code, 2);
-    expect_text(r.err, "framemem-demo: --config folder: not a regular file", "stderr");
-    DEMO_LIMITED(&r, quick, "--headless", "--frames", "5", "--csv", "pipe");
-    assert_int_equal(r.code, 2);
-    expect_text(r.err, "pipe: not a regular file (refusing to replace it)", "stderr");
-    DEMO_LIMITED(&r, quick, "--headless", "--frames", "5", "--trace", "folder");
-    assert_int_equal(r.code, 2);
-    expect_text(r.err, "folder: not a regular file (refusing to replace it)", "stderr");
+    static const struct {
+        const char *option, *file, *want;
+    } cases[] = {
+        {"--config", "pipe", "framemem-demo: --config pipe: not a regular file"},
+        {"--config", "folder", "framemem-demo: --config folder: not a regular file"},
+        {"--csv", "pipe", "framemem-demo: pipe: not a regular file (refusing to replace it)"},
+        {"--trace", "folder", "framemem-demo: folder: not a regular file (refusing to replace it)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        DEMO_LIMITED(&r, ((run_limits){.timeout_s = 60}), "--headless", "--frames", "5",
+                     (char *)cases[i].option, (char *)cases[i].file);
+        if (r.code != 2) fail_msg("%s %s: exit %d, wanted 2", cases[i].option, cases[i].file, r.code);
+        expect_text(r.err, cases[i].want, "stderr");
+    }
     struct stat st;
     assert_int_equal(stat(fifo, &st), 0);
     assert_true(S_ISFIFO(st.st_mode));

@@ -29,29 +29,17 @@ enum { HANG_SECONDS = 30 };
 
 static char dir[64];
 
-static const char *in_dir(const char *name) {
-    static char bufs[8][256];
-    static int next;
-    char *b = bufs[next++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
-
-static void expect_err(const char *err, const char *want) {
-    if (!strstr(err, want)) fail_msg("message '%s' lacks '%s'", err, want);
-}
+static const char *in_dir(const char *name) { return fm_test_path(dir, name); }
+#define expect_err fm_test_expect_contains
 
 static int setup(void **state) {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/eng_files_test_XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return fm_test_make_dir(dir, sizeof dir, "eng_files_test") ? 0 : -1;
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
+    return fm_test_remove_dir(dir);
 }
 
 static void make_fifo(const char *path) {

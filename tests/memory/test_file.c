@@ -29,17 +29,8 @@
 
 static char dir[64];
 
-static const char *in_dir(const char *name) {
-    static char bufs[8][256];
-    static int next;
-    char *b = bufs[next++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
-
-static void expect_err(const char *err, const char *want) {
-    if (!strstr(err, want)) fail_msg("message '%s' lacks '%s'", err, want);
-}
+static const char *in_dir(const char *name) { return fm_test_path(dir, name); }
+#define expect_err fm_test_expect_contains
 
 static mode_t mode_of(const char *path) {
     struct stat st;
@@ -49,17 +40,8 @@ static mode_t mode_of(const char *path) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/fm_file_test_XXXXXX");
-    if (!mkdtemp(dir)) return -1;
     umask(022);
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
+    return fm_test_make_dir(dir, sizeof dir, "fm_file_test") ? 0 : -1;
 }
 
 /* Every test ends with no writer's leftovers in the folder. */
@@ -517,6 +499,6 @@ int main(void) {
     };
     int failed = cmocka_run_group_tests_name("file", tests, setup, NULL);
     if (no_temp_left(NULL) != 0) failed++;
-    teardown(NULL);
+    fm_test_remove_dir(dir);
     return failed;
 }

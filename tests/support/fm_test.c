@@ -285,6 +285,29 @@ int fm_test_run_full_disk(size_t max_bytes, int (*fn)(void *arg), void *arg) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+bool fm_test_make_dir(char *dir, size_t dir_size, const char *prefix) {
+    int n = snprintf(dir, dir_size, "/tmp/%s_XXXXXX", prefix);
+    return n > 0 && (size_t)n < dir_size && mkdtemp(dir) != NULL;
+}
+
+int fm_test_remove_dir(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
+}
+
+const char *fm_test_path(const char *dir, const char *name) {
+    static char bufs[8][600];
+    static unsigned next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
+    return b;
+}
+
+void fm_test_expect_contains(const char *text, const char *want) {
+    if (!fm_test_contains(text, want)) fail_msg("'%s' lacks '%s'", text ? text : "(null)", want);
+}
+
 int fm_test_count_temp_files(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return -1;

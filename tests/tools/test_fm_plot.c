@@ -82,8 +82,7 @@ static long growth_pixels(const char *path, int want_w, int want_h) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/fm_plot_test_XXXXXX");
-    if (!mkdtemp(dir)) return -1;
+    if (!fm_test_make_dir(dir, sizeof dir, "fm_plot_test")) return -1;
     umask(022);
     snprintf(out_png, sizeof out_png, "%s/out.png", dir);
     snprintf(msg_path, sizeof msg_path, "%s/msg.txt", dir);
@@ -92,9 +91,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
+    return fm_test_remove_dir(dir);
 }
 
 static void test_whole_run_has_growth(void **state) {
