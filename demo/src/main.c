@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
      * not a readable regular file, an output that is not a regular file, or
      * is the same file as an input or another output, is a usage error. */
     if (d.opt.config) {
-        if (!fm_file_check_input(d.opt.config, err, sizeof err)) {
+        if (!fm_file_check_input(d.opt.config, ENG_CONFIG_MAX_BYTES, err, sizeof err)) {
             fprintf(stderr, "framemem-demo: --config %s\n", err);
             return DEMO_EXIT_USAGE;
         }

@@ -48,9 +48,9 @@ static const char usage[] =
     "\n"
     "Exit codes: 0 success; 1 runtime failure (no display, SDL) or a file that\n"
     "could not be written (named, with the reason; an existing file is kept as\n"
-    "it was); 2 bad arguments, a config that is not a readable regular file,\n"
-    "or an output that is not a regular file or is the same file as an input\n"
-    "or another output (nothing is run).\n";
+    "it was); 2 bad arguments, a config that is not a readable regular file\n"
+    "of at most 1 MiB, or an output that is not a regular file or is the same\n"
+    "file as an input or another output (nothing is run).\n";
 
 const char *demo_options_usage(void) { return usage; }
 

@@ -278,11 +278,13 @@ static int fm__file_open_in(const char *path, struct stat *st, char *err, size_t
     return fd;
 }
 
-bool fm_file_check_input(const char *path, char *err, size_t err_len) {
+bool fm_file_check_input(const char *path, size_t max_bytes, char *err, size_t err_len) {
     struct stat st;
     int fd = fm__file_open_in(path, &st, err, err_len);
     if (fd < 0) return false;
     close(fd);
+    if (st.st_size < 0 || (uint64_t)st.st_size > (uint64_t)max_bytes)
+        return fm__file_fail(err, err_len, "%s: too large (cap %zu bytes)", path, max_bytes);
     return true;
 }
 

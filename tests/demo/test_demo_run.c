@@ -21,6 +21,7 @@
 
 #include <stb_image.h>
 
+#include "engine/config.h"
 #include "engine/telemetry.h"
 #include "overlay/overlay.h"
 
@@ -461,11 +462,18 @@ static void test_demo_fifos_and_folders_are_refused_at_once_with_exit_2(void **s
     path_in(folder, sizeof folder, "folder");
     assert_int_equal(mkfifo(fifo, 0644), 0);
     assert_int_equal(mkdir(folder, 0755), 0);
+    char big[600];
+    path_in(big, sizeof big, "big.ini"); /* over the loader's cap (sparse) */
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)ENG_CONFIG_MAX_BYTES + 1), 0);
+    close(fd);
     static const struct {
         const char *option, *file, *want;
     } cases[] = {
         {"--config", "pipe", "framemem-demo: --config pipe: not a regular file"},
         {"--config", "folder", "framemem-demo: --config folder: not a regular file"},
+        {"--config", "big.ini", "framemem-demo: --config big.ini: too large (cap 1048576 bytes)"},
         {"--csv", "pipe", "framemem-demo: pipe: not a regular file (refusing to replace it)"},
         {"--trace", "folder", "framemem-demo: folder: not a regular file (refusing to replace it)"},
     };
@@ -482,8 +490,9 @@ static void test_demo_fifos_and_folders_are_refused_at_once_with_exit_2(void **s
     assert_true(S_ISDIR(st.st_mode));
     /* --help says what these exit with. */
     DEMO(&r, ENV_KEEP, "--help");
-    expect_text(r.out, "2 bad arguments, a config that is not a readable regular file,", "--help");
-    expect_text(r.out, "an output that is not a regular file or is the same file as an input", "--help");
+    expect_text(r.out, "2 bad arguments, a config that is not a readable regular file\nof at most 1 MiB, "
+                       "or an output that is not a regular file or is the same\nfile as an input",
+                "--help");
 }
 
 /* ------------------------------------------------------------ xvfb */

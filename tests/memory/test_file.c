@@ -328,7 +328,7 @@ static void test_file_read_refuses_a_fifo_at_once_without_blocking(void **state)
     assert_false(fm_file_read(fifo, 1 << 20, NULL, &d, err, sizeof err));
     expect_err(err, "in.fifo: not a regular file");
     assert_null(d.data);
-    assert_false(fm_file_check_input(fifo, err, sizeof err));
+    assert_false(fm_file_check_input(fifo, 1 << 20, err, sizeof err));
     expect_err(err, "in.fifo: not a regular file");
     alarm(0);
 }
@@ -429,11 +429,13 @@ static void test_file_check_input_accepts_regular_files_only(void **state) {
     (void)state;
     char err[512];
     const char *p = in_dir("cfg.ini");
-    fm_test_write_text(p, "x");
-    assert_true(fm_file_check_input(p, err, sizeof err));
-    assert_false(fm_file_check_input(dir, err, sizeof err));
+    fm_test_write_text(p, "xy");
+    assert_true(fm_file_check_input(p, 2, err, sizeof err));
+    assert_false(fm_file_check_input(p, 1, err, sizeof err));
+    expect_err(err, "cfg.ini: too large (cap 1 bytes)");
+    assert_false(fm_file_check_input(dir, 1 << 20, err, sizeof err));
     expect_err(err, "not a regular file");
-    assert_false(fm_file_check_input(in_dir("none.ini"), err, sizeof err));
+    assert_false(fm_file_check_input(in_dir("none.ini"), 1 << 20, err, sizeof err));
     expect_err(err, "none.ini: cannot open: No such file or directory");
 }
 

@@ -119,9 +119,10 @@ bool fm_file_skip_bom(const char **data, size_t *size);
 
 /* ---------------------------------------------------- checks before a run */
 
-/// true when path opens without blocking as a regular file (closed again);
-/// false with fm_file_read's messages otherwise.
-bool fm_file_check_input(const char *path, char *err, size_t err_len);
+/// true when path opens without blocking as a regular file of at most
+/// max_bytes (closed again, nothing read); false with fm_file_read's
+/// messages otherwise.
+bool fm_file_check_input(const char *path, size_t max_bytes, char *err, size_t err_len);
 /// Checks the outputs a program is about to write against each other and its
 /// inputs (NULL entries are skipped): false with the first problem in err for
 /// an output that exists and is not a regular file ("PATH: not a regular file
