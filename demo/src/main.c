@@ -6,7 +6,6 @@
  * given seed whatever the frame rate; the wall time of each frame (input,
  * engine, render, present) is what the summary's frame-time figures measure.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 
 #include "engine/engine.h"
 #include "framemem/clock.h"
+#include "framemem/file.h"
 #include "options.h"
 #include "overlay/overlay.h"
 #include "platform.h"
@@ -34,7 +34,10 @@ typedef struct demo {
     ovl_batch *overlay_batch;
     eng *e;
     demo_run_stats stats;
-    FILE *csv;
+    fm_file_writer *csv;         /* --csv, committed at exit when the run succeeded */
+    ovl_png shot;                /* --screenshot, taken at the last frame, written at exit */
+    unsigned failed_writes;      /* S and F12 files that could not be written */
+    bool outputs_done;           /* write_outputs ran (else they are dropped at exit) */
     bool overlay, paused, step, quit;
     bool software;               /* software renderer: the scene dims the overlay's
                                     area instead of a blended backdrop (blending
@@ -66,6 +69,15 @@ static void set_status(demo *d, const char *fmt, const char *arg) {
     printf("framemem-demo: %s\n", d->status);
 }
 
+/* A file a key asked for could not be written: shown, on stderr, and the
+ * exit status says so. */
+static void write_failed(demo *d, const char *fmt, const char *arg) {
+    snprintf(d->status, sizeof d->status, fmt, arg);
+    d->status_until_frame = d->loop_frames + 240;
+    fprintf(stderr, "framemem-demo: %s\n", d->status);
+    d->failed_writes++;
+}
+
 /* ------------------------------------------------------------ keys */
 
 static void save_tuned(demo *d) {
@@ -75,7 +87,7 @@ static void save_tuned(demo *d) {
         snprintf(d->config_path, sizeof d->config_path, "%s", path);
         set_status(d, "saved a tuned config to %s (L reloads it)", path);
     } else {
-        set_status(d, "saving the tuned config failed: %s", err);
+        write_failed(d, "saving the tuned config failed: %s", err);
     }
 }
 
@@ -97,7 +109,7 @@ static void reload_config(demo *d) {
 static void screenshot(demo *d, const char *path) {
     char err[512];
     if (demo_platform_screenshot(&d->plat, path, err, sizeof err)) set_status(d, "screenshot %s", path);
-    else set_status(d, "%s", err);
+    else write_failed(d, "%s", err);
 }
 
 static void on_key(demo *d, SDL_Keycode k) {
@@ -175,13 +187,15 @@ static void draw_frame(demo *d, double fps, float sx, float sy) {
     if (d->overlay) draw_overlay(d, fps);
 }
 
+/* --screenshot: the last frame, kept in memory and written with the other
+ * outputs when the run succeeded. */
 static bool exit_screenshot(demo *d) {
     char err[512];
-    if (!demo_platform_screenshot(&d->plat, d->opt.screenshot, err, sizeof err)) {
-        fprintf(stderr, "framemem-demo: --screenshot: %s\n", err);
+    ovl_png_free(&d->shot);
+    if (!demo_platform_capture(&d->plat, &d->shot, err, sizeof err)) {
+        fprintf(stderr, "framemem-demo: --screenshot %s: %s\n", d->opt.screenshot, err);
         return false;
     }
-    printf("framemem-demo: wrote %s (%dx%d)\n", d->opt.screenshot, d->plat.width, d->plat.height);
     return true;
 }
 
@@ -192,25 +206,29 @@ static int fail_usage(const char *msg) {
     return DEMO_EXIT_USAGE;
 }
 
+/* The outputs, written only when the run succeeded: each whole or not at
+ * all (framemem/file.h); a failure names the file and the reason. */
 static bool write_outputs(demo *d) {
-    char err[512];
+    char err[FM_FILE_PATH_MAX + 256];
     bool ok = true;
-    if (d->opt.csv) {
+    d->outputs_done = true;
+    if (d->csv) {
         eng_telemetry_stream_end(eng_get_telemetry_mut(d->e));
-        if (fclose(d->csv) != 0) {
-            fprintf(stderr, "framemem-demo: --csv %s: write failed: %s\n", d->opt.csv, strerror(errno));
-            ok = false;
-        } else {
-            printf("framemem-demo: wrote %s (every frame, one row per pool)\n", d->opt.csv);
-        }
+        fm_file_writer *w = d->csv;
         d->csv = NULL;
+        if (fm_file_commit(w, err, sizeof err)) {
+            printf("framemem-demo: wrote %s (every frame, one row per pool)\n", d->opt.csv);
+        } else {
+            fprintf(stderr, "framemem-demo: --csv %s\n", err);
+            ok = false;
+        }
     }
     if (d->opt.trace) {
         if (eng_telemetry_write_trace(eng_get_telemetry(d->e), d->opt.trace, err, sizeof err)) {
             printf("framemem-demo: wrote %s (Chrome trace, the last %u frames)\n", d->opt.trace,
                    eng_telemetry_frame_count(eng_get_telemetry(d->e)));
         } else {
-            fprintf(stderr, "framemem-demo: --trace: %s\n", err);
+            fprintf(stderr, "framemem-demo: --trace %s\n", err);
             ok = false;
         }
     }
@@ -218,11 +236,36 @@ static bool write_outputs(demo *d) {
         if (eng_write_tuned_config(d->e, d->opt.save_config, 0, err, sizeof err)) {
             printf("framemem-demo: wrote the tuned config %s\n", d->opt.save_config);
         } else {
-            fprintf(stderr, "framemem-demo: --save-config: %s\n", err);
+            fprintf(stderr, "framemem-demo: --save-config %s\n", err);
+            ok = false;
+        }
+    }
+    if (d->opt.screenshot && d->shot.data) {
+        if (ovl_png_save(&d->shot, d->opt.screenshot, err, sizeof err)) {
+            printf("framemem-demo: wrote %s (%dx%d)\n", d->opt.screenshot, d->plat.width, d->plat.height);
+        } else {
+            fprintf(stderr, "framemem-demo: --screenshot %s\n", err);
             ok = false;
         }
     }
     return ok;
+}
+
+/* A run that failed writes none of its outputs (an existing file stays as
+ * it was); say so for each one asked for. */
+static void drop_outputs(demo *d) {
+    if (d->csv) {
+        eng_telemetry_stream_end(eng_get_telemetry_mut(d->e));
+        fm_file_abort(d->csv);
+        d->csv = NULL;
+    }
+    const char *const outs[][2] = {{"--csv", d->opt.csv}, {"--trace", d->opt.trace},
+                                   {"--save-config", d->opt.save_config},
+                                   {"--screenshot", d->opt.screenshot}};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+        if (outs[i][1])
+            fprintf(stderr, "framemem-demo: %s %s: not written (the run failed)\n", outs[i][0],
+                    outs[i][1]);
 }
 
 int main(int argc, char **argv) {
@@ -233,15 +276,21 @@ int main(int argc, char **argv) {
         fputs(demo_options_usage(), stdout);
         return DEMO_EXIT_OK;
     }
+    /* Inputs and outputs are checked before anything runs: a config that is
+     * not a readable regular file, an output that is not a regular file, or
+     * is the same file as an input or another output, is a usage error. */
     if (d.opt.config) {
-        FILE *f = fopen(d.opt.config, "r");
-        if (!f) {
-            fprintf(stderr, "framemem-demo: --config %s: cannot read the file: %s\n", d.opt.config,
-                    strerror(errno));
+        if (!fm_file_check_input(d.opt.config, ENG_CONFIG_MAX_BYTES, err, sizeof err)) {
+            fprintf(stderr, "framemem-demo: --config %s\n", err);
             return DEMO_EXIT_USAGE;
         }
-        fclose(f);
         snprintf(d.config_path, sizeof d.config_path, "%s", d.opt.config);
+    }
+    const char *const outputs[] = {d.opt.csv, d.opt.trace, d.opt.save_config, d.opt.screenshot};
+    const char *const inputs[] = {d.opt.config};
+    if (!fm_file_check_outputs(outputs, 4, inputs, 1, err, sizeof err)) {
+        fprintf(stderr, "framemem-demo: %s; nothing was run\n", err);
+        return DEMO_EXIT_USAGE;
     }
     fm_clock_init();
 
@@ -261,9 +310,9 @@ int main(int argc, char **argv) {
 
     int rc = DEMO_EXIT_OK;
     if (d.opt.csv) {
-        d.csv = fopen(d.opt.csv, "w");
+        d.csv = fm_file_begin(d.opt.csv, err, sizeof err);
         if (!d.csv) {
-            fprintf(stderr, "framemem-demo: --csv %s: cannot write: %s\n", d.opt.csv, strerror(errno));
+            fprintf(stderr, "framemem-demo: --csv %s\n", err);
             eng_destroy(d.e);
             return DEMO_EXIT_FAILURE;
         }
@@ -275,10 +324,7 @@ int main(int argc, char **argv) {
                                                   .software = d.opt.software, .title = "framemem-demo"},
                             err, sizeof err)) {
         fprintf(stderr, "framemem-demo: %s\n", err);
-        if (d.csv) {
-            eng_telemetry_stream_end(eng_get_telemetry_mut(d.e));
-            fclose(d.csv);
-        }
+        drop_outputs(&d);
         eng_destroy(d.e);
         return DEMO_EXIT_FAILURE;
     }
@@ -344,7 +390,8 @@ int main(int argc, char **argv) {
         if (d.paused && !d.opt.vsync) SDL_Delay(10); /* nothing moves: do not spin */
     }
 
-    if (!write_outputs(&d)) rc = DEMO_EXIT_FAILURE;
+    if (rc == DEMO_EXIT_OK && !write_outputs(&d)) rc = DEMO_EXIT_FAILURE;
+    if (d.failed_writes) rc = DEMO_EXIT_FAILURE; /* S or F12 could not write (said at the time) */
     if (!d.opt.quiet) {
         demo_run_stats_print(&d.stats, d.e,
                              &(demo_summary_info){.renderer = d.plat.renderer_name,
@@ -354,10 +401,8 @@ int main(int argc, char **argv) {
                              stdout);
     }
 out:
-    if (d.csv) {
-        eng_telemetry_stream_end(eng_get_telemetry_mut(d.e));
-        fclose(d.csv);
-    }
+    if (!d.outputs_done) drop_outputs(&d);
+    ovl_png_free(&d.shot);
     demo_scene_draw_deinit(&d.scene);
     ovl_batch_destroy(d.overlay_batch);
     demo_platform_close(&d.plat);

@@ -43,8 +43,14 @@ static const char usage[] =
     "      file (else framemem-tuned.ini); L reloads --config or the file S wrote;\n"
     "      F12 writes framemem-demo-NNN.png.\n"
     "\n"
-    "Exit codes: 0 success, 1 runtime failure (no display, SDL, files), 2 bad\n"
-    "arguments or unreadable config file.\n";
+    "Outputs (--csv, --trace, --screenshot, --save-config) are written at exit,\n"
+    "only when the run succeeded; each whole or not at all.\n"
+    "\n"
+    "Exit codes: 0 success; 1 runtime failure (no display, SDL) or a file that\n"
+    "could not be written (named, with the reason; an existing file is kept as\n"
+    "it was); 2 bad arguments, a config that is not a readable regular file\n"
+    "of at most 1 MiB, or an output that is not a regular file or is the same\n"
+    "file as an input or another output (nothing is run).\n";
 
 const char *demo_options_usage(void) { return usage; }
 

@@ -3,8 +3,10 @@
  *
  * demo_options_parse fills a demo_options from argv and reports the first
  * problem as one line naming the option and what was wrong. Exit codes of the
- * program: 0 success, 1 runtime failure (no display, SDL or file errors),
- * 2 bad command line or unreadable config file.
+ * program (--help says the same): 0 success, 1 runtime failure (no display,
+ * SDL, a file that could not be written), 2 bad command line, a config that
+ * is not a readable regular file, or an output refused before the run (not a
+ * regular file, or the same file as an input or another output).
  */
 #ifndef DEMO_OPTIONS_H
 #define DEMO_OPTIONS_H

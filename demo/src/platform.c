@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <stb_image_write.h>
 
 static void set_err(char *err, size_t n, const char *what) {
     snprintf(err, n, "%s: %s", what, SDL_GetError());
@@ -135,11 +134,12 @@ void demo_platform_present(demo_platform *p) {
     SDL_RenderPresent(p->renderer);
 }
 
-bool demo_platform_screenshot(demo_platform *p, const char *path, char *err, size_t n) {
+bool demo_platform_capture(demo_platform *p, ovl_png *png, char *err, size_t n) {
+    *png = (ovl_png){0};
     int w = p->width, h = p->height;
     unsigned char *px = malloc((size_t)w * (size_t)h * 4);
     if (!px) {
-        snprintf(err, n, "screenshot %s: out of memory", path);
+        snprintf(err, n, "screenshot: out of memory");
         return false;
     }
     /* ABGR8888 is R, G, B, A in memory on little-endian machines and RGBA8888
@@ -151,9 +151,17 @@ bool demo_platform_screenshot(demo_platform *p, const char *path, char *err, siz
     } else {
         /* Opaque output: the frame is what was on screen, alpha is noise. */
         for (size_t i = 3; i < (size_t)w * (size_t)h * 4; i += 4) px[i] = 255;
-        ok = stbi_write_png(path, w, h, 4, px, w * 4) != 0;
-        if (!ok) snprintf(err, n, "screenshot %s: cannot write the PNG file", path);
+        ok = ovl_png_encode(png, px, w, h, w * 4);
+        if (!ok) snprintf(err, n, "screenshot: cannot encode the PNG (out of memory?)");
     }
     free(px);
+    return ok;
+}
+
+bool demo_platform_screenshot(demo_platform *p, const char *path, char *err, size_t n) {
+    ovl_png png;
+    if (!demo_platform_capture(p, &png, err, n)) return false;
+    bool ok = ovl_png_save(&png, path, err, n);
+    ovl_png_free(&png);
     return ok;
 }

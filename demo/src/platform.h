@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "overlay/png.h"
+
 typedef struct demo_platform_desc {
     int width, height;
     bool headless, vsync, software;
@@ -41,8 +43,11 @@ bool demo_platform_open(demo_platform *p, const demo_platform_desc *desc, char *
 void demo_platform_close(demo_platform *p);
 /// Shows the frame (no-op headless).
 void demo_platform_present(demo_platform *p);
-/// Writes what the renderer currently holds (call before present) as a PNG.
-/// On failure writes the reason into err.
+/// Encodes what the renderer currently holds (call before present) as a PNG
+/// in memory (ovl_png_free it). On failure writes the reason into err.
+bool demo_platform_capture(demo_platform *p, ovl_png *png, char *err, size_t err_size);
+/// demo_platform_capture, then written to path whole or not at all
+/// (ovl_png_save). On failure writes the reason ("PATH: ...") into err.
 bool demo_platform_screenshot(demo_platform *p, const char *path, char *err, size_t err_size);
 
 #endif /* DEMO_PLATFORM_H */

@@ -3,6 +3,8 @@
 
 #include <ini.h>
 
+#include "framemem/file.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -319,7 +321,6 @@ static char *eng__reader(char *str, int num, void *stream) {
     while (a < b && (*a == ' ' || *a == '\t')) a++;
     while (b > a && (b[-1] == ' ' || b[-1] == '\t')) b--;
     bool indented = a > s;
-    if (ps->line == 1 && b - a >= 3 && memcmp(a, "\xEF\xBB\xBF", 3) == 0) a += 3;
     if (!bad && a < b && *a != ';' && *a != '#') {
         if (*a == '[') {
             const char *close = memchr(a, ']', (size_t)(b - a));
@@ -370,6 +371,7 @@ int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const ch
     rep->problems = 0;
     rep->text[0] = 0;
     ENG__REFUSE_NULL_ERR(cfg, "config", rep->text, sizeof rep->text, -1);
+    fm_file_skip_bom(&data, &size);
     eng__parse ps = {
         .cfg = cfg,
         .rep = rep,
@@ -394,31 +396,15 @@ int eng__config_load(eng_config *cfg, const char *path, eng_config_diag *rep,
     if (!rep) rep = &local;
     rep->problems = 0;
     rep->text[0] = 0;
-    FILE *f = path ? fopen(path, "rb") : NULL;
-    if (!f) {
-        snprintf(rep->text, sizeof rep->text, "%s: cannot open config: %s", path ? path : "(null)",
-                 path ? strerror(errno) : "no path");
-        return -1;
-    }
     /* Config files are small; a bigger one is not a pool config. */
-    enum { MAX_BYTES = 1 << 20 };
-    char *buf = eng__mem_alloc(a, MAX_BYTES + 1);
-    if (!buf) {
-        fclose(f);
-        snprintf(rep->text, sizeof rep->text, "%s: out of memory reading the config", path);
+    fm_file_data file;
+    char why[sizeof rep->text - 16];
+    if (!fm_file_read(path, ENG_CONFIG_MAX_BYTES, a, &file, why, sizeof why)) {
+        snprintf(rep->text, sizeof rep->text, "config %s", why);
         return -1;
     }
-    size_t n = fread(buf, 1, MAX_BYTES + 1, f);
-    bool rerr = ferror(f);
-    fclose(f);
-    if (rerr || n > MAX_BYTES) {
-        eng__mem_free(a, buf, MAX_BYTES + 1);
-        snprintf(rep->text, sizeof rep->text, "%s: %s", path,
-                 rerr ? "read error" : "larger than 1 MiB, not a pool config");
-        return -1;
-    }
-    int r = eng_config_load_mem(cfg, buf, n, path, rep);
-    eng__mem_free(a, buf, MAX_BYTES + 1);
+    int r = eng_config_load_mem(cfg, file.data, file.size, path, rep);
+    fm_file_data_release(&file);
     return r;
 }
 
@@ -437,10 +423,9 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
                             size_t err_len) {
     ENG__REFUSE_NULL_ERR(cfg, "config", err, err_len, false);
     if (!(headroom >= 1.0)) headroom = 1.0;
-    char tmp[4096];
-    FILE *f = eng__open_temp(path, tmp, sizeof tmp, err, err_len);
-    if (!f) return false;
-    fprintf(f, "; framemem pool sizes, written by eng_config_write_tuned from %u run(s)\n"
+    fm_file_writer *w = fm_file_begin(path, err, err_len);
+    if (!w) return false;
+    fm_file_printf(w, "; framemem pool sizes, written by eng_config_write_tuned from %u run(s)\n"
                "; with headroom x%.2f over the highest live count seen.\n",
             run_count, headroom);
     for (uint32_t i = 0; i < cfg->pool_count; i++) {
@@ -459,31 +444,31 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
             frames += eng_telemetry_frames_pushed(t);
         }
         uint32_t cap = p->initial_capacity;
-        fprintf(f, "\n[pool.%s]\n", p->name);
+        fm_file_printf(w, "\n[pool.%s]\n", p->name);
         if (!seen_in) {
-            fprintf(f, "; not in any run: initial_capacity kept from the current config\n");
+            fm_file_printf(w, "; not in any run: initial_capacity kept from the current config\n");
         } else {
             uint64_t want = eng_suggest_capacity(peak, headroom, chunk);
             if (want > ENG__MAX_ITEMS) want = ENG__MAX_ITEMS;
             if (p->max_capacity && want > p->max_capacity) {
-                fprintf(f, "; capped at max_capacity %u\n", p->max_capacity);
+                fm_file_printf(w, "; capped at max_capacity %u\n", p->max_capacity);
                 want = p->max_capacity;
             }
             if (want < 1) want = 1;
             cap = (uint32_t)want;
-            fprintf(f,
+            fm_file_printf(w,
                     "; peak live %llu over %llu frame(s) in %u run(s), x%.2f headroom, rounded up "
                     "to whole chunks of %llu items\n",
                     (unsigned long long)peak, (unsigned long long)frames, seen_in, headroom,
                     (unsigned long long)(chunk ? chunk : 1));
         }
-        fprintf(f, "initial_capacity = %u\n", cap);
-        fprintf(f, "max_capacity = %u\n", p->max_capacity);
-        fprintf(f, "growth = %s\n", eng__growth_key(p->growth));
-        fprintf(f, "grow_factor = %g\n", (double)(p->grow_factor > 1.0f ? p->grow_factor : 2.0f));
-        fprintf(f, "grow_step = %u\n", p->grow_step);
-        fprintf(f, "prefault = %s\n", p->prefault ? "true" : "false");
-        fprintf(f, "grow_ahead = %s\n", p->grow_ahead ? "true" : "false");
+        fm_file_printf(w, "initial_capacity = %u\n", cap);
+        fm_file_printf(w, "max_capacity = %u\n", p->max_capacity);
+        fm_file_printf(w, "growth = %s\n", eng__growth_key(p->growth));
+        fm_file_printf(w, "grow_factor = %g\n", (double)(p->grow_factor > 1.0f ? p->grow_factor : 2.0f));
+        fm_file_printf(w, "grow_step = %u\n", p->grow_step);
+        fm_file_printf(w, "prefault = %s\n", p->prefault ? "true" : "false");
+        fm_file_printf(w, "grow_ahead = %s\n", p->grow_ahead ? "true" : "false");
     }
     for (uint32_t i = 0; i < cfg->arena_count; i++) {
         const eng_arena_config *a = &cfg->arenas[i];
@@ -498,19 +483,19 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
             }
         }
         uint64_t reserve = a->reserve;
-        fprintf(f, "\n[arena.%s]\n", a->name);
+        fm_file_printf(w, "\n[arena.%s]\n", a->name);
         /* A frame's bytes must fit its arena with room for a bigger frame. */
         if (hw * 4 > reserve) {
             reserve = ((hw * 4 + ENG__MIN_RESERVE - 1) / ENG__MIN_RESERVE) * ENG__MIN_RESERVE;
             if (reserve > ENG__MAX_RESERVE) reserve = ENG__MAX_RESERVE;
-            fprintf(f, "; largest frame %llu bytes: reserve raised to 4x that, whole MiB\n",
+            fm_file_printf(w, "; largest frame %llu bytes: reserve raised to 4x that, whole MiB\n",
                     (unsigned long long)hw);
         } else {
-            fprintf(f, "; largest frame %llu bytes: reserve kept (at least 4x that)\n",
+            fm_file_printf(w, "; largest frame %llu bytes: reserve kept (at least 4x that)\n",
                     (unsigned long long)hw);
         }
-        fprintf(f, "reserve = %llu\n", (unsigned long long)reserve);
-        fprintf(f, "commit_step = %llu\n", (unsigned long long)a->commit_step);
+        fm_file_printf(w, "reserve = %llu\n", (unsigned long long)reserve);
+        fm_file_printf(w, "commit_step = %llu\n", (unsigned long long)a->commit_step);
     }
-    return eng__close_temp(f, true, tmp, path, err, err_len);
+    return fm_file_commit(w, err, err_len);
 }

@@ -37,10 +37,6 @@ void eng__report_null(const char *fn, const char *what, char *err, size_t err_le
 
 /// Names of sources and config sections: 1-31 of [A-Za-z0-9_.-].
 bool eng__valid_name(const char *name);
-/// A temporary file beside path (written, then renamed by eng__close_temp).
-FILE *eng__open_temp(const char *path, char *tmp, size_t tmp_len, char *err, size_t err_len);
-bool eng__close_temp(FILE *f, bool ok, const char *tmp, const char *path, char *err,
-                     size_t err_len);
 
 /* ------------------------------------------------------- backing memory */
 

@@ -2,13 +2,13 @@
 #include "engine/telemetry.h"
 
 #include "framemem/clock.h"
+#include "framemem/file.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "eng_internal.h"
 
@@ -22,7 +22,7 @@ struct eng_telemetry {
     eng_source_info sources[ENG_TELEMETRY_MAX_SOURCES];
     eng_frame_record *frames; /* [cap] */
     eng_sample *samples;      /* [cap * max_sources] */
-    FILE *stream;
+    fm_file_writer *stream;   /* eng_telemetry_stream_csv's, the caller's */
     bool stream_pending;      /* the newest frame is not written yet */
     fm_allocator alloc;       /* where this struct and the ring came from */
 };
@@ -189,12 +189,19 @@ static uint32_t eng__slot(const eng_telemetry *t, uint32_t i) {
     return s >= t->cap ? s - t->cap : s;
 }
 
-static void eng__write_frame_rows(const eng_telemetry *t, uint32_t i, FILE *f);
+/* Where CSV rows go: a caller's stdio stream, or a file writer. */
+typedef struct eng__csv_out {
+    FILE *f;
+    fm_file_writer *w;
+} eng__csv_out;
+
+static bool eng__write_frame_rows(const eng_telemetry *t, uint32_t i, eng__csv_out out);
 
 void eng_telemetry_push(eng_telemetry *t, const eng_frame_record *rec, const eng_sample *samples) {
     ENG__REFUSE_NULL(t, "telemetry", );
     if (!rec) return;
-    if (t->stream && t->stream_pending) eng__write_frame_rows(t, t->count - 1, t->stream);
+    if (t->stream && t->stream_pending)
+        eng__write_frame_rows(t, t->count - 1, (eng__csv_out){.w = t->stream});
     uint32_t slot;
     if (t->count < t->cap) {
         slot = eng__slot(t, t->count);
@@ -264,7 +271,8 @@ void eng_telemetry_set_render_ns(eng_telemetry *t, uint64_t render_ns) {
 
 void eng_telemetry_clear(eng_telemetry *t) {
     ENG__REFUSE_NULL(t, "telemetry", );
-    if (t->stream && t->stream_pending) eng__write_frame_rows(t, t->count - 1, t->stream);
+    if (t->stream && t->stream_pending)
+        eng__write_frame_rows(t, t->count - 1, (eng__csv_out){.w = t->stream});
     t->stream_pending = false;
     t->head = t->count = 0;
     t->pushed = 0;
@@ -279,13 +287,20 @@ void eng_telemetry_clear(eng_telemetry *t) {
 
 /* ---------------------------------------------------------------- CSV out */
 
-static void eng__write_frame_rows(const eng_telemetry *t, uint32_t i, FILE *f) {
+static bool eng__csv_put(eng__csv_out out, const char *text, size_t len) {
+    if (out.w) return fm_file_write(out.w, text, len);
+    return fwrite(text, 1, len, out.f) == len;
+}
+
+/* Every row of frame i; false when a write failed (a writer keeps the reason). */
+static bool eng__write_frame_rows(const eng_telemetry *t, uint32_t i, eng__csv_out out) {
     const eng_frame_record *r = eng_telemetry_frame(t, i);
-    if (!r) return;
+    if (!r) return true;
     for (uint32_t s = 0; s < t->source_count; s++) {
         const eng_source_info *si = &t->sources[s];
         const eng_sample *x = eng_telemetry_sample(t, i, s);
-        fprintf(f,
+        char row[1024]; /* 24 fields of at most 20 digits or a 31-byte name */
+        int n = snprintf(row, sizeof row,
                 "%llu,%s,%s,%s,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
                 "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n",
                 (unsigned long long)r->frame, si->name,
@@ -300,79 +315,54 @@ static void eng__write_frame_rows(const eng_telemetry *t, uint32_t i, FILE *f) {
                 (unsigned long long)x->commit_events, (unsigned long long)r->frame_ns,
                 (unsigned long long)r->sim_ns, (unsigned long long)r->alloc_total_ns,
                 (unsigned long long)r->maint_ns, (unsigned long long)r->render_ns);
+        if (n < 0 || (size_t)n >= sizeof row || !eng__csv_put(out, row, (size_t)n)) return false;
     }
+    return true;
+}
+
+static bool eng__write_csv_rows(const eng_telemetry *t, eng__csv_out out) {
+    static const char header[] = ENG_CSV_COLUMNS "\n";
+    if (!eng__csv_put(out, header, sizeof header - 1)) return false;
+    for (uint32_t i = 0; i < t->count; i++)
+        if (!eng__write_frame_rows(t, i, out)) return false;
+    return true;
 }
 
 bool eng_telemetry_write_csv_file(const eng_telemetry *t, FILE *f) {
     ENG__REFUSE_NULL(t, "telemetry", false);
     ENG__REFUSE_NULL(f, "stream", false);
-    fputs(ENG_CSV_COLUMNS "\n", f);
-    for (uint32_t i = 0; i < t->count; i++) eng__write_frame_rows(t, i, f);
-    return !ferror(f);
-}
-
-/* Opens a temporary file beside path; *tmp receives its name. */
-FILE *eng__open_temp(const char *path, char *tmp, size_t tmp_len, char *err, size_t err_len) {
-    if (!path || !path[0]) {
-        eng__set_err(err, err_len, "no output path given");
-        return NULL;
-    }
-    int n = snprintf(tmp, tmp_len, "%s.tmp%ld", path, (long)getpid());
-    if (n < 0 || (size_t)n >= tmp_len) {
-        eng__set_err(err, err_len, "%s: path too long", path);
-        return NULL;
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) eng__set_err(err, err_len, "%s: cannot write: %s", path, strerror(errno));
-    return f;
-}
-
-/* Closes f and renames tmp to path when ok; removes tmp otherwise. */
-bool eng__close_temp(FILE *f, bool ok, const char *tmp, const char *path, char *err,
-                     size_t err_len) {
-    int saved = 0;
-    if (ferror(f)) ok = false, saved = errno;
-    if (fclose(f) != 0 && ok) ok = false, saved = errno;
-    if (ok && rename(tmp, path) != 0) ok = false, saved = errno;
-    if (!ok) {
-        remove(tmp);
-        eng__set_err(err, err_len, "%s: write failed: %s", path,
-                     saved ? strerror(saved) : "I/O error");
-    }
-    return ok;
+    return eng__write_csv_rows(t, (eng__csv_out){.f = f}) && !ferror(f);
 }
 
 bool eng_telemetry_write_csv(const eng_telemetry *t, const char *path, char *err, size_t err_len) {
     ENG__REFUSE_NULL_ERR(t, "telemetry", err, err_len, false);
-    char tmp[4096];
-    FILE *f = eng__open_temp(path, tmp, sizeof tmp, err, err_len);
-    if (!f) return false;
-    bool ok = eng_telemetry_write_csv_file(t, f);
-    return eng__close_temp(f, ok, tmp, path, err, err_len);
+    fm_file_writer *w = fm_file_begin(path, err, err_len);
+    if (!w) return false;
+    eng__write_csv_rows(t, (eng__csv_out){.w = w});
+    return fm_file_commit(w, err, err_len);
 }
 
-void eng_telemetry_stream_csv(eng_telemetry *t, FILE *f) {
+void eng_telemetry_stream_csv(eng_telemetry *t, fm_file_writer *w) {
     ENG__REFUSE_NULL(t, "telemetry", );
     eng_telemetry_stream_end(t);
-    t->stream = f;
+    t->stream = w;
     t->stream_pending = false;
-    if (f) fputs(ENG_CSV_COLUMNS "\n", f);
+    if (w) fm_file_write(w, ENG_CSV_COLUMNS "\n", sizeof ENG_CSV_COLUMNS);
 }
 
 void eng_telemetry_stream_end(eng_telemetry *t) {
     ENG__REFUSE_NULL(t, "telemetry", );
     if (!t->stream) return;
-    if (t->stream_pending) eng__write_frame_rows(t, t->count - 1, t->stream);
-    fflush(t->stream);
+    if (t->stream_pending) eng__write_frame_rows(t, t->count - 1, (eng__csv_out){.w = t->stream});
     t->stream = NULL;
     t->stream_pending = false;
 }
 
 /* --------------------------------------------------------------- trace out */
 
-static void eng__trace_x(FILE *f, bool *first, const char *name, int tid, double ts_us,
+static void eng__trace_x(fm_file_writer *w, bool *first, const char *name, int tid, double ts_us,
                          double dur_us, uint64_t frame) {
-    fprintf(f, "%s\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+    fm_file_printf(w, "%s\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                "\"args\":{\"frame\":%llu}}",
             *first ? "" : ",", name, tid, ts_us, dur_us, (unsigned long long)frame);
     *first = false;
@@ -381,14 +371,13 @@ static void eng__trace_x(FILE *f, bool *first, const char *name, int tid, double
 bool eng_telemetry_write_trace(const eng_telemetry *t, const char *path, char *err,
                                size_t err_len) {
     ENG__REFUSE_NULL_ERR(t, "telemetry", err, err_len, false);
-    char tmp[4096];
-    FILE *f = eng__open_temp(path, tmp, sizeof tmp, err, err_len);
-    if (!f) return false;
-    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
+    fm_file_writer *w = fm_file_begin(path, err, err_len);
+    if (!w) return false;
+    fm_file_printf(w, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
     bool first = true;
     static const char *const threads[] = {"", "frame", "split", "growth"};
     for (int tid = 1; tid <= 3; tid++) {
-        fprintf(f, "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
+        fm_file_printf(w, "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,"
                    "\"args\":{\"name\":\"%s\"}}",
                 first ? "" : ",", tid, threads[tid]);
         first = false;
@@ -398,7 +387,7 @@ bool eng_telemetry_write_trace(const eng_telemetry *t, const char *path, char *e
     for (uint32_t i = 0; i < t->count; i++) {
         const eng_frame_record *r = eng_telemetry_frame(t, i);
         double dur = (double)r->frame_ns / 1000.0;
-        fprintf(f, ",\n{\"name\":\"frame %llu\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":%.3f,"
+        fm_file_printf(w, ",\n{\"name\":\"frame %llu\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":%.3f,"
                    "\"dur\":%.3f,\"args\":{\"frame\":%llu,\"sim_ns\":%llu,\"alloc_ns\":%llu,"
                    "\"maint_ns\":%llu,\"render_ns\":%llu,\"grow_events\":%u}}",
                 (unsigned long long)r->frame, ts, dur, (unsigned long long)r->frame,
@@ -406,22 +395,22 @@ bool eng_telemetry_write_trace(const eng_telemetry *t, const char *path, char *e
                 (unsigned long long)r->maint_ns, (unsigned long long)r->render_ns,
                 r->grow_events);
         double at = ts;
-        eng__trace_x(f, &first, "maintenance", 2, at, (double)r->maint_ns / 1000.0, r->frame);
+        eng__trace_x(w, &first, "maintenance", 2, at, (double)r->maint_ns / 1000.0, r->frame);
         at += (double)r->maint_ns / 1000.0;
-        eng__trace_x(f, &first, "simulation", 2, at, (double)r->sim_ns / 1000.0, r->frame);
+        eng__trace_x(w, &first, "simulation", 2, at, (double)r->sim_ns / 1000.0, r->frame);
         at += (double)r->sim_ns / 1000.0;
-        eng__trace_x(f, &first, "allocation", 2, at, (double)r->alloc_total_ns / 1000.0, r->frame);
+        eng__trace_x(w, &first, "allocation", 2, at, (double)r->alloc_total_ns / 1000.0, r->frame);
         for (uint32_t s = 0; s < t->source_count; s++) {
             const eng_sample *x = eng_telemetry_sample(t, i, s);
             if (x->grow_events)
-                fprintf(f, ",\n{\"name\":\"grow %s\",\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":3,"
+                fm_file_printf(w, ",\n{\"name\":\"grow %s\",\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":3,"
                            "\"ts\":%.3f,\"args\":{\"pool\":\"%s\",\"events\":%llu,\"ns\":%llu,"
                            "\"frame\":%llu}}",
                         t->sources[s].name, ts, t->sources[s].name,
                         (unsigned long long)x->grow_events, (unsigned long long)x->grow_ns,
                         (unsigned long long)r->frame);
             if (x->ahead_grow_events)
-                fprintf(f, ",\n{\"name\":\"grow-ahead %s\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,"
+                fm_file_printf(w, ",\n{\"name\":\"grow-ahead %s\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,"
                            "\"tid\":3,\"ts\":%.3f,\"args\":{\"pool\":\"%s\",\"events\":%llu,"
                            "\"ns\":%llu,\"frame\":%llu}}",
                         t->sources[s].name, ts, t->sources[s].name,
@@ -430,8 +419,8 @@ bool eng_telemetry_write_trace(const eng_telemetry *t, const char *path, char *e
         }
         ts += dur + (double)r->render_ns / 1000.0;
     }
-    fputs("\n]}\n", f);
-    return eng__close_temp(f, true, tmp, path, err, err_len);
+    fm_file_printf(w, "\n]}\n");
+    return fm_file_commit(w, err, err_len);
 }
 
 /* ----------------------------------------------------------------- CSV in */
@@ -533,6 +522,7 @@ static void eng__printable(const char *p, const char *end, char *out, size_t out
 eng_telemetry *eng_telemetry_read_csv_mem(const char *data, size_t size, const char *name,
                                           char *err, size_t err_len) {
     if (!name) name = "<csv>";
+    fm_file_skip_bom(&data, &size);
     if (!data || size == 0) {
         eng__set_err(err, err_len, "%s:1: empty file (expected the header row)", name);
         return NULL;
@@ -819,38 +809,9 @@ eng_telemetry *eng_telemetry_read_csv(const char *path, char *err, size_t err_le
         eng__set_err(err, err_len, "no CSV path given");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        eng__set_err(err, err_len, "%s:0: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            size_t nc = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, nc);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                eng__set_err(err, err_len, "%s:0: out of memory reading the file", path);
-                return NULL;
-            }
-            buf = nb;
-            cap = nc;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    bool rerr = ferror(f);
-    fclose(f);
-    if (rerr) {
-        free(buf);
-        eng__set_err(err, err_len, "%s:0: read error", path);
-        return NULL;
-    }
-    eng_telemetry *t = eng_telemetry_read_csv_mem(buf, len, path, err, err_len);
-    free(buf);
+    fm_file_data file;
+    if (!fm_file_read(path, ENG_CSV_MAX_BYTES, NULL, &file, err, err_len)) return NULL;
+    eng_telemetry *t = eng_telemetry_read_csv_mem(file.data, file.size, path, err, err_len);
+    fm_file_data_release(&file);
     return t;
 }

@@ -1,22 +1,27 @@
 /*
  * test_demo_run.c: framemem-demo as a user runs it (demo/src/main.c): a
  * headless run with every output, the save-config / reload loop, bad
- * arguments and files, no display, and (argument "xvfb") a real window under
- * xvfb-run. The demo runs as a child process; paths come from CMake.
+ * arguments and files, no display, its files on a full disk (RLIMIT_FSIZE),
+ * FIFOs and folders where files belong, outputs equal to inputs, and
+ * (argument "xvfb") a real window under xvfb-run. The demo runs as a child
+ * process; paths come from CMake.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fm_test.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <stb_image.h>
 
+#include "engine/config.h"
 #include "engine/telemetry.h"
 #include "overlay/overlay.h"
 
@@ -49,7 +54,15 @@ enum { ENV_KEEP = 0, ENV_NO_DISPLAY = 1, ENV_WINDOW = 2 };
  * a real window, where libdbus and the X11/Mesa modules SDL loads and unloads
  * keep allocations LeakSanitizer cannot attribute to a module to suppress; so
  * leak checking is off there (the headless runs check the demo's own leaks). */
-static void run_argv(run *r, char *const argv[], int env) {
+/* A child's limits: its files may not pass fsize bytes (0: no limit; a
+ * full disk), and it is killed, failing the test, after timeout_s seconds
+ * (a run that blocks). */
+typedef struct run_limits {
+    size_t fsize;
+    int timeout_s;
+} run_limits;
+
+static void run_argv_limited(run *r, char *const argv[], int env, run_limits lim) {
     char out_path[600], err_path[600];
     snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
     snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
@@ -74,17 +87,32 @@ static void run_argv(run *r, char *const argv[], int env) {
             snprintf(opts, sizeof opts, "%s%sdetect_leaks=0", old ? old : "", old && *old ? ":" : "");
             setenv("ASAN_OPTIONS", opts, 1);
         }
+        if (lim.fsize) fm_test_limit_file_size(lim.fsize);
         execv(argv[0], argv);
         _exit(127);
     }
     int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
+    int timeout_ms = (lim.timeout_s ? lim.timeout_s : 600) * 1000;
+    pid_t done = 0;
+    for (int waited = 0; (done = waitpid(pid, &status, WNOHANG)) == 0 && waited < timeout_ms; waited += 10)
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("%s did not end within %d s (blocked?)", argv[0], timeout_ms / 1000);
+    }
+    assert_int_equal(done, pid);
     r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     slurp(out_path, r->out, sizeof r->out);
     slurp(err_path, r->err, sizeof r->err);
 }
 
+static void run_argv(run *r, char *const argv[], int env) { run_argv_limited(r, argv, env, (run_limits){0}); }
+
 #define DEMO(r, env, ...) run_argv(r, (char *const[]){DEMO_EXE, __VA_ARGS__, NULL}, env)
+/* The demo with limits (run_limits) on its files and time. */
+#define DEMO_LIMITED(r, lim, ...) \
+    run_argv_limited(r, (char *const[]){DEMO_EXE, __VA_ARGS__, NULL}, ENV_KEEP, lim)
 
 static void path_in(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
 
@@ -140,7 +168,7 @@ static void test_demo_missing_config_file_exits_2_naming_it(void **state) {
     static run r;
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--config", "no-such-dir/pools.ini");
     assert_int_equal(r.code, 2);
-    expect_text(r.err, "--config no-such-dir/pools.ini: cannot read the file: No such file or directory",
+    expect_text(r.err, "--config no-such-dir/pools.ini: cannot open: No such file or directory",
                 "stderr");
 }
 
@@ -161,7 +189,7 @@ static void test_demo_unwritable_outputs_fail_with_exit_1(void **state) {
     expect_text(r.err, "--csv no-such-dir/t.csv: cannot write", "stderr");
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "3", "--screenshot", "no-such-dir/s.png", "--quiet");
     assert_int_equal(r.code, 1);
-    expect_text(r.err, "--screenshot: screenshot no-such-dir/s.png: cannot write the PNG file", "stderr");
+    expect_text(r.err, "--screenshot no-such-dir/s.png: cannot write: No such file or directory", "stderr");
 }
 
 /* ------------------------------------------------------------ outputs */
@@ -348,6 +376,125 @@ static void test_demo_malloc_backend_runs_the_same_world(void **state) {
     expect_text(r.out, "backend malloc", "summary");
 }
 
+/* ------------------------------------------------------------ files */
+
+static void write_text_in(const char *name, const char *text) {
+    char p[600];
+    path_in(p, sizeof p, name);
+    fm_test_write_text(p, text);
+}
+
+static void expect_file_is(const char *name, const char *text) {
+    char p[600];
+    path_in(p, sizeof p, name);
+    if (!fm_test_file_is(p, text)) fail_msg("%s no longer holds '%s'", name, text);
+}
+
+static void expect_no_temp_files(void) {
+    int n = fm_test_count_temp_files(dir);
+    if (n != 0) fail_msg("%d temporary file(s) left in %s", n, dir);
+}
+
+static void test_demo_full_disk_fails_each_output_and_keeps_the_old_files(void **state) {
+    (void)state;
+    static run r;
+    static const char *const outs[] = {"full.csv", "full.json", "full.png", "full.ini"};
+    for (int i = 0; i < 4; i++) write_text_in(outs[i], "the old file\n");
+    /* 16 KiB: the CSV, the trace and the PNG of 60 frames are bigger. */
+    DEMO_LIMITED(&r, ((run_limits){.fsize = 16 << 10}), "--headless", "--frames", "60", "--quiet",
+                 "--csv", "full.csv", "--trace", "full.json", "--screenshot", "full.png");
+    if (r.code != 1) fail_msg("exit %d, wanted 1\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.err, "framemem-demo: --csv full.csv: write failed: File too large", "stderr");
+    expect_text(r.err, "framemem-demo: --trace full.json: write failed: File too large", "stderr");
+    expect_text(r.err, "framemem-demo: --screenshot full.png: write failed: File too large", "stderr");
+    if (strstr(r.out, "wrote")) fail_msg("a failed output was reported written:\n%s", r.out);
+    /* 1 KiB: the tuned config (about 2 KiB) too. */
+    DEMO_LIMITED(&r, ((run_limits){.fsize = 1 << 10}), "--headless", "--frames", "10", "--quiet",
+                 "--no-overlay", "--save-config", "full.ini");
+    if (r.code != 1) fail_msg("exit %d, wanted 1\nstderr: %s", r.code, r.err);
+    expect_text(r.err, "framemem-demo: --save-config full.ini: write failed: File too large", "stderr");
+    for (int i = 0; i < 4; i++) expect_file_is(outs[i], "the old file\n");
+    expect_no_temp_files();
+}
+
+static void test_demo_failed_run_leaves_its_outputs_as_they_were(void **state) {
+    (void)state;
+    static run r;
+    write_text_in("kept.csv", "kept csv\n");
+    write_text_in("kept.json", "kept trace\n");
+    DEMO(&r, ENV_NO_DISPLAY, "--frames", "5", "--csv", "kept.csv", "--trace", "kept.json");
+    assert_int_equal(r.code, 1);
+    expect_text(r.err, "cannot open a window", "stderr");
+    expect_text(r.err, "--csv kept.csv: not written (the run failed)", "stderr");
+    expect_text(r.err, "--trace kept.json: not written (the run failed)", "stderr");
+    expect_file_is("kept.csv", "kept csv\n");
+    expect_file_is("kept.json", "kept trace\n");
+    expect_no_temp_files();
+}
+
+static void test_demo_output_equal_to_an_input_is_refused_before_the_run(void **state) {
+    (void)state;
+    static run r;
+    static const char cfg[] = "[pool.particles]\ninitial_capacity = 2048\n";
+    write_text_in("in.ini", cfg);
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--csv", "in.ini", "--config", "in.ini");
+    if (r.code != 2) fail_msg("exit %d, wanted 2\nstderr: %s", r.code, r.err);
+    expect_text(r.err, "in.ini: the same file as the input in.ini; nothing was run", "stderr");
+    assert_string_equal(r.out, "");
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--save-config", "./in.ini", "--config", "in.ini");
+    assert_int_equal(r.code, 2);
+    expect_text(r.err, "./in.ini: the same file as the input in.ini", "stderr");
+    expect_file_is("in.ini", cfg);
+    /* One file for two outputs. */
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--csv", "twice.out", "--trace", "twice.out");
+    assert_int_equal(r.code, 2);
+    expect_text(r.err, "twice.out: given for two outputs", "stderr");
+    char p[600];
+    path_in(p, sizeof p, "twice.out");
+    assert_int_not_equal(access(p, F_OK), 0);
+}
+
+static void test_demo_fifos_and_folders_are_refused_at_once_with_exit_2(void **state) {
+    (void)state;
+    static run r;
+    char fifo[600], folder[600];
+    path_in(fifo, sizeof fifo, "pipe");
+    path_in(folder, sizeof folder, "folder");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    assert_int_equal(mkdir(folder, 0755), 0);
+    char big[600];
+    path_in(big, sizeof big, "big.ini"); /* over the loader's cap (sparse) */
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)ENG_CONFIG_MAX_BYTES + 1), 0);
+    close(fd);
+    static const struct {
+        const char *option, *file, *want;
+    } cases[] = {
+        {"--config", "pipe", "framemem-demo: --config pipe: not a regular file"},
+        {"--config", "folder", "framemem-demo: --config folder: not a regular file"},
+        {"--config", "big.ini", "framemem-demo: --config big.ini: too large (cap 1048576 bytes)"},
+        {"--csv", "pipe", "framemem-demo: pipe: not a regular file (refusing to replace it)"},
+        {"--trace", "folder", "framemem-demo: folder: not a regular file (refusing to replace it)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        DEMO_LIMITED(&r, ((run_limits){.timeout_s = 60}), "--headless", "--frames", "5",
+                     (char *)cases[i].option, (char *)cases[i].file);
+        if (r.code != 2) fail_msg("%s %s: exit %d, wanted 2", cases[i].option, cases[i].file, r.code);
+        expect_text(r.err, cases[i].want, "stderr");
+    }
+    struct stat st;
+    assert_int_equal(stat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(stat(folder, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    /* --help says what these exit with. */
+    DEMO(&r, ENV_KEEP, "--help");
+    expect_text(r.out, "2 bad arguments, a config that is not a readable regular file\nof at most 1 MiB, "
+                       "or an output that is not a regular file or is the same\nfile as an input",
+                "--help");
+}
+
 /* ------------------------------------------------------------ xvfb */
 
 static void test_demo_window_under_xvfb_takes_a_screenshot(void **state) {
@@ -398,6 +545,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_demo_keys_save_reload_switch_and_reset),
         cmocka_unit_test(test_demo_escape_quits_early_with_the_screenshot),
         cmocka_unit_test(test_demo_malloc_backend_runs_the_same_world),
+        cmocka_unit_test(test_demo_full_disk_fails_each_output_and_keeps_the_old_files),
+        cmocka_unit_test(test_demo_failed_run_leaves_its_outputs_as_they_were),
+        cmocka_unit_test(test_demo_output_equal_to_an_input_is_refused_before_the_run),
+        cmocka_unit_test(test_demo_fifos_and_folders_are_refused_at_once_with_exit_2),
     };
     return cmocka_run_group_tests_name("demo_run", tests, make_dir, remove_dir);
 }

@@ -119,7 +119,7 @@ static bool absent(const char *path) { return access(path, F_OK) != 0; }
              err_names("eng_telemetry_write_csv") && absent(OUT_PATH);)         \
     X(eng_telemetry_write_csv_file, FM_ERR_INVALID_ARG,                          \
       return !eng_telemetry_write_csv_file(NULL, stderr);)                      \
-    X(eng_telemetry_stream_csv, FM_ERR_INVALID_ARG, eng_telemetry_stream_csv(NULL, stderr); \
+    X(eng_telemetry_stream_csv, FM_ERR_INVALID_ARG, eng_telemetry_stream_csv(NULL, NULL); \
       return true;)                                                             \
     X(eng_telemetry_stream_end, FM_ERR_INVALID_ARG, eng_telemetry_stream_end(NULL); return true;) \
     X(eng_telemetry_write_trace, FM_ERR_INVALID_ARG,                             \

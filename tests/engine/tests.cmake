@@ -1,7 +1,7 @@
 # Engine suites (tests/engine/): included from tests/CMakeLists.txt when the
 # engine library exists. Paths are relative to tests/.
 if(TARGET framemem_engine)
-  foreach(suite telemetry config engine faults null_args)
+  foreach(suite telemetry config engine faults null_args files)
     fm_add_test(test_eng_${suite} engine/test_${suite}.c engine_${suite})
     target_link_libraries(test_eng_${suite} PRIVATE framemem_engine)
     target_include_directories(test_eng_${suite} PRIVATE ${PROJECT_SOURCE_DIR}/engine/src)

@@ -3,6 +3,7 @@
  * checked against the headers of memory/include/framemem. */
 #include "fm_null_table.h"
 
+#include "framemem/file.h"
 #include "framemem/framemem.h"
 
 #include <string.h>
@@ -150,7 +151,15 @@ static bool untouched(const void *p, size_t n) {
     X(fm_defer_queue_destroy, FM_OK, fm_defer_queue_destroy(NULL); return true;) \
     X(fm_defer, FM_ERR_INVALID_ARG, return !fm_defer(NULL, g.closure, 0);)       \
     X(fm_defer_run, FM_ERR_INVALID_ARG, return fm_defer_run(NULL) == 0 && g.calls == 0;) \
-    X(fm_defer_pending, FM_ERR_INVALID_ARG, return fm_defer_pending(NULL) == 0;)
+    X(fm_defer_pending, FM_ERR_INVALID_ARG, return fm_defer_pending(NULL) == 0;) \
+    /* file.h (framemem_file) */                                                \
+    X(fm_file_write, FM_ERR_INVALID_ARG, return !fm_file_write(NULL, "x", 1);)   \
+    X(fm_file_printf, FM_ERR_INVALID_ARG, return !fm_file_printf(NULL, "%d", 1);) \
+    X(fm_file_ok, FM_ERR_INVALID_ARG, return !fm_file_ok(NULL);)                 \
+    X(fm_file_commit, FM_ERR_INVALID_ARG, char err_[64] = "";                    \
+      return !fm_file_commit(NULL, err_, sizeof err_) && err_[0] != 0;)          \
+    X(fm_file_abort, FM_OK, fm_file_abort(NULL); return true;)                   \
+    X(fm_file_data_release, FM_OK, fm_file_data_release(NULL); return true;)
 
 FM_NULL_TABLE(MEMORY_NULL_CASES, memory_null_cases);
 
@@ -162,6 +171,9 @@ static const char *const memory_no_object[] = {
     "fm_growth_name", "fm_align_up",      "fm_is_aligned",     "fm_handle_is_null",
     "fm_handle_equal", "fm_clock_now",    "fm_clock_init",     "fm_clock_to_ns",
     "fm_clock_ticks_per_sec", "fm_clock_source",
+    /* file.h: paths, buffers and out-structs, no object */
+    "fm_file_begin", "fm_file_write_whole", "fm_file_read", "fm_file_skip_bom",
+    "fm_file_check_input", "fm_file_check_outputs",
 };
 
 #define N_CASES (sizeof memory_null_cases / sizeof memory_null_cases[0])

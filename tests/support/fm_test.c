@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -259,6 +262,78 @@ void fm_test_assert_no_overlap(void *const *items, size_t count, size_t size) {
 
 bool fm_test_contains(const char *haystack, const char *needle) {
     return haystack && needle && strstr(haystack, needle) != NULL;
+}
+
+void fm_test_limit_file_size(size_t max_bytes) {
+    struct rlimit rl = {.rlim_cur = (rlim_t)max_bytes, .rlim_max = (rlim_t)max_bytes};
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(125);
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+int fm_test_run_full_disk(size_t max_bytes, int (*fn)(void *arg), void *arg) {
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        fm_test_limit_file_size(max_bytes);
+        int rc = fn(arg);
+        fflush(NULL);
+        _exit(rc);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool fm_test_make_dir(char *dir, size_t dir_size, const char *prefix) {
+    int n = snprintf(dir, dir_size, "/tmp/%s_XXXXXX", prefix);
+    return n > 0 && (size_t)n < dir_size && mkdtemp(dir) != NULL;
+}
+
+int fm_test_remove_dir(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
+}
+
+const char *fm_test_path(const char *dir, const char *name) {
+    static char bufs[8][600];
+    static unsigned next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
+    return b;
+}
+
+void fm_test_expect_contains(const char *text, const char *want) {
+    if (!fm_test_contains(text, want)) fail_msg("'%s' lacks '%s'", text ? text : "(null)", want);
+}
+
+int fm_test_count_temp_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".tmp") != NULL;
+    closedir(d);
+    return n;
+}
+
+void fm_test_write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+bool fm_test_file_is(const char *path, const char *text) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t n = strlen(text);
+    char *buf = malloc(n + 2);
+    size_t got = buf ? fread(buf, 1, n + 1, f) : 0;
+    fclose(f);
+    bool same = buf && got == n && memcmp(buf, text, n) == 0;
+    free(buf);
+    return same;
 }
 
 const char *fm_test_sync_from_args(int argc, char **argv, fm_sync *out) {

@@ -174,6 +174,33 @@ void fm_test_assert_no_overlap(void *const *items, size_t count, size_t size);
 /// true when haystack contains needle (both may be NULL: false).
 bool fm_test_contains(const char *haystack, const char *needle);
 
+/* ----------------------------------------------------------- files in tests */
+
+/// For a child process (after fork): its files may grow to max_bytes at most
+/// (RLIMIT_FSIZE) and SIGXFSZ is ignored, so a write past that fails with
+/// EFBIG: a full disk without root. Both survive exec.
+void fm_test_limit_file_size(size_t max_bytes);
+/// Runs fn(arg) in a forked child under fm_test_limit_file_size(max_bytes)
+/// and returns its result (the child's exit code; 128 + signal if killed).
+/// fn must not use cmocka's asserts (it reports through its return value).
+int fm_test_run_full_disk(size_t max_bytes, int (*fn)(void *arg), void *arg);
+/// Makes a fresh folder "/tmp/PREFIX_XXXXXX" and puts its path in dir
+/// (dir_size bytes); false when it cannot.
+bool fm_test_make_dir(char *dir, size_t dir_size, const char *prefix);
+/// Removes dir and everything in it; 0 when done.
+int fm_test_remove_dir(const char *dir);
+/// "dir/name", in one of 8 static buffers used in turn (valid for 7 more calls).
+const char *fm_test_path(const char *dir, const char *name);
+/// cmocka-fails, showing both, unless text contains want.
+void fm_test_expect_contains(const char *text, const char *want);
+/// Files in dir whose names contain ".tmp" (a writer's leftovers); -1 when
+/// dir cannot be read.
+int fm_test_count_temp_files(const char *dir);
+/// Writes text to path (replacing it); cmocka-asserts success.
+void fm_test_write_text(const char *path, const char *text);
+/// true when the file at path holds exactly text.
+bool fm_test_file_is(const char *path, const char *text);
+
 /* ------------------------------------------------------------- sync suites */
 
 /// The sync policy named by argv[1] ("none", the default, "mutex",

@@ -2,7 +2,9 @@
 # fm-bench --quick: every experiment of --list prints its section with a
 # markdown table whose rows have as many cells as its header; the glibc rows
 # and, for each peer executable built beside fm-bench, the peer's rows are in
-# the churn, bulk and regrowth tables; bad options exit 2.
+# the churn, bulk and regrowth tables; --csv files are written whole or not
+# at all (a full disk exits 1, the old file kept; a FIFO is refused, exit 2);
+# bad options exit 2.
 #
 #   check_bench.sh PATH/TO/fm-bench EXPECT_LIBC(0|1)
 set -u
@@ -106,6 +108,32 @@ fout=$("$fake/fm-bench" --quick --no-pin --only churn 2>&1)
 rc=$?
 [ $rc = 1 ] || err "failing peer: exit $rc, expected 1"
 grep -q "fm-bench-peer-jemalloc (churn) failed: exit code 3" <<<"$fout" || err "failing peer: message missing"
+
+# --csv: each file written whole or not at all. On a full disk (no file may
+# grow: RLIMIT_FSIZE 0, SIGXFSZ ignored) fm-bench exits 1 naming the file and
+# the reason, and the old file stays; a FIFO in its place is refused (exit 2)
+# and stays a FIFO.
+csvdir="$fake/csv"
+"$bench" --quick --no-pin --no-peers --only churn --csv "$csvdir" >/dev/null || err "--csv run failed"
+head -n 1 "$csvdir/churn.csv" | grep -qx 'variant,item_size,pattern,runs,median_ns_per_pair' ||
+    err "--csv: churn.csv lacks its header"
+printf 'old\n' >"$csvdir/churn.csv"
+msg=$( (ulimit -f 0 && trap '' XFSZ &&
+        exec "$bench" --quick --no-pin --no-peers --only churn --csv "$csvdir") 2>&1 >/dev/null)
+rc=$?
+[ $rc = 1 ] || err "--csv on a full disk: exit $rc, expected 1 ($msg)"
+grep -qF -e "fm-bench: --csv $csvdir/churn.csv: write failed: File too large" <<<"$msg" ||
+    err "--csv on a full disk: message '$msg'"
+[ "$(cat "$csvdir/churn.csv")" = old ] || err "--csv on a full disk: the old churn.csv was changed"
+ls "$csvdir"/*.tmp* >/dev/null 2>&1 && err "--csv on a full disk: a temporary file was left"
+rm "$csvdir/churn.csv"
+mkfifo "$csvdir/churn.csv"
+msg=$(timeout 120 "$bench" --quick --no-pin --no-peers --only churn --csv "$csvdir" 2>&1 >/dev/null)
+rc=$?
+[ $rc = 2 ] || err "--csv over a FIFO: exit $rc, expected 2 ($msg)"
+grep -qF -e "churn.csv: not a regular file (refusing to replace it)" <<<"$msg" ||
+    err "--csv over a FIFO: message '$msg'"
+[ -p "$csvdir/churn.csv" ] || err "--csv over a FIFO: the FIFO was replaced"
 
 for bad in "--only nosuch" "--repeat 0" "--repeat x" "--frobnicate"; do
     # shellcheck disable=SC2086

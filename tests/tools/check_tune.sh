@@ -2,7 +2,9 @@
 # fm-tune: known runs give known capacities; every malformed input fails
 # with exit 2 and "file:line: problem", writing nothing (an existing output
 # stays as it was, no temporary file is left); bad arguments exit 2; an
-# unwritable output exits 1.
+# unwritable output exits 1; FIFOs, folders and an --out equal to an input
+# are refused with exit 2 (never blocking); a BOM is accepted; a full disk
+# exits 1 with the old output kept.
 #
 #   check_tune.sh PATH/TO/fm-tune DATA_DIR
 set -u
@@ -102,7 +104,7 @@ check_bad short_line.csv "short_line.csv:4"
 check_bad truncated.csv "truncated.csv:13"
 check_bad binary.csv "binary.csv:1"
 check_bad empty.csv "empty.csv:1"
-check_bad nosuch.csv "nosuch.csv:[0-9]*"
+check_bad nosuch.csv "nosuch.csv: cannot open"
 
 # --- arguments and output errors.
 for args in "" "--out x.ini" "$data/run1.csv" "--headroom 0.5 --out x.ini $data/run1.csv" \
@@ -116,7 +118,62 @@ done
 "$tune" --out nodir/out.ini "$data/run1.csv" >/dev/null 2>msg.txt
 rc=$?
 [ $rc = 1 ] || err "unwritable output: exit $rc, expected 1"
-grep -q "cannot write nodir/out.ini" msg.txt || err "unwritable output: message '$(cat msg.txt)'"
+grep -qF -e "--out nodir/out.ini: cannot write: No such file or directory" msg.txt ||
+    err "unwritable output: message '$(cat msg.txt)'"
+
+# --- files. FIFOs and folders are refused at once with exit 2 (a read that
+# blocks is killed by timeout: exit 124); an --out that is an input, a FIFO
+# or a folder is refused before anything is read, and left as it was.
+mkfifo pipe.csv pipe.ini
+mkdir folder
+cp "$data/run1.csv" in.csv
+printf '[pool.particles]\ninitial_capacity = 256\n' >cfg.ini
+refused() { # expected message, fm-tune arguments...
+    local want=$1
+    shift
+    timeout 60 "$tune" "$@" >/dev/null 2>msg.txt
+    rc=$?
+    [ $rc = 2 ] || err "fm-tune $*: exit $rc, expected 2 ($(cat msg.txt))"
+    grep -qF -e "$want" msg.txt || err "fm-tune $*: message '$(cat msg.txt)' lacks '$want'"
+}
+refused "fm-tune: pipe.csv: not a regular file" --out o.ini pipe.csv
+refused "fm-tune: folder: not a regular file" --out o.ini folder
+refused "config pipe.ini: not a regular file" --config pipe.ini --out o.ini in.csv
+refused "config folder: not a regular file" --config folder --out o.ini in.csv
+refused "--out pipe.ini: not a regular file (refusing to replace it); nothing written" \
+    --out pipe.ini in.csv
+refused "--out folder: not a regular file (refusing to replace it)" --out folder in.csv
+refused "--out in.csv: the same file as the input in.csv; nothing written" --out in.csv in.csv
+refused "--out ./cfg.ini: the same file as the input cfg.ini" --config cfg.ini --out ./cfg.ini in.csv
+[ -p pipe.ini ] || err "the FIFO given as --out is no longer a FIFO"
+[ -d folder ] || err "the folder given as --out is no longer a folder"
+cmp -s in.csv "$data/run1.csv" || err "the CSV given as --out was changed"
+[ "$(cat cfg.ini)" = "$(printf '[pool.particles]\ninitial_capacity = 256')" ] ||
+    err "the config given as --out was changed"
+[ -e o.ini ] && err "a refused run wrote o.ini"
+
+# A UTF-8 byte-order mark before a CSV or an INI is accepted.
+{ printf '\357\273\277'; cat "$data/run1.csv"; } >bom.csv
+"$tune" --out bom_csv.ini bom.csv >/dev/null 2>msg.txt || err "BOM CSV: exit $? ($(cat msg.txt))"
+"$tune" --out plain_csv.ini "$data/run1.csv" >/dev/null 2>&1
+cmp -s bom_csv.ini plain_csv.ini || err "BOM CSV: not tuned as the same CSV without the mark"
+{ printf '\357\273\277'; cat current.ini; } >bom.ini
+"$tune" --config bom.ini --out bom_ini.ini "$data/run1.csv" "$data/run2.csv" >/dev/null 2>msg.txt ||
+    err "BOM config: exit $? ($(cat msg.txt))"
+expect_ini bom_ini.ini particles 1100 # current.ini's max_capacity applied
+
+# A full disk (files limited to 1 KiB, SIGXFSZ ignored: writes fail with
+# EFBIG): exit 1 with the file and the reason, the old file kept, no
+# temporary file left.
+printf 'old\n' >full.ini
+( ulimit -f 1 && trap '' XFSZ && exec "$tune" --out full.ini "$data/run1.csv" "$data/run2.csv" ) \
+    >/dev/null 2>msg.txt
+rc=$?
+[ $rc = 1 ] || err "full disk: exit $rc, expected 1 ($(cat msg.txt))"
+grep -qF -e "fm-tune: --out full.ini: write failed: File too large" msg.txt ||
+    err "full disk: message '$(cat msg.txt)'"
+[ "$(cat full.ini)" = old ] || err "full disk: the old full.ini was changed"
+ls ./*.tmp* >/dev/null 2>&1 && err "full disk: a temporary file was left"
 
 [ $fail = 0 ] && echo "fm-tune: capacities, malformed inputs and arguments as expected"
 exit $fail

@@ -3,7 +3,10 @@
  * the PNG decodes (stb_image) to the requested size, frames with an
  * in-allocation growth show the overlay's growth colour and frames without
  * do not; bad arguments and inputs exit 2 and write nothing; an unwritable
- * output exits 1.
+ * output exits 1; the PNG has the usual mode (0644 less the umask); on a
+ * full disk (RLIMIT_FSIZE) it exits 1 and the old PNG stays; a FIFO or folder
+ * as input or output, or an --out equal to the CSV, exits 2 at once; a CSV
+ * with a UTF-8 byte-order mark draws as without it.
  *
  * tests/tools/data/run1.csv: frames 0..3, pool "particles" grows inside an
  * allocation in frames 1 (twice) and 3, frames 0 and 2 have no growth.
@@ -24,6 +27,8 @@
 #include <cmocka.h>
 #include <stb_image.h>
 
+#include "fm_test.h"
+
 #include "overlay/overlay.h"
 
 static char dir[64];
@@ -37,7 +42,8 @@ static int run(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", FM_PLOT, args, msg_path);
+    /* timeout: a run that blocks fails (124) instead of hanging the suite. */
+    snprintf(cmd, sizeof cmd, "timeout 60 '%s' %s >/dev/null 2>'%s'", FM_PLOT, args, msg_path);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -76,8 +82,8 @@ static long growth_pixels(const char *path, int want_w, int want_h) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/fm_plot_test_XXXXXX");
-    if (!mkdtemp(dir)) return -1;
+    if (!fm_test_make_dir(dir, sizeof dir, "fm_plot_test")) return -1;
+    umask(022);
     snprintf(out_png, sizeof out_png, "%s/out.png", dir);
     snprintf(msg_path, sizeof msg_path, "%s/msg.txt", dir);
     return 0;
@@ -85,10 +91,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    unlink(out_png);
-    unlink(msg_path);
-    rmdir(dir);
-    return 0;
+    return fm_test_remove_dir(dir);
 }
 
 static void test_whole_run_has_growth(void **state) {
@@ -155,11 +158,90 @@ static void test_unwritable_output(void **state) {
     assert_true(message_has("cannot write"));
 }
 
+static void test_png_has_the_usual_file_mode(void **state) {
+    (void)state;
+    assert_int_equal(run("--out '%s' --width 320 --height 240 '%s/run1.csv'", out_png, FM_DATA), 0);
+    struct stat st;
+    assert_int_equal(stat(out_png, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644); /* umask 022 */
+    unlink(out_png);
+}
+
+static int plot_on_full_disk(void *arg) {
+    (void)arg;
+    return run("--out '%s' '%s/run1.csv'", out_png, FM_DATA);
+}
+
+static void test_full_disk_exits_1_and_keeps_the_old_png(void **state) {
+    (void)state;
+    fm_test_write_text(out_png, "the old picture");
+    /* 16 KiB: the 1280x720 plot is bigger. */
+    assert_int_equal(fm_test_run_full_disk(16 << 10, plot_on_full_disk, NULL), 1);
+    char want[256];
+    snprintf(want, sizeof want, "fm-plot: --out %s: write failed: File too large", out_png);
+    assert_true(message_has(want));
+    assert_true(fm_test_file_is(out_png, "the old picture"));
+    unlink(msg_path); /* the only other file in dir */
+    assert_int_equal(fm_test_count_temp_files(dir), 0);
+    unlink(out_png);
+}
+
+static void test_fifos_folders_and_the_input_as_output_exit_2_at_once(void **state) {
+    (void)state;
+    char fifo[128], folder[128], csv[128];
+    snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+    snprintf(folder, sizeof folder, "%s/folder", dir);
+    snprintf(csv, sizeof csv, "%s/in.csv", dir);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    assert_int_equal(mkdir(folder, 0755), 0);
+    assert_int_equal(run("--out '%s' '%s'", out_png, fifo), 2);
+    assert_true(message_has("/pipe: not a regular file"));
+    assert_int_equal(run("--out '%s' '%s'", out_png, folder), 2);
+    assert_true(message_has("/folder: not a regular file"));
+    assert_false(exists(out_png));
+    assert_int_equal(run("--out '%s' '%s/run1.csv'", fifo, FM_DATA), 2);
+    assert_true(message_has("/pipe: not a regular file (refusing to replace it); nothing written"));
+    assert_int_equal(run("--out '%s' '%s/run1.csv'", folder, FM_DATA), 2);
+    assert_true(message_has("/folder: not a regular file (refusing to replace it)"));
+    struct stat st;
+    assert_int_equal(stat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(stat(folder, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    /* The CSV as its own output. */
+    fm_test_write_text(csv, "frame,pool\n");
+    assert_int_equal(run("--out '%s' '%s'", csv, csv), 2);
+    assert_true(message_has("in.csv: the same file as the input "));
+    assert_true(fm_test_file_is(csv, "frame,pool\n"));
+    unlink(fifo);
+    rmdir(folder);
+    unlink(csv);
+    /* The usage text says so. */
+    assert_int_equal(run("'%s/run1.csv'", FM_DATA), 2);
+    assert_true(message_has("or an --out that is not a regular file or is the CSV"));
+}
+
+static void test_csv_with_a_byte_order_mark_draws_as_without(void **state) {
+    (void)state;
+    char csv[128], cmd[512];
+    snprintf(csv, sizeof csv, "%s/bom.csv", dir);
+    snprintf(cmd, sizeof cmd, "{ printf '\\357\\273\\277'; cat '%s/run1.csv'; } >'%s'", FM_DATA, csv);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run("--out '%s' --width 640 --height 400 '%s'", out_png, csv), 0);
+    assert_true(growth_pixels(out_png, 640, 400) > 100);
+    unlink(out_png);
+    unlink(csv);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whole_run_has_growth), cmocka_unit_test(test_default_size),
         cmocka_unit_test(test_frames_without_growth), cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_unwritable_output),
+        cmocka_unit_test(test_png_has_the_usual_file_mode),
+        cmocka_unit_test(test_full_disk_exits_1_and_keeps_the_old_png),
+        cmocka_unit_test(test_fifos_folders_and_the_input_as_output_exit_2_at_once),
+        cmocka_unit_test(test_csv_with_a_byte_order_mark_draws_as_without),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

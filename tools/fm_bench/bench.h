@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "framemem/file.h"
+
 /* --------------------------------------------------------------- options */
 
 typedef struct bench_opts {
@@ -136,8 +138,13 @@ void bench_die(const char *fmt, ...)
     ;
 /// Prints the run header: machine, CPU, compiler, date, build, clock.
 void bench_print_header(const bench_opts *opts);
-/// Opens DIR/NAME for writing, creating DIR (one level) when missing.
-FILE *bench_csv_open(const char *dir, const char *name);
+/// Starts writing DIR/NAME (fm_file_begin: a temporary file until
+/// bench_csv_close), creating DIR (one level) when missing; exits 1 naming
+/// the file and the reason when it cannot.
+fm_file_writer *bench_csv_open(const char *dir, const char *name);
+/// Commits a --csv file (written whole or not at all); exits 1 naming it and
+/// the reason when it cannot be written.
+void bench_csv_close(fm_file_writer *f);
 /// Minor page faults of this process so far (getrusage).
 uint64_t bench_minor_faults(void);
 /// Resident set size of this process now, in bytes (/proc/self/statm).

@@ -185,21 +185,21 @@ void bulk_run(const bench_opts *opts) {
                (unsigned long long)peak.grow_events);
 
     if (opts->csv_dir) {
-        FILE *f = bench_csv_open(opts->csv_dir, "bulk.csv");
-        fprintf(f, "variant,run,alloc_ns_per_item,free_ns_per_item,rss_bytes\n");
+        fm_file_writer *f = bench_csv_open(opts->csv_dir, "bulk.csv");
+        fm_file_printf(f, "variant,run,alloc_ns_per_item,free_ns_per_item,rss_bytes\n");
         for (int v = 0; v < BULK_VARIANTS; v++)
             for (int r = 0; r < repeat; r++) {
                 const double *x = &runs[(v * repeat + r) * BULK_FIELDS];
-                fprintf(f, "%s,%d,%.3f,%.3f,%.0f\n", bulk_variants[v].name, r + 1, x[0], x[1],
+                fm_file_printf(f, "%s,%d,%.3f,%.3f,%.0f\n", bulk_variants[v].name, r + 1, x[0], x[1],
                         x[2]);
             }
         for (size_t p = 0; p < peers.n; p++)
             for (int r = 0; r < peers.s[p].rounds; r++) {
                 const double *x = &peers.s[p].v[r * BENCH_SERIES_VALUES];
-                fprintf(f, "%s,%d,%.3f,%.3f,%.0f\n", peers.s[p].variant, r + 1, x[0], x[1],
+                fm_file_printf(f, "%s,%d,%.3f,%.3f,%.0f\n", peers.s[p].variant, r + 1, x[0], x[1],
                         x[2]);
             }
-        fclose(f);
+        bench_csv_close(f);
         printf("\nwrote %s/bulk.csv\n", opts->csv_dir);
     }
     bench_peer_set_free(&peers);

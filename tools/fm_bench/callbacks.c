@@ -530,12 +530,12 @@ static void cb_summarise(double *ns, int variants, int repeat, double *med, doub
 
 /* One CSV row per variant and run: table,pattern,variant,run,ns (runs in
  * the order they ran, before cb_summarise sorts them). */
-static void cb_csv(FILE *f, const char *table, const char *const *patterns,
+static void cb_csv(fm_file_writer *f, const char *table, const char *const *patterns,
                    const char *const *names, int variants, const double *ns, int repeat) {
     if (!f) return;
     for (int v = 0; v < variants; v++)
         for (int r = 0; r < repeat; r++)
-            fprintf(f, "%s,\"%s\",\"%s\",%d,%.3f\n", table, patterns ? patterns[v] : "",
+            fm_file_printf(f, "%s,\"%s\",\"%s\",%d,%.3f\n", table, patterns ? patterns[v] : "",
                     names[v], r + 1, ns[v * repeat + r]);
 }
 
@@ -849,7 +849,7 @@ static double res_once(res_kind k, const cb_items *it, const uint32_t *idx, uint
 
 /* ================================================================ report */
 
-static void cb_part_frames(const bench_opts *opts, int repeat, FILE *csv, double *x_pool_one,
+static void cb_part_frames(const bench_opts *opts, int repeat, fm_file_writer *csv, double *x_pool_one,
                            double *x_frame_one, double *x_pool_q, double *x_frame_q) {
     uint32_t n = CB_PER_FRAME;
     uint32_t frames = opts->quick ? 50 : 1000;
@@ -960,7 +960,7 @@ static void cb_part_frames(const bench_opts *opts, int repeat, FILE *csv, double
     free(s.slots);
 }
 
-static void cb_part_events(const bench_opts *opts, int repeat, FILE *csv) {
+static void cb_part_events(const bench_opts *opts, int repeat, fm_file_writer *csv) {
     uint32_t emits = opts->quick ? 10000 : 100000;
     double *ns = bench_xmalloc((size_t)EV_VARIANTS * (size_t)repeat * sizeof *ns);
     for (int r = 0; r < repeat; r++)
@@ -988,7 +988,7 @@ static void cb_part_events(const bench_opts *opts, int repeat, FILE *csv) {
     free(ns);
 }
 
-static void cb_part_items(const bench_opts *opts, int repeat, FILE *csv, double *res_ns,
+static void cb_part_items(const bench_opts *opts, int repeat, fm_file_writer *csv, double *res_ns,
                           double *chase_ns) {
     uint32_t n = opts->quick ? 100000 : 1000000;
     uint32_t *rnd = bench_xmalloc((size_t)n * sizeof *rnd);
@@ -1108,10 +1108,10 @@ static void cb_part_items(const bench_opts *opts, int repeat, FILE *csv, double 
 
 void callbacks_run(const bench_opts *opts) {
     int repeat = bench_repeat(opts);
-    FILE *csv = NULL;
+    fm_file_writer *csv = NULL;
     if (opts->csv_dir) {
         csv = bench_csv_open(opts->csv_dir, "callbacks.csv");
-        fprintf(csv, "table,pattern,variant,run,ns\n");
+        fm_file_printf(csv, "table,pattern,variant,run,ns\n");
     }
     double x_pool_one, x_frame_one, x_pool_q, x_frame_q, res_ns, chase_ns;
     cb_part_frames(opts, repeat, csv, &x_pool_one, &x_frame_one, &x_pool_q, &x_frame_q);
@@ -1136,7 +1136,7 @@ void callbacks_run(const bench_opts *opts) {
            "%.2f ns | %s |\n",
            res_ns, chase_ns, met(res_ns <= chase_ns));
     if (csv) {
-        fclose(csv);
+        bench_csv_close(csv);
         printf("\nwrote %s/callbacks.csv\n", opts->csv_dir);
     }
 }

@@ -491,10 +491,10 @@ void churn_run(const bench_opts *opts) {
     print_overhead(overhead);
 
     if (opts->csv_dir) {
-        FILE *f = bench_csv_open(opts->csv_dir, "churn.csv");
-        fprintf(f, "variant,item_size,pattern,runs,median_ns_per_pair\n");
+        fm_file_writer *f = bench_csv_open(opts->csv_dir, "churn.csv");
+        fm_file_printf(f, "variant,item_size,pattern,runs,median_ns_per_pair\n");
         for (int v = 0; v < CHURN_VARIANTS; v++)
-            fprintf(f, "%s,%zu,%s,%d,%.3f\n", churn_variants[v].name,
+            fm_file_printf(f, "%s,%zu,%s,%d,%.3f\n", churn_variants[v].name,
                     churn_variants[v].item_size,
                     churn_variants[v].pattern == CHURN_PAIRS ? "pairs" : "random", repeat,
                     med[v]);
@@ -502,11 +502,11 @@ void churn_run(const bench_opts *opts) {
             double pm, lo, hi;
             bench_series_stats(&peers.s[p], 0, &pm, &lo, &hi);
             size_t size = (size_t)strtoul(peers.s[p].key, NULL, 10);
-            fprintf(f, "%s,%zu,%s,%d,%.3f\n", peers.s[p].variant, size,
+            fm_file_printf(f, "%s,%zu,%s,%d,%.3f\n", peers.s[p].variant, size,
                     strchr(peers.s[p].key, ' ') ? strchr(peers.s[p].key, ' ') + 1 : "?",
                     peers.s[p].rounds, pm);
         }
-        fclose(f);
+        bench_csv_close(f);
         printf("\nwrote %s/churn.csv\n", opts->csv_dir);
     }
     bench_peer_set_free(&peers);

@@ -738,18 +738,18 @@ void frame_run(const bench_opts *opts) {
            n, med[m].end_ns, med[m].end_ns / (double)n, med[FRAME_ARENA].end_ns);
 
     if (opts->csv_dir) {
-        FILE *f = bench_csv_open(opts->csv_dir, "frame.csv");
-        fprintf(f, "variant,allocs_per_frame,frames,run,ns_per_alloc_warm,fastest_warm,"
+        fm_file_writer *f = bench_csv_open(opts->csv_dir, "frame.csv");
+        fm_file_printf(f, "variant,allocs_per_frame,frames,run,ns_per_alloc_warm,fastest_warm,"
                    "slowest_warm,frame_end_ns,first_frame_ns_per_alloc,first_frame_faults,"
                    "faults_per_warm_frame\n");
         for (int v = 0; v < FRAME_VARIANTS; v++)
             for (int r = 0; r < repeat; r++) {
                 const frame_result *p = &runs[v * repeat + r];
-                fprintf(f, "%s,%u,%d,%d,%.3f,%.3f,%.3f,%.0f,%.3f,%.0f,%.1f\n",
+                fm_file_printf(f, "%s,%u,%d,%d,%.3f,%.3f,%.3f,%.0f,%.3f,%.0f,%.1f\n",
                         frame_variants[v].name, n, frames, r + 1, p->ns_per_alloc, p->best_ns,
                         p->worst_ns, p->end_ns, p->first_ns, p->first_faults, p->warm_faults);
             }
-        fclose(f);
+        bench_csv_close(f);
         printf("\nwrote %s/frame.csv\n", opts->csv_dir);
     }
 

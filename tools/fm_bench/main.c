@@ -64,7 +64,10 @@ static void usage(FILE *f) {
             "                per variant and run; churn: one row per variant)\n"
             "  --no-pin      do not pin fm-bench to the CPU it starts on\n"
             "  --no-peers    run no peer executable (fm-bench-peer-*, fm-bench-boost)\n"
-            "  --help        this text\n");
+            "  --help        this text\n"
+            "exit codes: 0 done; 1 a run failed or a --csv file could not be written\n"
+            "(named, with the reason; an existing file is kept as it was); 2 bad\n"
+            "arguments, or a --csv file that exists and is not a regular file\n");
 }
 
 /* A positive integer option value, or exit with a message. */

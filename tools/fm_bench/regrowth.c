@@ -249,18 +249,18 @@ static regrow_group group_stats(const uint64_t *ns, const uint8_t *group, uint32
 
 /* One file per variant, every run: run,index,ns and, for fm_pool, where the
  * sample falls (open: opens a chunk, next: right after, rest; "-" else). */
-static FILE *open_csv(const char *dir, const regrow_variant *v) {
+static fm_file_writer *open_csv(const char *dir, const regrow_variant *v) {
     char name[128];
     snprintf(name, sizeof name, "regrowth_%s.csv", v->slug);
-    FILE *f = bench_csv_open(dir, name);
-    fprintf(f, "run,index,ns,position\n");
+    fm_file_writer *f = bench_csv_open(dir, name);
+    fm_file_printf(f, "run,index,ns,position\n");
     return f;
 }
 
-static void write_csv(FILE *f, int run, const uint64_t *ns, const uint8_t *group, uint32_t n) {
+static void write_csv(fm_file_writer *f, int run, const uint64_t *ns, const uint8_t *group, uint32_t n) {
     static const char *const names[GROUPS] = {"rest", "open", "next"};
     for (uint32_t i = 0; i < n; i++)
-        fprintf(f, "%d,%u,%llu,%s\n", run, i, (unsigned long long)ns[i],
+        fm_file_printf(f, "%d,%u,%llu,%s\n", run, i, (unsigned long long)ns[i],
                 group ? names[group[i]] : "-");
 }
 
@@ -435,7 +435,7 @@ void regrowth_run(const bench_opts *opts) {
     uint64_t *ticks = bench_xmalloc((size_t)n * sizeof *ticks);
     uint8_t *group = bench_xmalloc((size_t)n);
     uint64_t *scratch = bench_xmalloc((size_t)n * sizeof *scratch);
-    FILE *csv[REGROW_VARIANTS] = {0};
+    fm_file_writer *csv[REGROW_VARIANTS] = {0};
     uint64_t *ns = bench_xmalloc((size_t)n * sizeof *ns);
     void **items = bench_xmalloc((size_t)n * sizeof *items);
     regrow_result *runs = bench_xmalloc((size_t)REGROW_VARIANTS * (size_t)repeat * sizeof *runs);
@@ -475,7 +475,7 @@ void regrowth_run(const bench_opts *opts) {
         bench_peers_round(opts, "regrowth", &peers);
     }
     for (int v = 0; v < REGROW_VARIANTS; v++)
-        if (csv[v]) fclose(csv[v]);
+        if (csv[v]) bench_csv_close(csv[v]);
 
     /* The median of each figure over the runs, figure by figure. */
     regrow_result med[REGROW_VARIANTS];

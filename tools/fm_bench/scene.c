@@ -89,7 +89,7 @@ static int scene_cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static scene_result scene_once(const scene_variant *v, uint32_t frames, FILE *csv, const char *vname,
+static scene_result scene_once(const scene_variant *v, uint32_t frames, fm_file_writer *csv, const char *vname,
                             int run) {
     char err[512];
     eng *e = eng_create(&(eng_desc){.seed = 1,
@@ -137,7 +137,7 @@ static scene_result scene_once(const scene_variant *v, uint32_t frames, FILE *cs
             batches += (x->allocs > 0) + (x->frees > 0);
         }
         if (csv)
-            fprintf(csv, "\"%s\",%d,%llu,%llu,%llu,%u\n", vname, run, (unsigned long long)f->frame,
+            fm_file_printf(csv, "\"%s\",%d,%llu,%llu,%llu,%u\n", vname, run, (unsigned long long)f->frame,
                     (unsigned long long)f->alloc_total_ns, (unsigned long long)f->frame_ns,
                     f->grow_events);
     }
@@ -237,8 +237,8 @@ void scene_run(const bench_opts *opts) {
         eng_destroy(e);
     }
     scene_result *res = bench_xmalloc((size_t)runs * SCENE_VARIANTS * sizeof *res);
-    FILE *csv = opts->csv_dir ? bench_csv_open(opts->csv_dir, "scene.csv") : NULL;
-    if (csv) fprintf(csv, "variant,run,frame,alloc_ns,frame_ns,grow_events\n");
+    fm_file_writer *csv = opts->csv_dir ? bench_csv_open(opts->csv_dir, "scene.csv") : NULL;
+    if (csv) fm_file_printf(csv, "variant,run,frame,alloc_ns,frame_ns,grow_events\n");
     scene_floor *floors = bench_xmalloc((size_t)runs * sizeof *floors);
     for (int r = 0; r < runs; r++) {
         for (int v = 0; v < SCENE_VARIANTS; v++)
@@ -248,7 +248,7 @@ void scene_run(const bench_opts *opts) {
         floors[r] = scene_noise_floor(frames, pool->alloc_median, pool->frame_median,
                                       (uint32_t)((pool->batches + 50) / 100));
     }
-    if (csv) fclose(csv);
+    if (csv) bench_csv_close(csv);
     remove(scene_config);
     for (int r = 0; r < runs; r++)
         for (int v = 1; v < SCENE_VARIANTS; v++)

@@ -214,10 +214,10 @@ void sync_run(const bench_opts *opts) {
     int repeat = bench_repeat(opts);
     double *ns = bench_xmalloc((size_t)SYNC_VARIANTS * (size_t)repeat * sizeof *ns);
     double *cpu = bench_xmalloc((size_t)SYNC_VARIANTS * (size_t)repeat * sizeof *cpu);
-    FILE *csv = NULL;
+    fm_file_writer *csv = NULL;
     if (opts->csv_dir) {
         csv = bench_csv_open(opts->csv_dir, "sync.csv");
-        fprintf(csv, "variant,threads,run,ns_per_pair,cpu_ns_per_pair\n");
+        fm_file_printf(csv, "variant,threads,run,ns_per_pair,cpu_ns_per_pair\n");
     }
 
     cpu_set_t saved;
@@ -232,12 +232,12 @@ void sync_run(const bench_opts *opts) {
             }
             ns[v * repeat + r] = sync_once(sv, pairs, &cpu[v * repeat + r]);
             if (csv)
-                fprintf(csv, "%s,%s,%d,%.3f,%.3f\n", sv->name, share_title(sv->share), r,
+                fm_file_printf(csv, "%s,%s,%d,%.3f,%.3f\n", sv->name, share_title(sv->share), r,
                         ns[v * repeat + r], cpu[v * repeat + r]);
         }
     }
     if (widened) sync_restore_affinity(&saved);
-    if (csv) fclose(csv);
+    if (csv) bench_csv_close(csv);
 
     double med[SYNC_VARIANTS], cpu_med[SYNC_VARIANTS];
     for (int v = 0; v < SYNC_VARIANTS; v++) {

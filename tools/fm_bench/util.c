@@ -151,16 +151,29 @@ double bench_clock_step_ns(void) {
     return bench_median(step, n);
 }
 
-FILE *bench_csv_open(const char *dir, const char *name) {
+fm_file_writer *bench_csv_open(const char *dir, const char *name) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         bench_die("--csv %s: cannot create the directory: %s", dir, strerror(errno));
     size_t len = strlen(dir) + strlen(name) + 2;
     char *path = bench_xmalloc(len);
     snprintf(path, len, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) bench_die("cannot write %s: %s", path, strerror(errno));
+    char err[FM_FILE_PATH_MAX + 256];
+    const char *const out = path;
+    if (!fm_file_check_outputs(&out, 1, NULL, 0, err, sizeof err)) {
+        /* A refused output is a usage error, as in the other programs. */
+        fflush(stdout);
+        fprintf(stderr, "fm-bench: --csv %s\n", err);
+        exit(2);
+    }
+    fm_file_writer *f = fm_file_begin(path, err, sizeof err);
+    if (!f) bench_die("--csv %s", err);
     free(path);
     return f;
+}
+
+void bench_csv_close(fm_file_writer *f) {
+    char err[FM_FILE_PATH_MAX + 256];
+    if (!fm_file_commit(f, err, sizeof err)) bench_die("--csv %s", err);
 }
 
 /* ----------------------------------------------------------------- header */

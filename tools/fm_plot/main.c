@@ -7,12 +7,15 @@
  * stacked by pool, in-allocation growth in the growth colour with the
  * pool's name, grow-ahead, frame split, pool table) for the frames of the
  * CSV, or those numbered A to B inclusive (either side may be left out),
- * with SDL's software renderer over a surface, and writes it with
- * stb_image_write (to a temporary name, then renamed). No display needed.
+ * with SDL's software renderer over a surface, and writes it as PNG
+ * (overlay/png.h: whole or not at all, mode 0644 less the umask). No display
+ * needed.
  *
  * Exit codes: 0 written; 2 bad arguments, an unreadable or malformed CSV
- * ("file:line: problem") or no frame in A:B, nothing written; 1 drawing or
- * writing failed.
+ * ("file:line: problem"; a FIFO, device or directory is "file: not a
+ * regular file"), an --out that is not a regular file or is the CSV, or no
+ * frame in A:B: nothing written; 1 drawing or writing failed ("FILE:
+ * REASON"; an existing FILE stays as it was).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,13 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <SDL.h>
-#include <stb_image_write.h>
 
 #include "engine/telemetry.h"
+#include "framemem/file.h"
 #include "overlay/overlay.h"
+#include "overlay/png.h"
 
 enum { PLOT_MIN_SIDE = 64, PLOT_MAX_SIDE = 8192 };
 
@@ -37,7 +40,11 @@ static void usage(FILE *f) {
                "  --width W       pixels, %d to %d (default 1280)\n"
                "  --height H      pixels, %d to %d (default 720)\n"
                "  --frames A:B    frame numbers A to B inclusive (A: or :B leave a side open;\n"
-               "                  default: every frame of the file)\n",
+               "                  default: every frame of the file)\n"
+               "exit codes: 0 written; 1 drawing or writing failed (an existing FILE.png is\n"
+               "kept as it was); 2 bad arguments, an unreadable or malformed CSV, no frame\n"
+               "in A:B, or an --out that is not a regular file or is the CSV (nothing\n"
+               "written)\n",
             PLOT_MIN_SIDE, PLOT_MAX_SIDE, PLOT_MIN_SIDE, PLOT_MAX_SIDE);
 }
 
@@ -116,16 +123,15 @@ static eng_telemetry *select_frames(const eng_telemetry *t, uint64_t lo, uint64_
     return sub;
 }
 
-/* Draws t onto a w x h RGBA surface and writes it to out (temp + rename). */
+/* Draws t onto a w x h RGBA surface and writes it to out as PNG. */
 static int render_png(const eng_telemetry *t, int w, int h, const char *out, const char *title) {
     int rc = 1;
     SDL_Surface *surface = SDL_CreateRGBSurfaceWithFormat(0, w, h, 32, SDL_PIXELFORMAT_RGBA32);
     SDL_Renderer *r = surface ? SDL_CreateSoftwareRenderer(surface) : NULL;
     ovl_batch *b = ovl_batch_create(OVL_BATCH_QUADS);
-    char *tmp = malloc(strlen(out) + 16);
-    if (!surface || !r || !b || !tmp) {
+    if (!surface || !r || !b) {
         fprintf(stderr, "fm-plot: cannot set up drawing: %s\n",
-                !b || !tmp ? "out of memory" : SDL_GetError());
+                !b ? "out of memory" : SDL_GetError());
         goto done;
     }
     SDL_SetRenderDrawColor(r, 16, 16, 20, 255);
@@ -144,21 +150,13 @@ static int render_png(const eng_telemetry *t, int w, int h, const char *out, con
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++) px[(size_t)y * (size_t)surface->pitch + (size_t)x * 4 + 3] = 255;
 
-    sprintf(tmp, "%s.tmpXXXXXX", out);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        fprintf(stderr, "fm-plot: cannot write %s: %s\n", out, strerror(errno));
-        goto done;
-    }
-    close(fd);
-    if (!stbi_write_png(tmp, w, h, 4, px, surface->pitch) || rename(tmp, out) != 0) {
-        fprintf(stderr, "fm-plot: cannot write %s: %s\n", out, strerror(errno));
-        unlink(tmp);
+    char err[FM_FILE_PATH_MAX + 256];
+    if (!ovl_png_write(out, px, w, h, surface->pitch, err, sizeof err)) {
+        fprintf(stderr, "fm-plot: --out %s\n", err);
         goto done;
     }
     rc = 0;
 done:
-    free(tmp);
     ovl_batch_destroy(b);
     if (r) SDL_DestroyRenderer(r);
     if (surface) SDL_FreeSurface(surface);
@@ -213,7 +211,11 @@ int main(int argc, char **argv) {
         return 2;
     }
 
-    char err[512] = "";
+    char err[FM_FILE_PATH_MAX + 256] = "";
+    if (!fm_file_check_outputs(&out, 1, &csv, 1, err, sizeof err)) {
+        fprintf(stderr, "fm-plot: --out %s; nothing written\n", err);
+        return 2;
+    }
     eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
     if (!t) {
         fprintf(stderr, "fm-plot: %s\n", err[0] ? err : csv);

@@ -18,9 +18,11 @@
  * reported and not written (the engine would refuse them).
  *
  * Exit codes: 0 written; 2 bad arguments, an unreadable or malformed CSV or
- * --config (messages "file:line: problem"), nothing written; 1 the output could not be
- * written. The file is written to a temporary name beside it and renamed,
- * so it is never half-written.
+ * --config (messages "file:line: problem"; a FIFO, device or directory is
+ * "file: not a regular file"), an --out that is not a regular file or is the
+ * same file as an input: nothing written; 1 the output could not be written
+ * ("FILE: REASON"; an existing FILE stays as it was). The file is written
+ * whole or not at all (framemem/file.h).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -31,6 +33,7 @@
 
 #include "engine/config.h"
 #include "engine/telemetry.h"
+#include "framemem/file.h"
 
 enum { TUNE_MAX_RUNS = 64, TUNE_MAX_POOLS = 64 };
 
@@ -54,7 +57,11 @@ static void usage(FILE *f) {
                "                1 to 16)\n"
                "  --config F    the config the runs used, on top of the engine's defaults\n"
                "                (default: the defaults); its other settings are kept\n"
-               "  --out FILE    the pool config to write (engine/config.h format)\n");
+               "  --out FILE    the pool config to write (engine/config.h format); it may\n"
+               "                not be an input\n"
+               "exit codes: 0 written; 1 FILE could not be written (an existing one is\n"
+               "kept as it was); 2 bad arguments, an unreadable or malformed input, or an\n"
+               "--out that is not a regular file or is an input (nothing written)\n");
 }
 
 static tune_pool *find_pool(tune_pool *pools, uint32_t *n, const char *name) {
@@ -179,7 +186,18 @@ int main(int argc, char **argv) {
         return 2;
     }
 
-    /* Every input is read and checked before anything is written. */
+    /* The output is checked against the inputs, and every input is read and
+     * checked, before anything is written. */
+    {
+        const char *ins[TUNE_MAX_RUNS + 1];
+        for (int i = 0; i < ninputs; i++) ins[i] = inputs[i];
+        ins[ninputs] = config_path;
+        char err[FM_FILE_PATH_MAX + 256];
+        if (!fm_file_check_outputs(&out, 1, ins, (size_t)ninputs + 1, err, sizeof err)) {
+            fprintf(stderr, "fm-tune: --out %s; nothing written\n", err);
+            return 2;
+        }
+    }
     static eng_config cfg;
     eng_config_defaults(&cfg);
     if (config_path) {
@@ -227,10 +245,10 @@ int main(int argc, char **argv) {
     }
 
     print_table(pools, npools, headroom, ninputs);
-    char err[512] = "";
+    char err[FM_FILE_PATH_MAX + 256] = "";
     if (!eng_config_write_tuned(&cfg, (const eng_telemetry *const *)runs, (uint32_t)ninputs,
                                 headroom, out, err, sizeof err)) {
-        fprintf(stderr, "fm-tune: cannot write %s: %s\n", out, err);
+        fprintf(stderr, "fm-tune: --out %s\n", err);
         rc = 1;
         goto done;
     }

@@ -40,6 +40,8 @@ extern "C" {
 
 #define ENG_CONFIG_MAX_POOLS 16
 #define ENG_CONFIG_MAX_ARENAS 4
+/* Largest config file eng_config_load reads; a bigger one is not a pool config. */
+#define ENG_CONFIG_MAX_BYTES ((size_t)1 << 20)
 
 typedef struct eng_pool_config {
     char name[ENG_NAME_MAX];
@@ -80,10 +82,13 @@ eng_pool_config *eng_config_pool(eng_config *cfg, const char *name);
 eng_arena_config *eng_config_arena(eng_config *cfg, const char *name);
 
 /// Applies the INI file at path on top of cfg. Returns the number of problems
-/// (also in rep, which may be NULL); -1 when the file cannot be opened (cfg
-/// untouched, message in rep).
+/// (also in rep, which may be NULL); -1 when the file cannot be read (cfg
+/// untouched, "config PATH: ..." in rep): it is read with fm_file_read, so a
+/// FIFO, device or directory is refused at once ("not a regular file") and a
+/// file above ENG_CONFIG_MAX_BYTES too ("too large (cap N bytes)").
 int eng_config_load(eng_config *cfg, const char *path, eng_config_diag *rep);
-/// The same from memory; name stands for the file in messages.
+/// The same from memory; name stands for the file in messages. A UTF-8
+/// byte-order mark at the start is skipped.
 int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const char *name,
                         eng_config_diag *rep);
 
@@ -91,8 +96,9 @@ int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const ch
 /// live count over every frame of the runs (eng_suggest_capacity with
 /// headroom, whole chunks), growth kept, a comment per pool saying where the
 /// number came from; pools absent from every run keep their value and say so.
-/// Arenas: reserve kept, commit_step kept. Written to a temporary file and
-/// renamed. false with a message in err on I/O error.
+/// Arenas: reserve kept, commit_step kept. Written whole or not at all
+/// (fm_file_begin / fm_file_commit); false with "PATH: ..." in err when it
+/// cannot be written (an existing file at path is then unchanged).
 bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *runs,
                             uint32_t run_count, double headroom, const char *path, char *err,
                             size_t err_len);

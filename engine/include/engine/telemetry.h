@@ -67,12 +67,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "framemem/file.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define ENG_NAME_MAX 32          /* source names, terminator included */
 #define ENG_TELEMETRY_MAX_SOURCES 32
+/* Largest CSV eng_telemetry_read_csv reads (256 MiB: about an hour of the
+ * demo at 60 fps); a bigger file is refused, never read into memory. */
+#define ENG_CSV_MAX_BYTES ((size_t)256 << 20)
 
 #define ENG_CSV_COLUMNS                                                            \
     "frame,pool,kind,backend,allocs,frees,live,capacity,peak_live,item_size,"     \
@@ -202,23 +207,26 @@ uint64_t eng_telemetry_clock_overhead_ns(void);
 
 /* ------------------------------------------------------------------ export */
 
-/// Writes the frames the ring holds as CSV (see above) to path. false with a
-/// message in err (may be NULL) on an I/O error; the file is written to a
-/// temporary name and renamed, so it is never half-written.
+/// Writes the frames the ring holds as CSV (see above) to path through
+/// fm_file_begin / fm_file_commit: whole or not at all. false with "PATH: ..."
+/// in err (may be NULL) when the file cannot be written (the old one kept).
 bool eng_telemetry_write_csv(const eng_telemetry *t, const char *path, char *err, size_t err_len);
-/// The same rows to an open stream (header included).
+/// The same rows to an open stream (header included); false when a write failed.
 bool eng_telemetry_write_csv_file(const eng_telemetry *t, FILE *f);
-/// Streams every frame pushed from now on to f as CSV rows (header first); a
+/// Streams every frame pushed from now on to w as CSV rows (header first); a
 /// frame's rows are written when the next frame is pushed (so render_ns is
-/// final) or at eng_telemetry_stream_end / destroy. f stays the caller's.
-void eng_telemetry_stream_csv(eng_telemetry *t, FILE *f);
-/// Writes the pending frame and stops streaming.
+/// final) or at eng_telemetry_stream_end / destroy. w stays the caller's: a
+/// failed write is kept in w and reported by its fm_file_commit, which the
+/// caller calls after eng_telemetry_stream_end (or fm_file_abort: nothing
+/// written). NULL w: streaming stops.
+void eng_telemetry_stream_csv(eng_telemetry *t, fm_file_writer *w);
+/// Writes the pending frame and stops streaming (w is not committed).
 void eng_telemetry_stream_end(eng_telemetry *t);
 /// Chrome trace event JSON (Perfetto, chrome://tracing): each frame a
 /// complete event ("ph":"X") with its split in args plus complete events for
 /// sim/alloc/maint, each in-allocation growth an instant event ("ph":"i")
 /// named "grow <pool>", grow-ahead growths "grow-ahead <pool>". false with a
-/// message on I/O error; written to a temporary name and renamed.
+/// message on I/O error; written whole or not at all (fm_file_commit).
 bool eng_telemetry_write_trace(const eng_telemetry *t, const char *path, char *err,
                                size_t err_len);
 
@@ -229,9 +237,13 @@ bool eng_telemetry_write_trace(const eng_telemetry *t, const char *path, char *e
 /// NULL with "file:line: problem" in err for: unreadable file, empty file,
 /// binary content, a missing column, a bad or out-of-range number, a bad kind
 /// or backend, a truncated line (too few fields or no final newline),
-/// frames going backwards, a frame missing a source or repeating one.
+/// frames going backwards, a frame missing a source or repeating one. The
+/// file is read with fm_file_read: "PATH: not a regular file" for a FIFO,
+/// device or directory (never blocking), "PATH: too large (cap N bytes)"
+/// above ENG_CSV_MAX_BYTES, "PATH: cannot open: REASON".
 eng_telemetry *eng_telemetry_read_csv(const char *path, char *err, size_t err_len);
-/// The same from memory (name is used in messages in place of a path).
+/// The same from memory (name is used in messages in place of a path). A
+/// UTF-8 byte-order mark at the start is skipped.
 eng_telemetry *eng_telemetry_read_csv_mem(const char *data, size_t size, const char *name,
                                           char *err, size_t err_len);
 

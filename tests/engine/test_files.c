@@ -1,0 +1,277 @@
+/*
+ * tests/engine/test_files.c: the engine's files (engine/src/config.c,
+ * telemetry.c) as a user's disk holds them. Readers: a FIFO, a folder or a
+ * device is refused at once ("not a regular file"; a FIFO never blocks), a
+ * file above the cap is refused before it is read, a UTF-8 BOM is accepted.
+ * Writers (CSV, streamed CSV, Chrome trace, tuned config): a full disk
+ * (RLIMIT_FSIZE in a child) fails with the path and the reason and leaves the
+ * old file byte for byte with no temporary file; a FIFO or folder at the
+ * destination is refused and left as it was.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "fm_test.h"
+
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/telemetry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A test that blocks fails by SIGALRM instead of hanging the suite. */
+enum { HANG_SECONDS = 30 };
+
+static char dir[64];
+
+static const char *in_dir(const char *name) { return fm_test_path(dir, name); }
+#define expect_err fm_test_expect_contains
+
+static int setup(void **state) {
+    (void)state;
+    return fm_test_make_dir(dir, sizeof dir, "eng_files_test") ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return fm_test_remove_dir(dir);
+}
+
+static void make_fifo(const char *path) {
+    if (mkfifo(path, 0644) != 0 && errno != EEXIST) fail_msg("mkfifo %s: %s", path, strerror(errno));
+}
+
+static bool is_fifo(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/* A small run: two sources, growth in frame 2. */
+static eng_telemetry *small_run(void) {
+    eng_telemetry *t = eng_telemetry_create(&(eng_telemetry_desc){.frames = 64});
+    assert_non_null(t);
+    eng_telemetry_add_source(t, "particles", ENG_SOURCE_POOL, 32, 64);
+    eng_telemetry_add_source(t, "frame", ENG_SOURCE_ARENA, 0, 1);
+    for (uint64_t f = 1; f <= 40; f++) {
+        eng_sample s[2] = {{.allocs = f, .live = 10 * f, .capacity = 1024, .peak_live = 10 * f,
+                            .grow_events = f == 2, .grow_ns = f == 2 ? 500 : 0},
+                           {.bytes_used = 100 * f, .high_water = 100 * f}};
+        eng_telemetry_push(t, &(eng_frame_record){.frame = f, .frame_ns = 1000 + f}, s);
+    }
+    return t;
+}
+
+/* ---------------------------------------------------------------- readers */
+
+static void test_files_config_fifo_folder_and_device_are_refused_at_once(void **state) {
+    (void)state;
+    const char *fifo = in_dir("cfg.fifo");
+    make_fifo(fifo);
+    eng_config c, d;
+    eng_config_defaults(&c);
+    eng_config_defaults(&d);
+    eng_config_diag rep;
+    alarm(HANG_SECONDS);
+    assert_int_equal(eng_config_load(&c, fifo, &rep), -1);
+    expect_err(rep.text, "config ");
+    expect_err(rep.text, "cfg.fifo: not a regular file");
+    assert_int_equal(eng_config_load(&c, dir, &rep), -1);
+    expect_err(rep.text, ": not a regular file");
+    assert_int_equal(eng_config_load(&c, "/dev/zero", &rep), -1);
+    expect_err(rep.text, "/dev/zero: not a regular file");
+    assert_memory_equal(&c, &d, sizeof c); /* untouched */
+    /* The engine and a reload say the same. */
+    char err[512];
+    assert_null(eng_create(&(eng_desc){.config_path = fifo}, err, sizeof err));
+    expect_err(err, "cfg.fifo: not a regular file");
+    eng *e = eng_create(&(eng_desc){.scale = 0.1}, err, sizeof err);
+    assert_non_null(e);
+    assert_false(eng_reload_config(e, fifo, err, sizeof err));
+    expect_err(err, "cfg.fifo: not a regular file");
+    eng_destroy(e);
+    alarm(0);
+}
+
+static void test_files_config_above_its_cap_is_refused(void **state) {
+    (void)state;
+    const char *big = in_dir("big.ini");
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)ENG_CONFIG_MAX_BYTES + 1), 0);
+    close(fd);
+    eng_config c;
+    eng_config_defaults(&c);
+    eng_config_diag rep;
+    assert_int_equal(eng_config_load(&c, big, &rep), -1);
+    expect_err(rep.text, "big.ini: too large (cap 1048576 bytes)");
+}
+
+static void test_files_config_with_a_utf8_bom_loads(void **state) {
+    (void)state;
+    /* A BOM before the first section, also with the section indented after
+     * it, and before a comment. */
+    static const char *const texts[] = {
+        "\xEF\xBB\xBF[pool.particles]\ninitial_capacity = 4096\n",
+        "\xEF\xBB\xBF  [pool.particles]\ninitial_capacity = 4096\n",
+        "\xEF\xBB\xBF; tuned\n[pool.particles]\ninitial_capacity = 4096\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        eng_config c;
+        eng_config_diag rep;
+        eng_config_defaults(&c);
+        const char *p = in_dir("bom.ini");
+        fm_test_write_text(p, texts[i]);
+        int n = eng_config_load(&c, p, &rep);
+        if (n != 0) fail_msg("text %zu: %d problems:\n%s", i, n, rep.text);
+        assert_int_equal(eng_config_pool(&c, "particles")->initial_capacity, 4096);
+        eng_config_defaults(&c);
+        assert_int_equal(eng_config_load_mem(&c, texts[i], strlen(texts[i]), "bom.ini", &rep), 0);
+        assert_int_equal(eng_config_pool(&c, "particles")->initial_capacity, 4096);
+    }
+}
+
+static void test_files_csv_fifo_device_folder_and_huge_files_are_refused_at_once(void **state) {
+    (void)state;
+    char err[512];
+    const char *fifo = in_dir("run.fifo");
+    make_fifo(fifo);
+    alarm(HANG_SECONDS);
+    assert_null(eng_telemetry_read_csv(fifo, err, sizeof err));
+    expect_err(err, "run.fifo: not a regular file");
+    assert_null(eng_telemetry_read_csv("/dev/zero", err, sizeof err));
+    assert_string_equal(err, "/dev/zero: not a regular file");
+    assert_null(eng_telemetry_read_csv(dir, err, sizeof err));
+    expect_err(err, ": not a regular file");
+    /* A file over the cap (sparse: no disk used) is refused unread. */
+    const char *huge = in_dir("huge.csv");
+    int fd = open(huge, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)ENG_CSV_MAX_BYTES + 1), 0);
+    close(fd);
+    assert_null(eng_telemetry_read_csv(huge, err, sizeof err));
+    expect_err(err, "huge.csv: too large (cap 268435456 bytes)");
+    unlink(huge);
+    alarm(0);
+}
+
+static void test_files_csv_with_a_utf8_bom_loads(void **state) {
+    (void)state;
+    char err[512];
+    eng_telemetry *t = small_run();
+    const char *plain = in_dir("plain.csv");
+    assert_true(eng_telemetry_write_csv(t, plain, err, sizeof err));
+    FILE *in = fopen(plain, "rb"), *out = fopen(in_dir("bom.csv"), "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    fputs("\xEF\xBB\xBF", out);
+    for (int ch; (ch = fgetc(in)) != EOF;) fputc(ch, out);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    eng_telemetry *u = eng_telemetry_read_csv(in_dir("bom.csv"), err, sizeof err);
+    if (!u) fail_msg("%s", err);
+    assert_int_equal(eng_telemetry_frame_count(u), 40);
+    assert_int_equal(eng_telemetry_source_count(u), 2);
+    assert_int_equal(eng_telemetry_sample(u, 39, 0)->live, 400);
+    eng_telemetry_destroy(u);
+    eng_telemetry_destroy(t);
+}
+
+/* ---------------------------------------------------------------- writers */
+
+/* The writers, each to its own file, in a child whose files may not pass
+ * 1 KiB (every output here is bigger). Returns the first failed check. */
+static int full_disk_writers(void *arg) {
+    (void)arg;
+    char err[512];
+    eng_telemetry *t = small_run();
+    if (eng_telemetry_write_csv(t, in_dir("disk.csv"), err, sizeof err)) return 10;
+    if (!strstr(err, "disk.csv: write failed: File too large")) return 11;
+    if (eng_telemetry_write_trace(t, in_dir("disk.json"), err, sizeof err)) return 20;
+    if (!strstr(err, "disk.json: write failed: File too large")) return 21;
+    /* Streaming: the failure waits in the writer for its commit. */
+    fm_file_writer *w = fm_file_begin(in_dir("stream.csv"), err, sizeof err);
+    if (!w) return 30;
+    eng_telemetry *s = eng_telemetry_create(&(eng_telemetry_desc){.frames = 8});
+    eng_telemetry_add_source(s, "particles", ENG_SOURCE_POOL, 32, 64);
+    eng_telemetry_stream_csv(s, w);
+    for (uint64_t f = 1; f <= 200; f++)
+        eng_telemetry_push(s, &(eng_frame_record){.frame = f}, &(eng_sample){.live = f});
+    eng_telemetry_stream_end(s);
+    eng_telemetry_destroy(s);
+    if (fm_file_ok(w)) return 31;
+    if (fm_file_commit(w, err, sizeof err)) return 32;
+    if (!strstr(err, "stream.csv: write failed: File too large")) return 33;
+    /* The tuned config (six pools and an arena: about 2 KiB). */
+    eng_config c;
+    eng_config_defaults(&c);
+    const eng_telemetry *runs[1] = {t};
+    if (eng_config_write_tuned(&c, runs, 1, 1.25, in_dir("disk.ini"), err, sizeof err)) return 40;
+    if (!strstr(err, "disk.ini: write failed: File too large")) return 41;
+    eng_telemetry_destroy(t);
+    /* And the engine's own entry point. */
+    eng *e = eng_create(&(eng_desc){.scale = 0.1}, err, sizeof err);
+    if (!e) return 50;
+    for (int i = 0; i < 5; i++) eng_tick(e, 1.0 / 60.0);
+    bool wrote = eng_write_tuned_config(e, in_dir("engine.ini"), 0, err, sizeof err);
+    eng_destroy(e);
+    if (wrote) return 51;
+    if (!strstr(err, "engine.ini: write failed: File too large")) return 52;
+    return 0;
+}
+
+static void test_files_writers_on_a_full_disk_fail_and_keep_the_old_files(void **state) {
+    (void)state;
+    static const char *const names[] = {"disk.csv", "disk.json", "stream.csv", "disk.ini",
+                                        "engine.ini"};
+    enum { N = sizeof names / sizeof names[0] };
+    for (int i = 0; i < N; i++) fm_test_write_text(in_dir(names[i]), "the old file\n");
+    int rc = fm_test_run_full_disk(1024, full_disk_writers, NULL);
+    if (rc != 0) fail_msg("the full-disk child failed check %d", rc);
+    for (int i = 0; i < N; i++)
+        if (!fm_test_file_is(in_dir(names[i]), "the old file\n")) fail_msg("%s was changed", names[i]);
+    assert_int_equal(fm_test_count_temp_files(dir), 0);
+}
+
+static void test_files_writers_refuse_a_fifo_or_folder_destination(void **state) {
+    (void)state;
+    char err[512];
+    const char *fifo = in_dir("out.fifo"), *folder = in_dir("out.d");
+    make_fifo(fifo);
+    assert_int_equal(mkdir(folder, 0755), 0);
+    eng_telemetry *t = small_run();
+    eng_config c;
+    eng_config_defaults(&c);
+    const char *const dests[] = {fifo, folder};
+    for (int i = 0; i < 2; i++) {
+        assert_false(eng_telemetry_write_csv(t, dests[i], err, sizeof err));
+        expect_err(err, ": not a regular file (refusing to replace it)");
+        assert_false(eng_telemetry_write_trace(t, dests[i], err, sizeof err));
+        expect_err(err, ": not a regular file (refusing to replace it)");
+        assert_false(eng_config_write_tuned(&c, NULL, 0, 1.25, dests[i], err, sizeof err));
+        expect_err(err, ": not a regular file (refusing to replace it)");
+    }
+    assert_true(is_fifo(fifo));
+    struct stat st;
+    assert_int_equal(stat(folder, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(fm_test_count_temp_files(dir), 0);
+    eng_telemetry_destroy(t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_files_config_fifo_folder_and_device_are_refused_at_once),
+        cmocka_unit_test(test_files_config_above_its_cap_is_refused),
+        cmocka_unit_test(test_files_config_with_a_utf8_bom_loads),
+        cmocka_unit_test(test_files_csv_fifo_device_folder_and_huge_files_are_refused_at_once),
+        cmocka_unit_test(test_files_csv_with_a_utf8_bom_loads),
+        cmocka_unit_test(test_files_writers_on_a_full_disk_fail_and_keep_the_old_files),
+        cmocka_unit_test(test_files_writers_refuse_a_fifo_or_folder_destination),
+    };
+    return cmocka_run_group_tests_name("engine_files", tests, setup, teardown);
+}
