@@ -70,7 +70,10 @@ struct eng_world {
     fm_defer_queue *timers;
     uint64_t rng;
     float w, h;
-    /* lists of the newest update, in the frame arena */
+    /* lists of the newest update, in the frame arena; they live until the
+     * frame arena advances twice, and it advances only after an update
+     * (eng_world_begin), so a paused frame keeps them */
+    bool updated; /* an update allocated in the current frame arena */
     eng__entity **ents;
     uint32_t n_ents;
     eng__particle **parts;
@@ -280,7 +283,11 @@ void eng_world_set_grow_ahead(eng_world *w, bool on, const eng_config *cfg) {
 }
 
 void eng_world_begin(eng_world *w) {
-    fm_frame_arena_advance(w->fa);
+    /* A frame without an update (a paused game) allocated nothing: advancing
+     * would release the arena holding the newest update's lists, which the
+     * next update, the queries and the renderer still read. */
+    if (w->updated) fm_frame_arena_advance(w->fa);
+    w->updated = false;
     w->counts.spawned = w->counts.died = w->counts.collisions = w->counts.timers_fired = 0;
     fm_defer_run(w->timers);
     w->counts.total_timers += w->counts.timers_fired;
@@ -496,6 +503,7 @@ static void eng__init_particle(eng_world *w, eng__particle *p, float x, float y,
 
 void eng_world_update(eng_world *w, double dt_in, double entity_load, double load) {
     float dt = (float)dt_in;
+    w->updated = true;
     uint32_t n_em = 0;
     eng__entity **emitters = eng__update_entities(w, dt, entity_load, &n_em);
     uint32_t n_pairs = 0;

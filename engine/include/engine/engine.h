@@ -71,7 +71,7 @@ typedef struct eng_sprite {
 
 /* Sprites of a frame grouped by layer: layer l is
  * items[layer_start[l] .. layer_start[l + 1]). In the frame arena: valid
- * until the next eng_frame_begin. */
+ * until the next eng_frame_begin (frames without eng_update keep it). */
 typedef struct eng_render_list {
     const eng_sprite *items;
     uint32_t count;
@@ -109,8 +109,11 @@ void eng_destroy(eng *e);
 
 /* ---------------------------------------------------------------- frames */
 
-/// Frame boundary: advances the frame arena (the render list of two frames
-/// ago goes) and runs due timers. Ends an open frame first.
+/// Frame boundary: advances the frame arena (the render list of the update
+/// before the newest goes) and runs due timers. Ends an open frame first. A frame with no
+/// eng_update (a paused game) allocates nothing, so the boundary after it
+/// releases nothing: the world, its render list and eng_get_info stay those
+/// of the newest update, and the next eng_update goes on from them.
 void eng_frame_begin(eng *e);
 /// Advances the world by dt seconds (clamped to [0, 0.1]) and builds the render list.
 void eng_update(eng *e, double dt);
