@@ -73,7 +73,8 @@ struct eng_world {
     /* lists of the newest update, in the frame arena; they live until the
      * frame arena advances twice, and it advances only after an update
      * (eng_world_begin), so a paused frame keeps them */
-    bool updated; /* an update allocated in the current frame arena */
+    bool updated;     /* an update allocated in the current frame arena */
+    bool timers_due;  /* the frame's first update runs the timers */
     eng__entity **ents;
     uint32_t n_ents;
     eng__particle **parts;
@@ -288,9 +289,8 @@ void eng_world_begin(eng_world *w) {
      * next update, the queries and the renderer still read. */
     if (w->updated) fm_frame_arena_advance(w->fa);
     w->updated = false;
+    w->timers_due = true;
     w->counts.spawned = w->counts.died = w->counts.collisions = w->counts.timers_fired = 0;
-    fm_defer_run(w->timers);
-    w->counts.total_timers += w->counts.timers_fired;
 }
 
 /* --------------------------------------------------------------- update */
@@ -504,6 +504,12 @@ static void eng__init_particle(eng_world *w, eng__particle *p, float x, float y,
 void eng_world_update(eng_world *w, double dt_in, double entity_load, double load) {
     float dt = (float)dt_in;
     w->updated = true;
+    /* Timers count simulated frames: a paused frame (no update) runs none. */
+    if (w->timers_due) {
+        w->timers_due = false;
+        fm_defer_run(w->timers);
+        w->counts.total_timers += w->counts.timers_fired;
+    }
     uint32_t n_em = 0;
     eng__entity **emitters = eng__update_entities(w, dt, entity_load, &n_em);
     uint32_t n_pairs = 0;

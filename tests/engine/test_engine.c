@@ -113,6 +113,38 @@ static void test_engine_paused_frames_keep_the_newest_update_readable(void **sta
     }
 }
 
+/* The same world whether or not the game paused on the way: a paused frame
+ * runs no timer and stops the scene's clock ("ramp" raises the load every
+ * frame; emitter timers fire 30 to 120 frames after they are armed). */
+static void test_engine_a_pause_does_not_change_the_simulation(void **state) {
+    (void)state;
+    eng *a = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"});
+    eng *b = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"});
+    eng_test_run(a, 40);
+    for (int f = 0; f < 100; f++) {
+        eng_frame_begin(a);
+        eng_frame_end(a);
+    }
+    eng_test_run(a, 120);
+    eng_test_run(b, 160);
+    eng_info ia, ib;
+    eng_get_info(a, &ia);
+    eng_get_info(b, &ib);
+    assert_int_equal(ia.frame, 260);
+    assert_int_equal(ib.frame, 160);
+    assert_int_equal(ia.checksum, ib.checksum);
+    assert_int_equal(ia.particles, ib.particles);
+    const eng_telemetry *ta = eng_get_telemetry(a), *tb = eng_get_telemetry(b);
+    int s = source(a, "particles");
+    assert_int_equal(eng_telemetry_source(ta, (uint32_t)s)->total_allocs,
+                     eng_telemetry_source(tb, (uint32_t)s)->total_allocs);
+    /* the paused frames are recorded, with nothing allocated */
+    for (uint32_t i = 40; i < 140; i++)
+        assert_int_equal(eng_telemetry_sample(ta, i, (uint32_t)s)->allocs, 0);
+    eng_destroy(a);
+    eng_destroy(b);
+}
+
 static void test_engine_default_scale_meets_the_load_target(void **state) {
     (void)state;
     eng *e = eng_test_make(&(eng_desc){.seed = 5});
@@ -484,6 +516,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_frame_lifecycle_records_one_frame_per_begin_end),
         cmocka_unit_test(test_engine_paused_frames_keep_the_newest_update_readable),
+        cmocka_unit_test(test_engine_a_pause_does_not_change_the_simulation),
         cmocka_unit_test(test_engine_default_scale_meets_the_load_target),
         cmocka_unit_test(test_engine_same_seed_same_world_other_seed_differs),
         cmocka_unit_test(test_engine_malloc_backend_simulates_the_same_world),
