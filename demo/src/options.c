@@ -17,7 +17,8 @@ static const char usage[] =
     "\n"
     "  --config FILE        pool sizes from an INI file (see --save-config)\n"
     "  --save-config FILE   write a tuned config (capacities from observed peaks) at exit\n"
-    "  --frames N           exit after N frames (default: run until closed)\n"
+    "  --frames N           exit after N frames, paused ones included (default: run\n"
+    "                       until closed)\n"
     "  --headless           no window: offscreen software rendering\n"
     "  --screenshot FILE    PNG of the last frame, overlay included, at exit\n"
     "  --csv FILE           telemetry of every frame as CSV, one row per pool per frame\n"
@@ -34,7 +35,8 @@ static const char usage[] =
     "  --no-overlay         start with the overlay hidden (F1 shows it)\n"
     "  --quiet              no summary at exit\n"
     "  --press LIST         simulated key presses FRAME:KEY[,FRAME:KEY...] (SDL key\n"
-    "                       names: S, L, M, F1, F12, =, -, ...), e.g. 300:S,301:L\n"
+    "                       names: S, L, M, F1, F12, =, -, ...), e.g. 300:S,301:L;\n"
+    "                       frames count as --frames does\n"
     "  --help               this text\n"
     "\n"
     "Keys: F1 overlay, P pause, N step, B burst, +/- scale, G growth policy,\n"
@@ -43,8 +45,12 @@ static const char usage[] =
     "      file (else framemem-tuned.ini); L reloads --config or the file S wrote;\n"
     "      F12 writes framemem-demo-NNN.png.\n"
     "\n"
-    "Exit codes: 0 success, 1 runtime failure (no display, SDL, files), 2 bad\n"
-    "arguments or unreadable config file.\n";
+    "Exit codes: 0 everything asked was done; 1 runtime failure (no display, SDL,\n"
+    "files, a key whose action failed); 2 bad arguments, or a config file that\n"
+    "cannot be read (nothing runs) or has problems (the run goes on with the\n"
+    "defaults for the bad entries); 3 the engine met failures during the run\n"
+    "(memory refused: fewer spawns, the world emptied, a rebuild refused; the\n"
+    "summary counts them). When several apply, the smallest.\n";
 
 const char *demo_options_usage(void) { return usage; }
 

@@ -3,8 +3,12 @@
  *
  * demo_options_parse fills a demo_options from argv and reports the first
  * problem as one line naming the option and what was wrong. Exit codes of the
- * program: 0 success, 1 runtime failure (no display, SDL or file errors),
- * 2 bad command line or unreadable config file.
+ * program (the --help text says the same): 0 everything asked was done;
+ * 1 runtime failure (no display, SDL or file errors, a key whose action
+ * failed); 2 bad command line, or a config file that cannot be read (nothing
+ * runs) or has problems (the run uses the defaults for the bad entries);
+ * 3 the engine met failures during the run (eng_info.failures). When several
+ * apply, the smallest.
  */
 #ifndef DEMO_OPTIONS_H
 #define DEMO_OPTIONS_H
@@ -16,13 +20,14 @@
 #define DEMO_EXIT_OK 0
 #define DEMO_EXIT_FAILURE 1
 #define DEMO_EXIT_USAGE 2
+#define DEMO_EXIT_ENGINE 3
 
 typedef enum demo_backend { DEMO_BACKEND_POOL, DEMO_BACKEND_MALLOC } demo_backend;
 
 #define DEMO_MAX_PRESSES 64
 
 /* A simulated key press: key (an SDL_Keycode) goes down before frame `frame`
- * (0 = before the first) is simulated. */
+ * (0 = before the first) runs; paused frames count like the others. */
 typedef struct demo_press {
     long frame;
     int32_t key;
@@ -34,7 +39,8 @@ typedef struct demo_options {
     const char *csv;         /* --csv FILE, telemetry at exit                 */
     const char *trace;       /* --trace FILE.json, Chrome trace at exit       */
     const char *save_config; /* --save-config FILE, tuned config at exit      */
-    long frames;             /* --frames N (0: until the window closes)       */
+    long frames;             /* --frames N, paused ones included (0: until
+                                the window closes)                            */
     uint64_t seed;           /* --seed N                                      */
     double scale;            /* --scale N, 0.05..50 (the engine's range)      */
     demo_backend backend;    /* --backend pool|malloc                         */
