@@ -22,6 +22,22 @@ struct fm_frame_arena {
     char name[];
 };
 
+fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc *d, char *msg, size_t msg_len) {
+    if (msg && msg_len) msg[0] = 0;
+    if (!d) {
+        fm__report(FM_ERR_INVALID_ARG, "frame arena: fm_frame_arena_desc_check(NULL)");
+        if (msg && msg_len) snprintf(msg, msg_len, "no desc (NULL)");
+        return FM_ERR_INVALID_ARG;
+    }
+    uint32_t frames = fm__def(d->frames, 2u);
+    if (frames < 2 || frames > FM_FRAME_ARENA_MAX_FRAMES) {
+        if (msg && msg_len)
+            snprintf(msg, msg_len, "frames must be 2..%d, not %u", FM_FRAME_ARENA_MAX_FRAMES, frames);
+        return FM_ERR_INVALID_ARG;
+    }
+    return fm_arena_desc_check(&d->arena, msg, msg_len);
+}
+
 fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc) {
     if (!desc) {
         fm__report(FM_ERR_INVALID_ARG, "frame arena: fm_frame_arena_create(NULL)");
@@ -29,9 +45,9 @@ fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc) {
     }
     const char *name = fm__def(desc->name, "frame");
     uint32_t frames = fm__def(desc->frames, 2u);
-    if (frames < 2 || frames > FM_FRAME_ARENA_MAX_FRAMES) {
-        fm__report(FM_ERR_INVALID_ARG, "frame arena '%s': frames must be 2..%d, not %u", name,
-                   FM_FRAME_ARENA_MAX_FRAMES, frames);
+    char why[128];
+    if (fm_frame_arena_desc_check(desc, why, sizeof why) != FM_OK) {
+        fm__report(FM_ERR_INVALID_ARG, "frame arena '%s': %s", name, why);
         return NULL;
     }
     size_t self_bytes;

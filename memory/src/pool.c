@@ -2144,7 +2144,13 @@ static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out) 
 
 /* ================================================================ create */
 
-static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
+fm_error fm_pool_desc_check(const fm_pool_desc *d, char *msg, size_t msg_len) {
+    if (msg && msg_len) msg[0] = 0;
+    if (!d) {
+        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_desc_check(NULL)");
+        if (msg && msg_len) snprintf(msg, msg_len, "no desc (NULL)");
+        return FM_ERR_INVALID_ARG;
+    }
     const char *why = NULL;
     if (d->item_size == 0) why = "item_size is 0";
     else if (d->item_size > FM_POOL_MAX_ITEM_SIZE) why = "item_size above FM_POOL_MAX_ITEM_SIZE";
@@ -2158,8 +2164,16 @@ static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
         why = "allocator needs both alloc and free";
     else if (d->max_capacity && d->initial_capacity > d->max_capacity)
         why = "initial_capacity above max_capacity";
-    if (why) fm__report(FM_ERR_INVALID_ARG, "pool '%s': %s", name, why);
-    return why == NULL;
+    if (why && msg && msg_len) snprintf(msg, msg_len, "%s", why);
+    return why ? FM_ERR_INVALID_ARG : FM_OK;
+}
+
+/* fm_pool_create's check: the public one, reported with the pool's name. */
+static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
+    char why[128];
+    if (fm_pool_desc_check(d, why, sizeof why) == FM_OK) return true;
+    fm__report(FM_ERR_INVALID_ARG, "pool '%s': %s", name, why);
+    return false;
 }
 
 /* Picks chunk_bytes (a power of two, >= 64 KiB) so a chunk holds at least a
