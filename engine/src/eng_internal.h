@@ -9,7 +9,9 @@
 
 #include "engine/config.h"
 #include "engine/telemetry.h"
+#include "framemem/arena.h"
 #include "framemem/base.h"
+#include "framemem/pool.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ENG__PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -61,6 +63,13 @@ ENG__PRINTF(2, 3) void eng__fault(eng__faults *f, const char *fmt, ...);
 
 /// Telemetry whose ring comes from a (NULL: the C heap); see eng_telemetry_create.
 eng_telemetry *eng__telemetry_create(const eng_telemetry_desc *desc, const fm_allocator *a);
+/// The pool desc fields a pool config sets (capacities, growth, factor,
+/// step, prefault); the caller adds name, item size and alignment, allocator
+/// and its switches. The loader checks it with fm_pool_desc_check.
+fm_pool_desc eng__pool_desc(const eng_pool_config *c);
+/// The frame arena desc of an arena config (NULL: the defaults) over
+/// allocator a (NULL: the system's); checked by the loader in both modes.
+fm_frame_arena_desc eng__frame_arena_desc(const eng_arena_config *c, const fm_allocator *a);
 /// eng_config_load with its read buffer from a (NULL: the C heap).
 int eng__config_load(eng_config *cfg, const char *path, eng_config_diag *rep,
                      const fm_allocator *a);

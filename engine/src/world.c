@@ -219,13 +219,8 @@ eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len) 
     /* With an allocator the frame arena chains blocks from it instead of
      * reserving address space (framemem's rule), committing the same steps. */
     const fm_allocator *al = &d->allocator;
-    w->fa = fm_frame_arena_create(&(fm_frame_arena_desc){
-        .name = "frame",
-        .frames = 2,
-        .arena = {.reserve_bytes = ac ? ac->reserve : 0,
-                  .commit_step = ac ? ac->commit_step : 0,
-                  .allocator = *al},
-    });
+    fm_frame_arena_desc fd = eng__frame_arena_desc(ac, al);
+    w->fa = fm_frame_arena_create(&fd);
     if (!w->fa) return eng__world_fail(w, err, err_len, "the frame arena");
     w->closures = fm_closure_pool_create(
         &(fm_closure_pool_desc){.name = "closures", .max_capture = 64, .allocator = *al});

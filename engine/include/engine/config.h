@@ -1,5 +1,5 @@
 /*
- * engine/config.h: pool-size configuration (INI, read with libinih).
+ * engine/config.h: pool-size configuration (INI).
  *
  *   [pool.particles]
  *   initial_capacity = 32768   ; items, 1 .. 2^28
@@ -13,12 +13,19 @@
  *   reserve = 268435456        ; bytes, 1 MiB .. 64 GiB
  *   commit_step = 65536        ; bytes, 4 KiB .. reserve
  *
- * Loading starts from the values already in the eng_config (the engine's
- * defaults) and reports every problem as "file:line: message": unknown
- * section, pool or arena, unknown key, bad number, out-of-range value, bad
- * syntax, a line over 200 characters. A section is parsed into a staging copy
- * and applied only when it had no problem, so a pool is never half-configured;
- * a section that appears twice is applied twice (the later values win).
+ * Comments are lines starting with ';' or '#', and a ';' after a blank ends
+ * a value. Loading starts from the values already in the eng_config (the
+ * engine's defaults) and reports every problem as "file:line: message":
+ * unknown section, pool or arena, unknown key, bad number, out-of-range
+ * value, bad syntax, a line over ENG_CONFIG_MAX_LINE (200) characters. Each
+ * section that parsed is then checked by the very rules of fm_pool_create /
+ * fm_frame_arena_create (fm_pool_desc_check, fm_frame_arena_desc_check; an
+ * arena both with and without eng_desc.allocator), reported at its header
+ * line: a loaded config never makes the engine's create fail. grow_factor is
+ * judged as the float the pool keeps (1.00000001 is 1 there: refused). A
+ * section is parsed into a staging copy and applied only when it had no
+ * problem, so a pool is never half-configured; a section that appears twice
+ * is applied twice (the later values win).
  */
 #ifndef ENGINE_CONFIG_H
 #define ENGINE_CONFIG_H
@@ -35,6 +42,7 @@ extern "C" {
 #endif
 
 #define ENG_CONFIG_MAX_POOLS 16
+#define ENG_CONFIG_MAX_LINE 200 /* characters, without the line end */
 #define ENG_CONFIG_MAX_ARENAS 4
 
 typedef struct eng_pool_config {
