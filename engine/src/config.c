@@ -482,6 +482,17 @@ static const char *eng__growth_key(fm_growth g) {
     }
 }
 
+uint32_t eng_config_tuned_capacity(const eng_pool_config *p, uint64_t peak_live, double headroom,
+                                   uint64_t chunk_items, eng_tuned_cap *why) {
+    uint64_t want = eng_suggest_capacity(peak_live, headroom, chunk_items);
+    eng_tuned_cap w = ENG_TUNED_EXACT;
+    if (want > ENG__MAX_ITEMS) want = ENG__MAX_ITEMS, w = ENG_TUNED_CONFIG_LIMIT;
+    if (p && p->max_capacity && want > p->max_capacity) want = p->max_capacity, w = ENG_TUNED_MAX_CAPACITY;
+    if (want < 1) want = 1;
+    if (why) *why = w;
+    return (uint32_t)want;
+}
+
 bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *runs,
                             uint32_t run_count, double headroom, const char *path, char *err,
                             size_t err_len) {
@@ -509,21 +520,19 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
             seen_in++;
             if (si->peak_live > peak) peak = si->peak_live;
             if (si->chunk_items > chunk) chunk = si->chunk_items;
-            frames += eng_telemetry_frames_pushed(t);
+            frames = eng__sat_add(frames, eng_telemetry_frames_pushed(t));
         }
         uint32_t cap = p->initial_capacity;
         fprintf(f, "\n[pool.%s]\n", p->name);
         if (!seen_in) {
             fprintf(f, "; not in any run: initial_capacity kept from the current config\n");
         } else {
-            uint64_t want = eng_suggest_capacity(peak, headroom, chunk);
-            if (want > ENG__MAX_ITEMS) want = ENG__MAX_ITEMS;
-            if (p->max_capacity && want > p->max_capacity) {
+            eng_tuned_cap why;
+            cap = eng_config_tuned_capacity(p, peak, headroom, chunk, &why);
+            if (why == ENG_TUNED_MAX_CAPACITY)
                 fprintf(f, "; capped at max_capacity %u\n", p->max_capacity);
-                want = p->max_capacity;
-            }
-            if (want < 1) want = 1;
-            cap = (uint32_t)want;
+            if (why == ENG_TUNED_CONFIG_LIMIT)
+                fprintf(f, "; capped at %u, the most initial_capacity takes\n", cap);
             fprintf(f,
                     "; peak live %llu over %llu frame(s) in %u run(s), x%.2f headroom, rounded up "
                     "to whole chunks of %llu items\n",
@@ -533,7 +542,8 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
         fprintf(f, "initial_capacity = %u\n", cap);
         fprintf(f, "max_capacity = %u\n", p->max_capacity);
         fprintf(f, "growth = %s\n", eng__growth_key(p->growth));
-        fprintf(f, "grow_factor = %g\n", (double)(p->grow_factor > 1.0f ? p->grow_factor : 2.0f));
+        /* %.9g: the float itself comes back (1.0000001 must not read as 1). */
+        fprintf(f, "grow_factor = %.9g\n", (double)(p->grow_factor > 1.0f ? p->grow_factor : 2.0f));
         fprintf(f, "grow_step = %u\n", p->grow_step);
         fprintf(f, "prefault = %s\n", p->prefault ? "true" : "false");
         fprintf(f, "grow_ahead = %s\n", p->grow_ahead ? "true" : "false");
@@ -552,8 +562,15 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
         }
         uint64_t reserve = a->reserve;
         fprintf(f, "\n[arena.%s]\n", a->name);
-        /* A frame's bytes must fit its arena with room for a bigger frame. */
-        if (hw * 4 > reserve) {
+        /* A frame's bytes must fit its arena with room for a bigger frame.
+         * hw may come from a file: past the largest reserve it is capped
+         * before any arithmetic. */
+        if (hw > ENG__MAX_RESERVE / 4) {
+            reserve = ENG__MAX_RESERVE;
+            fprintf(f, "; largest frame %llu bytes: reserve capped at the largest the config "
+                       "takes\n",
+                    (unsigned long long)hw);
+        } else if (hw * 4 > reserve) {
             reserve = ((hw * 4 + ENG__MIN_RESERVE - 1) / ENG__MIN_RESERVE) * ENG__MIN_RESERVE;
             if (reserve > ENG__MAX_RESERVE) reserve = ENG__MAX_RESERVE;
             fprintf(f, "; largest frame %llu bytes: reserve raised to 4x that, whole MiB\n",

@@ -19,6 +19,15 @@
 #define ENG__PRINTF(f, a)
 #endif
 
+/// a + b, saturating at UINT64_MAX: sums of numbers read from files.
+static inline uint64_t eng__sat_add(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+/// a + b, saturating at UINT32_MAX (b may be any uint64_t).
+static inline uint32_t eng__sat_add32(uint32_t a, uint64_t b) {
+    return b > (uint64_t)(UINT32_MAX - a) ? UINT32_MAX : a + (uint32_t)b;
+}
+
 /// snprintf into err when err is not NULL.
 ENG__PRINTF(3, 4) void eng__set_err(char *err, size_t err_len, const char *fmt, ...);
 /// Names of sources and config sections: 1-31 of [A-Za-z0-9_.-].

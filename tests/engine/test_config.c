@@ -481,6 +481,57 @@ static void test_config_tuned_from_several_runs_takes_the_highest_peak(void **st
     for (int r = 0; r < 2; r++) eng_telemetry_destroy(runs[r]);
 }
 
+/* Telemetry from a file may hold any number: the tuned config saturates
+ * (2^28 items, 64 GiB reserve), says so, and loads back without a problem;
+ * grow_factor is written so that the float itself comes back. */
+static void test_config_tuned_from_extreme_values_saturates_and_loads_back(void **state) {
+    (void)state;
+    eng_telemetry *t = eng_telemetry_create(&(eng_telemetry_desc){.frames = 4});
+    eng_telemetry_add_source(t, "particles", ENG_SOURCE_POOL, 32, UINT64_MAX);
+    eng_telemetry_add_source(t, "entities", ENG_SOURCE_POOL, 64, 100);
+    eng_telemetry_add_source(t, "frame", ENG_SOURCE_ARENA, 0, 1);
+    for (uint64_t f = 0; f < 2; f++) {
+        eng_sample s[3] = {{.live = UINT64_MAX, .peak_live = UINT64_MAX},
+                           {.live = UINT64_MAX - 1},
+                           {.high_water = UINT64_MAX, .bytes_used = UINT64_MAX}};
+        eng_telemetry_push(t, &(eng_frame_record){.frame = f}, s);
+    }
+    eng_config c;
+    eng_config_defaults(&c);
+    eng_config_pool(&c, "velocities")->grow_factor = 1.0000001f; /* > 1 as a float */
+    eng_config_pool(&c, "entities")->max_capacity = 5000;
+    char err[256];
+    const eng_telemetry *runs[] = {t};
+    assert_true(eng_config_write_tuned(&c, runs, 1, 16.0, "cfg_extreme.ini", err, sizeof err));
+    eng_config d;
+    eng_config_defaults(&d);
+    eng_config_diag rep;
+    if (eng_config_load(&d, "cfg_extreme.ini", &rep) != 0) fail_msg("%s", rep.text);
+    assert_int_equal(eng_config_pool(&d, "particles")->initial_capacity, 1u << 28);
+    assert_int_equal(eng_config_pool(&d, "entities")->initial_capacity, 5000);
+    assert_int_equal(eng_config_arena(&d, "frame")->reserve, (uint64_t)64 << 30);
+    assert_true(eng_config_pool(&d, "velocities")->grow_factor == 1.0000001f);
+    FILE *f = fopen("cfg_extreme.ini", "rb");
+    char text[8192] = "";
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    assert_true(fm_test_contains(text, "; capped at 268435456, the most initial_capacity takes"));
+    assert_true(fm_test_contains(text, "; capped at max_capacity 5000"));
+    assert_true(fm_test_contains(text, "reserve capped at the largest the config takes"));
+    remove("cfg_extreme.ini");
+    /* the shared rule, alone */
+    eng_tuned_cap why;
+    eng_pool_config pc = {.max_capacity = 0};
+    assert_int_equal(eng_config_tuned_capacity(&pc, UINT64_MAX, 1.25, 64, &why), 1u << 28);
+    assert_int_equal(why, ENG_TUNED_CONFIG_LIMIT);
+    assert_int_equal(eng_config_tuned_capacity(NULL, 1000, 1.25, 64, &why), 1280);
+    assert_int_equal(why, ENG_TUNED_EXACT);
+    pc.max_capacity = 1000;
+    assert_int_equal(eng_config_tuned_capacity(&pc, 1000, 1.25, 64, NULL), 1000);
+    assert_int_equal(eng_config_tuned_capacity(&pc, 0, 1.0, 0, &why), 1);
+    eng_telemetry_destroy(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_defaults_name_every_engine_pool_and_the_frame_arena),
@@ -492,6 +543,7 @@ int main(void) {
         cmocka_unit_test(test_config_missing_file_is_an_error_and_keeps_the_config),
         cmocka_unit_test(test_config_tuned_round_trip_removes_growth),
         cmocka_unit_test(test_config_tuned_from_several_runs_takes_the_highest_peak),
+        cmocka_unit_test(test_config_tuned_from_extreme_values_saturates_and_loads_back),
     };
     return cmocka_run_group_tests_name("engine_config", tests, NULL, NULL);
 }

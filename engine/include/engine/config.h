@@ -91,6 +91,19 @@ int eng_config_load(eng_config *cfg, const char *path, eng_config_diag *rep);
 int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const char *name,
                         eng_config_diag *rep);
 
+/* Why a tuned capacity is not the suggestion itself. */
+typedef enum eng_tuned_cap {
+    ENG_TUNED_EXACT,         /* eng_suggest_capacity as it is */
+    ENG_TUNED_CONFIG_LIMIT,  /* capped at 2^28, the most initial_capacity takes */
+    ENG_TUNED_MAX_CAPACITY,  /* capped at the pool's max_capacity */
+} eng_tuned_cap;
+
+/// The initial_capacity eng_config_write_tuned writes for pool p from the
+/// highest live count of the runs: eng_suggest_capacity(peak_live, headroom,
+/// chunk_items), capped at 2^28 and then at p->max_capacity, at least 1.
+/// *why (may be NULL) says which cap applied.
+uint32_t eng_config_tuned_capacity(const eng_pool_config *p, uint64_t peak_live, double headroom,
+                                   uint64_t chunk_items, eng_tuned_cap *why);
 /// Writes a config with every pool of cfg: initial_capacity from the highest
 /// live count over every frame of the runs (eng_suggest_capacity with
 /// headroom, whole chunks), growth kept, a comment per pool saying where the
