@@ -23,17 +23,12 @@ struct fm_frame_arena {
 };
 
 fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc *d, char *msg, size_t msg_len) {
-    if (msg && msg_len) msg[0] = 0;
-    if (!d) {
-        fm__report(FM_ERR_INVALID_ARG, "frame arena: fm_frame_arena_desc_check(NULL)");
-        if (msg && msg_len) snprintf(msg, msg_len, "no desc (NULL)");
-        return FM_ERR_INVALID_ARG;
-    }
+    if (!d) return fm__desc_verdict("frame arena: fm_frame_arena_desc_check", NULL, msg, msg_len);
     uint32_t frames = fm__def(d->frames, 2u);
     if (frames < 2 || frames > FM_FRAME_ARENA_MAX_FRAMES) {
-        if (msg && msg_len)
-            snprintf(msg, msg_len, "frames must be 2..%d, not %u", FM_FRAME_ARENA_MAX_FRAMES, frames);
-        return FM_ERR_INVALID_ARG;
+        char why[64];
+        snprintf(why, sizeof why, "frames must be 2..%d, not %u", FM_FRAME_ARENA_MAX_FRAMES, frames);
+        return fm__desc_verdict(NULL, why, msg, msg_len);
     }
     return fm_arena_desc_check(&d->arena, msg, msg_len);
 }
@@ -46,10 +41,8 @@ fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc) {
     const char *name = fm__def(desc->name, "frame");
     uint32_t frames = fm__def(desc->frames, 2u);
     char why[128];
-    if (fm_frame_arena_desc_check(desc, why, sizeof why) != FM_OK) {
-        fm__report(FM_ERR_INVALID_ARG, "frame arena '%s': %s", name, why);
+    if (!fm__desc_accepted(fm_frame_arena_desc_check(desc, why, sizeof why), "frame arena", name, why))
         return NULL;
-    }
     size_t self_bytes;
     fm_frame_arena *fa =
         FM__OBJECT_NEW(fm_frame_arena, &desc->arena.allocator, "frame arena", name, &self_bytes);

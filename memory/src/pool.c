@@ -2145,12 +2145,7 @@ static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out) 
 /* ================================================================ create */
 
 fm_error fm_pool_desc_check(const fm_pool_desc *d, char *msg, size_t msg_len) {
-    if (msg && msg_len) msg[0] = 0;
-    if (!d) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_desc_check(NULL)");
-        if (msg && msg_len) snprintf(msg, msg_len, "no desc (NULL)");
-        return FM_ERR_INVALID_ARG;
-    }
+    if (!d) return fm__desc_verdict("pool: fm_pool_desc_check", NULL, msg, msg_len);
     const char *why = NULL;
     if (d->item_size == 0) why = "item_size is 0";
     else if (d->item_size > FM_POOL_MAX_ITEM_SIZE) why = "item_size above FM_POOL_MAX_ITEM_SIZE";
@@ -2164,16 +2159,7 @@ fm_error fm_pool_desc_check(const fm_pool_desc *d, char *msg, size_t msg_len) {
         why = "allocator needs both alloc and free";
     else if (d->max_capacity && d->initial_capacity > d->max_capacity)
         why = "initial_capacity above max_capacity";
-    if (why && msg && msg_len) snprintf(msg, msg_len, "%s", why);
-    return why ? FM_ERR_INVALID_ARG : FM_OK;
-}
-
-/* fm_pool_create's check: the public one, reported with the pool's name. */
-static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
-    char why[128];
-    if (fm_pool_desc_check(d, why, sizeof why) == FM_OK) return true;
-    fm__report(FM_ERR_INVALID_ARG, "pool '%s': %s", name, why);
-    return false;
+    return fm__desc_verdict(NULL, why, msg, msg_len);
 }
 
 /* Picks chunk_bytes (a power of two, >= 64 KiB) so a chunk holds at least a
@@ -2225,7 +2211,8 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
         return NULL;
     }
     const char *name = fm__def(desc->name, fm__def(desc->type_name, "pool"));
-    if (!fm__desc_valid(desc, name)) return NULL;
+    char why[128];
+    if (!fm__desc_accepted(fm_pool_desc_check(desc, why, sizeof why), "pool", name, why)) return NULL;
     fm_clock_init();
 
     size_t self_bytes;

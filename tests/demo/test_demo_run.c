@@ -89,6 +89,16 @@ static void run_argv(run *r, char *const argv[], int env) {
 
 static void path_in(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
 
+/* A file of the run's directory with that text. */
+static void write_in(const char *name, const char *text) {
+    char path[600];
+    path_in(path, sizeof path, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
 static void expect_text(const char *haystack, const char *needle, const char *where) {
     if (!strstr(haystack, needle)) fail_msg("%s lacks '%s':\n%s", where, needle, haystack);
 }
@@ -374,12 +384,7 @@ static void test_demo_frames_counts_paused_frames_so_a_paused_run_ends(void **st
 static void test_demo_engine_failures_are_counted_and_exit_3(void **state) {
     (void)state;
     static run r;
-    char ini[600];
-    path_in(ini, sizeof ini, "small_arena.ini");
-    FILE *f = fopen(ini, "wb");
-    assert_non_null(f);
-    fputs("[arena.frame]\nreserve = 1048576\n", f);
-    fclose(f);
+    write_in("small_arena.ini", "[arena.frame]\nreserve = 1048576\n");
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "20", "--scale", "5", "--config", "small_arena.ini",
          "--no-overlay");
     if (r.code != 3) fail_msg("exit %d, wanted 3\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
@@ -399,12 +404,7 @@ static void test_demo_engine_failures_are_counted_and_exit_3(void **state) {
 static void test_demo_config_problems_and_failed_keys_give_a_non_zero_exit(void **state) {
     (void)state;
     static run r;
-    char ini[600];
-    path_in(ini, sizeof ini, "problems.ini");
-    FILE *f = fopen(ini, "wb");
-    assert_non_null(f);
-    fputs("[pool.particles]\ninitial_capacity = lots\n", f);
-    fclose(f);
+    write_in("problems.ini", "[pool.particles]\ninitial_capacity = lots\n");
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--config", "problems.ini", "--no-overlay");
     if (r.code != 2) fail_msg("exit %d, wanted 2\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
     expect_text(r.err, "problems.ini:2:", "stderr");
