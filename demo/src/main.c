@@ -36,7 +36,6 @@ typedef struct demo {
     demo_run_stats stats;
     fm_file_writer *csv;         /* --csv, committed at exit when the run succeeded */
     ovl_png shot;                /* --screenshot, taken at the last frame, written at exit */
-    unsigned failed_writes;      /* S and F12 files that could not be written */
     bool outputs_done;           /* write_outputs ran (else they are dropped at exit) */
     bool overlay, paused, step, quit;
     bool software;               /* software renderer: the scene dims the overlay's
@@ -47,6 +46,7 @@ typedef struct demo {
     char status[1024];           /* a message shown in the overlay for a while */
     uint64_t status_until_frame;
     uint64_t loop_frames;        /* loop iterations, paused ones included */
+    int rc;                      /* exit status of what went wrong so far (exit_status) */
     eng_info info;               /* eng_get_info, refreshed by refresh_info */
     uint64_t info_frame;         /* loop_frames when info was taken */
     unsigned screenshots;
@@ -69,13 +69,19 @@ static void set_status(demo *d, const char *fmt, const char *arg) {
     printf("framemem-demo: %s\n", d->status);
 }
 
+/* Records that something asked was not (fully) done: the exit status is the
+ * smallest non-zero code met (options.h). */
+static void exit_status(demo *d, int code) {
+    if (code && (!d->rc || code < d->rc)) d->rc = code;
+}
+
 /* A file a key asked for could not be written: shown, on stderr, and the
  * exit status says so. */
 static void write_failed(demo *d, const char *fmt, const char *arg) {
     snprintf(d->status, sizeof d->status, fmt, arg);
     d->status_until_frame = d->loop_frames + 240;
     fprintf(stderr, "framemem-demo: %s\n", d->status);
-    d->failed_writes++;
+    exit_status(d, DEMO_EXIT_FAILURE);
 }
 
 /* ------------------------------------------------------------ keys */
@@ -94,15 +100,18 @@ static void save_tuned(demo *d) {
 static void reload_config(demo *d) {
     if (!d->config_path[0]) {
         set_status(d, "%s", "no config to reload: save one with S or start with --config FILE");
+        exit_status(d, DEMO_EXIT_FAILURE);
         return;
     }
     char err[512];
     if (!eng_reload_config(d->e, d->config_path, err, sizeof err)) {
         set_status(d, "reload failed: %s", err);
+        exit_status(d, DEMO_EXIT_FAILURE);
         return;
     }
     const char *rep = eng_config_problems(d->e);
     if (rep[0]) fprintf(stderr, "framemem-demo: config problems (defaults kept for these entries):\n%s", rep);
+    if (rep[0]) exit_status(d, DEMO_EXIT_USAGE);
     set_status(d, rep[0] ? "reloaded %s (with problems: see stderr)" : "reloaded %s", d->config_path);
 }
 
@@ -307,6 +316,7 @@ int main(int argc, char **argv) {
     }
     const char *rep = eng_config_problems(d.e);
     if (rep[0]) fprintf(stderr, "framemem-demo: config problems (defaults kept for these entries):\n%s", rep);
+    if (rep[0]) exit_status(&d, DEMO_EXIT_USAGE);
 
     int rc = DEMO_EXIT_OK;
     if (d.opt.csv) {
@@ -343,12 +353,15 @@ int main(int argc, char **argv) {
     const float sx = (float)d.plat.width / (float)d.opt.width, sy = (float)d.plat.height / (float)d.opt.height;
     uint64_t prev = fm_clock_now();
     double fps = 0;
-    long simulated = 0;
     int next_press = 0;
+    /* Every loop iteration is a frame of the run, paused or not: --frames and
+     * --press count them all, and each is an engine frame (a paused one has
+     * no update: the world stands still, its telemetry row shows no work). */
     while (!d.quit) {
         uint64_t t0 = fm_clock_now();
         /* --press: the scripted keys go through the same event queue as real ones. */
-        for (; next_press < d.opt.press_count && d.opt.press[next_press].frame <= simulated; next_press++) {
+        for (; next_press < d.opt.press_count && (uint64_t)d.opt.press[next_press].frame <= d.loop_frames;
+             next_press++) {
             SDL_Event ev = {.type = SDL_KEYDOWN};
             ev.key.state = SDL_PRESSED;
             ev.key.keysym.sym = d.opt.press[next_press].key;
@@ -364,8 +377,10 @@ int main(int argc, char **argv) {
         }
         bool tick = !d.paused || d.step;
         d.step = false;
-        if (tick) eng_tick(d.e, 1.0 / 60.0);
-        bool last = tick && d.opt.frames && simulated + 1 >= d.opt.frames;
+        eng_frame_begin(d.e);
+        if (tick) eng_update(d.e, 1.0 / 60.0);
+        eng_frame_end(d.e);
+        bool last = d.opt.frames && d.loop_frames + 1 >= (uint64_t)d.opt.frames;
 
         uint64_t r0 = fm_clock_now();
         draw_frame(&d, fps, sx, sy);
@@ -373,14 +388,15 @@ int main(int argc, char **argv) {
         uint64_t p0 = fm_clock_now();
         demo_platform_present(&d.plat);
         uint64_t r1 = fm_clock_now();
+        eng_set_render_ns(d.e, fm_clock_to_ns(r1 - r0));
         if (tick) {
-            eng_set_render_ns(d.e, fm_clock_to_ns(r1 - r0));
             const eng_telemetry *t = eng_get_telemetry(d.e);
             uint32_t held = eng_telemetry_frame_count(t);
             if (held)
                 demo_run_stats_add(&d.stats, eng_telemetry_frame(t, held - 1), fm_clock_to_ns(r1 - t0),
                                    fm_clock_to_ns(r1 - p0));
-            simulated++;
+        } else {
+            demo_run_stats_add_paused(&d.stats);
         }
         double dt = (double)fm_clock_to_ns(r1 - prev) / 1e9;
         prev = r1;
@@ -391,7 +407,13 @@ int main(int argc, char **argv) {
     }
 
     if (rc == DEMO_EXIT_OK && !write_outputs(&d)) rc = DEMO_EXIT_FAILURE;
-    if (d.failed_writes) rc = DEMO_EXIT_FAILURE; /* S or F12 could not write (said at the time) */
+    eng_info end;
+    eng_get_info(d.e, &end);
+    if (end.failures) {
+        fprintf(stderr, "framemem-demo: the engine met %llu failure(s) during the run (the newest: %s)\n",
+                (unsigned long long)end.failures, eng_last_failure(d.e));
+        exit_status(&d, DEMO_EXIT_ENGINE);
+    }
     if (!d.opt.quiet) {
         demo_run_stats_print(&d.stats, d.e,
                              &(demo_summary_info){.renderer = d.plat.renderer_name,
@@ -408,5 +430,6 @@ out:
     demo_platform_close(&d.plat);
     demo_run_stats_free(&d.stats);
     eng_destroy(d.e);
-    return rc;
+    exit_status(&d, rc);
+    return d.rc;
 }

@@ -17,7 +17,8 @@ static const char usage[] =
     "\n"
     "  --config FILE        pool sizes from an INI file (see --save-config)\n"
     "  --save-config FILE   write a tuned config (capacities from observed peaks) at exit\n"
-    "  --frames N           exit after N frames (default: run until closed)\n"
+    "  --frames N           exit after N frames, paused ones included (default: run\n"
+    "                       until closed)\n"
     "  --headless           no window: offscreen software rendering\n"
     "  --screenshot FILE    PNG of the last frame, overlay included, at exit\n"
     "  --csv FILE           telemetry of every frame as CSV, one row per pool per frame\n"
@@ -34,7 +35,8 @@ static const char usage[] =
     "  --no-overlay         start with the overlay hidden (F1 shows it)\n"
     "  --quiet              no summary at exit\n"
     "  --press LIST         simulated key presses FRAME:KEY[,FRAME:KEY...] (SDL key\n"
-    "                       names: S, L, M, F1, F12, =, -, ...), e.g. 300:S,301:L\n"
+    "                       names: S, L, M, F1, F12, =, -, ...), e.g. 300:S,301:L;\n"
+    "                       frames count as --frames does\n"
     "  --help               this text\n"
     "\n"
     "Keys: F1 overlay, P pause, N step, B burst, +/- scale, G growth policy,\n"
@@ -46,11 +48,15 @@ static const char usage[] =
     "Outputs (--csv, --trace, --screenshot, --save-config) are written at exit,\n"
     "only when the run succeeded; each whole or not at all.\n"
     "\n"
-    "Exit codes: 0 success; 1 runtime failure (no display, SDL) or a file that\n"
-    "could not be written (named, with the reason; an existing file is kept as\n"
-    "it was); 2 bad arguments, a config that is not a readable regular file\n"
-    "of at most 1 MiB, or an output that is not a regular file or is the same\n"
-    "file as an input or another output (nothing is run).\n";
+    "Exit codes: 0 everything asked was done; 1 runtime failure (no display, SDL,\n"
+    "a key whose action failed) or a file that could not be written (named, with\n"
+    "the reason; an existing file is kept as it was); 2 bad arguments, a config\n"
+    "that is not a readable regular file of at most 1 MiB (nothing runs) or has\n"
+    "problems (the run goes on with the defaults for the bad entries), or an\n"
+    "output that is not a regular file or is the same file as an input or another\n"
+    "output (nothing runs); 3 the engine met failures during the run (memory\n"
+    "refused: fewer spawns, the world emptied, a rebuild refused; the summary\n"
+    "counts them). When several apply, the smallest.\n";
 
 const char *demo_options_usage(void) { return usage; }
 

@@ -3,10 +3,14 @@
  *
  * demo_options_parse fills a demo_options from argv and reports the first
  * problem as one line naming the option and what was wrong. Exit codes of the
- * program (--help says the same): 0 success, 1 runtime failure (no display,
- * SDL, a file that could not be written), 2 bad command line, a config that
- * is not a readable regular file, or an output refused before the run (not a
- * regular file, or the same file as an input or another output).
+ * program (the --help text says the same): 0 everything asked was done;
+ * 1 runtime failure (no display, SDL, a file that could not be written, a
+ * key whose action failed); 2 bad command line, a config that is not a
+ * readable regular file (nothing runs) or has problems (the run uses the
+ * defaults for the bad entries), or an output refused before the run (not a
+ * regular file, or the same file as an input or another output); 3 the
+ * engine met failures during the run (eng_info.failures). When several
+ * apply, the smallest.
  */
 #ifndef DEMO_OPTIONS_H
 #define DEMO_OPTIONS_H
@@ -18,13 +22,14 @@
 #define DEMO_EXIT_OK 0
 #define DEMO_EXIT_FAILURE 1
 #define DEMO_EXIT_USAGE 2
+#define DEMO_EXIT_ENGINE 3
 
 typedef enum demo_backend { DEMO_BACKEND_POOL, DEMO_BACKEND_MALLOC } demo_backend;
 
 #define DEMO_MAX_PRESSES 64
 
 /* A simulated key press: key (an SDL_Keycode) goes down before frame `frame`
- * (0 = before the first) is simulated. */
+ * (0 = before the first) runs; paused frames count like the others. */
 typedef struct demo_press {
     long frame;
     int32_t key;
@@ -36,7 +41,8 @@ typedef struct demo_options {
     const char *csv;         /* --csv FILE, telemetry at exit                 */
     const char *trace;       /* --trace FILE.json, Chrome trace at exit       */
     const char *save_config; /* --save-config FILE, tuned config at exit      */
-    long frames;             /* --frames N (0: until the window closes)       */
+    long frames;             /* --frames N, paused ones included (0: until
+                                the window closes)                            */
     uint64_t seed;           /* --seed N                                      */
     double scale;            /* --scale N, 0.05..50 (the engine's range)      */
     demo_backend backend;    /* --backend pool|malloc                         */

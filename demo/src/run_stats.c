@@ -34,8 +34,11 @@ void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t
     s->count++;
 }
 
+void demo_run_stats_add_paused(demo_run_stats *s) { s->paused++; }
+
 void demo_run_stats_reset(demo_run_stats *s) {
     s->count = 0;
+    s->paused = 0;
     s->grow_events = s->grow_events_after_first = s->ahead_grow_events = 0;
     s->oom = false;
 }
@@ -77,9 +80,12 @@ void demo_run_stats_print(const demo_run_stats *s, const eng *e, const demo_summ
     uint64_t *scratch = s->count ? malloc(s->count * sizeof *scratch) : NULL;
     size_t n = scratch ? s->count : 0;
 
-    fprintf(out, "framemem-demo summary: %zu frames, scene %s, scale %.2f, backend %s, seed %llu, %s\n",
-            s->count, in.scene, in.scale, eng_backend_name(in.backend), (unsigned long long)in.seed,
-            info->renderer);
+    fprintf(out, "framemem-demo summary: %llu frames, scene %s, scale %.2f, backend %s, seed %llu, %s\n",
+            (unsigned long long)(s->count + s->paused), in.scene, in.scale, eng_backend_name(in.backend),
+            (unsigned long long)in.seed, info->renderer);
+    if (s->paused)
+        fprintf(out, "  %llu of them paused (no simulation): the figures below are of the other %zu\n",
+                (unsigned long long)s->paused, s->count);
     fprintf(out, "  config: %s; growth %s%s, grow-ahead %s, prefault %s\n",
             info->config ? info->config : "built-in defaults", fm_growth_name(in.growth),
             in.override_growth ? " (override)" : "", in.grow_ahead ? "on" : "off", in.prefault ? "on" : "off");
@@ -113,6 +119,9 @@ void demo_run_stats_print(const demo_run_stats *s, const eng *e, const demo_summ
                      "with --config %s.\n", info->save_hint, info->save_hint);
     else
         fprintf(out, "  No growth inside an allocation call after frame 1: the pool sizes fit this load.\n");
+    fprintf(out, "  engine failures during the run: %llu%s%s%s\n", (unsigned long long)in.failures,
+            in.failures ? " (memory refused; the newest: " : "", in.failures ? eng_last_failure(e) : "",
+            in.failures ? ")" : "");
     if (s->oom) fprintf(out, "  (out of memory for the run series: later frames are not in these figures)\n");
     free(scratch);
 }

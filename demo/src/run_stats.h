@@ -21,6 +21,7 @@ typedef struct demo_run_stats {
     uint64_t *alloc_ns, *frame_ns, *render_ns, *present_ns;
     size_t count, cap;
     uint64_t grow_events, grow_events_after_first, ahead_grow_events;
+    uint64_t paused; /* frames run while paused: counted, not in the series */
     bool oom; /* a series could not grow: later frames are not counted */
 } demo_run_stats;
 
@@ -29,6 +30,8 @@ typedef struct demo_run_stats {
 /// and the part of render_ns spent in the present call.
 void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns,
                         uint64_t present_ns);
+/// Counts one frame run while paused (no simulation: nothing to measure).
+void demo_run_stats_add_paused(demo_run_stats *s);
 void demo_run_stats_reset(demo_run_stats *s);
 void demo_run_stats_free(demo_run_stats *s);
 /// The p-th percentile (0..100, nearest rank) of a series of n values

@@ -1,7 +1,5 @@
-/* config.c: pool-size INI files (libinih), defaults and tuned output. */
+/* config.c: pool-size INI files, defaults and tuned output. */
 #include "engine/config.h"
-
-#include <ini.h>
 
 #include "framemem/file.h"
 
@@ -64,6 +62,32 @@ eng_arena_config *eng_config_arena(eng_config *cfg, const char *name) {
     for (uint32_t i = 0; i < cfg->arena_count; i++)
         if (strcmp(cfg->arenas[i].name, name) == 0) return &cfg->arenas[i];
     return NULL;
+}
+
+/* ------------------------------------------------------------------ descs */
+
+/* The one place a config becomes descs: the world builds its pools and frame
+ * arena from these, and the loader checks these. */
+fm_pool_desc eng__pool_desc(const eng_pool_config *c) {
+    return (fm_pool_desc){
+        .initial_capacity = c->initial_capacity,
+        .max_capacity = c->max_capacity,
+        .growth = c->growth,
+        .grow_step = c->grow_step,
+        .grow_factor = c->grow_factor,
+        .prefault = c->prefault,
+    };
+}
+
+fm_frame_arena_desc eng__frame_arena_desc(const eng_arena_config *c, const fm_allocator *a) {
+    /* The loader keeps reserve and commit_step within size_t (32-bit builds). */
+    return (fm_frame_arena_desc){
+        .name = c ? c->name : "frame",
+        .frames = 2,
+        .arena = {.reserve_bytes = c ? (size_t)c->reserve : 0,
+                  .commit_step = c ? (size_t)c->commit_step : 0,
+                  .allocator = a ? *a : (fm_allocator){0}},
+    };
 }
 
 /* ------------------------------------------------------------------ parsing */
@@ -137,21 +161,50 @@ static bool eng__parse_bool(const char *v, bool *out) {
 }
 
 /* Ends the open section: applied only when it had no problem. */
-static void eng__close_section(eng__parse *ps) {
-    if (ps->sec == SEC_POOL && !ps->sec_problems) {
-        eng_pool_config *s = &ps->pool_stage;
-        if (s->max_capacity && s->initial_capacity > s->max_capacity)
+/* Stands in for eng_desc.allocator when a frame arena desc is checked in
+ * chained mode; never called. */
+static void *eng__check_alloc(size_t size, size_t align, void *user) {
+    (void)size, (void)align, (void)user;
+    return NULL;
+}
+static void eng__check_free(void *ptr, size_t size, void *user) { (void)ptr, (void)size, (void)user; }
+
+/* A section that parsed cleanly still goes through the checks of
+ * fm_pool_create / fm_frame_arena_create, on the very desc the engine will
+ * build from it: a config the loader accepts never makes create fail. */
+static void eng__check_section(eng__parse *ps) {
+    char why[128];
+    if (ps->sec == SEC_POOL) {
+        const eng_pool_config *s = &ps->pool_stage;
+        fm_pool_desc d = eng__pool_desc(s);
+        d.item_size = 1; /* the engine's item sizes are its own, always valid */
+        if (fm_pool_desc_check(&d, why, sizeof why) != FM_OK)
             eng__problem_at(ps, ps->sec_line,
-                            "[pool.%s]: initial_capacity %u above max_capacity %u", s->name,
-                            s->initial_capacity, s->max_capacity);
+                            "[pool.%s]: %s (initial_capacity %u, max_capacity %u, growth %s, "
+                            "grow_factor %g)",
+                            s->name, why, s->initial_capacity, s->max_capacity,
+                            fm_growth_name(s->growth), (double)s->grow_factor);
     }
-    if (ps->sec == SEC_ARENA && !ps->sec_problems) {
-        eng_arena_config *s = &ps->arena_stage;
-        if (s->commit_step > s->reserve)
-            eng__problem_at(ps, ps->sec_line, "[arena.%s]: commit_step %llu above reserve %llu",
-                            s->name, (unsigned long long)s->commit_step,
-                            (unsigned long long)s->reserve);
+    if (ps->sec == SEC_ARENA) {
+        /* The engine chains blocks from eng_desc.allocator when one is set,
+         * else reserves address space: the section must suit both. */
+        const eng_arena_config *s = &ps->arena_stage;
+        const fm_allocator chained = {.alloc = eng__check_alloc, .free = eng__check_free};
+        const fm_allocator *modes[2] = {NULL, &chained};
+        for (int m = 0; m < 2; m++) {
+            fm_frame_arena_desc d = eng__frame_arena_desc(s, modes[m]);
+            if (fm_frame_arena_desc_check(&d, why, sizeof why) != FM_OK) {
+                eng__problem_at(ps, ps->sec_line, "[arena.%s]: %s%s (reserve %llu, commit_step %llu)",
+                                s->name, m ? "with an allocator (eng_desc.allocator): " : "", why,
+                                (unsigned long long)s->reserve, (unsigned long long)s->commit_step);
+                break;
+            }
+        }
     }
+}
+
+static void eng__close_section(eng__parse *ps) {
+    if (!ps->sec_problems) eng__check_section(ps);
     bool ok = ps->sec_problems == 0;
     if (ps->sec == SEC_POOL) {
         if (ok) *ps->pool_dst = ps->pool_stage;
@@ -210,14 +263,13 @@ static void eng__open_section(eng__parse *ps, const char *s, size_t n) {
     }
 }
 
-static int eng__handler(void *user, const char *section, const char *key, const char *value) {
-    eng__parse *ps = user;
-    (void)section; /* sections are tracked by the reader, which sees the lines */
+/* One "key = value" line of the open section. */
+static void eng__key(eng__parse *ps, const char *key, const char *value) {
     if (ps->sec == SEC_NONE) {
         eng__problem(ps, "'%s' outside a section", key);
-        return 1;
+        return;
     }
-    if (ps->sec == SEC_IGNORED) return 1; /* the section was reported */
+    if (ps->sec == SEC_IGNORED) return; /* the section was reported */
     uint64_t v;
     bool range;
     if (ps->sec == SEC_POOL) {
@@ -233,7 +285,7 @@ static int eng__handler(void *user, const char *section, const char *key, const 
                 else
                     eng__problem(ps, "[pool.%s] %s: bad number '%s' (whole number of items)", sn,
                                  key, value);
-                return 1;
+                return;
             }
             if (key[0] == 'i') s->initial_capacity = (uint32_t)v;
             else if (key[0] == 'm') s->max_capacity = (uint32_t)v;
@@ -248,12 +300,20 @@ static int eng__handler(void *user, const char *section, const char *key, const 
             char *end;
             errno = 0;
             double f = strtod(value, &end);
+            /* The pool keeps a float: its own check judges the float it will
+             * get (1.00000001 is 1 there), and 0, its "default", is refused. */
+            float gf = (float)f;
+            char why[128];
             if (end == value || *end || errno == ERANGE || !isfinite(f))
                 eng__problem(ps, "[pool.%s] grow_factor: bad number '%s'", sn, value);
-            else if (!(f > 1.0 && f <= 64.0))
-                eng__problem(ps, "[pool.%s] grow_factor = %s out of range (above 1, at most 64)",
-                             sn, value);
-            else s->grow_factor = (float)f;
+            else if (gf == 0.0f)
+                eng__problem(ps, "[pool.%s] grow_factor = %s out of range (0 as a float; the pool "
+                             "takes above 1, at most 64)", sn, value);
+            else if (fm_pool_desc_check(&(fm_pool_desc){.item_size = 1, .grow_factor = gf}, why,
+                                        sizeof why) != FM_OK)
+                eng__problem(ps, "[pool.%s] grow_factor = %s out of range (%.9g as a float): %s",
+                             sn, value, (double)gf, why);
+            else s->grow_factor = gf;
         } else if (!strcmp(key, "prefault") || !strcmp(key, "grow_ahead")) {
             bool b;
             if (!eng__parse_bool(value, &b))
@@ -266,102 +326,93 @@ static int eng__handler(void *user, const char *section, const char *key, const 
                          "grow_factor, grow_step, prefault, grow_ahead)",
                          sn, key);
         }
-        return 1;
+        return;
     }
     eng_arena_config *s = &ps->arena_stage;
     if (!strcmp(key, "reserve") || !strcmp(key, "commit_step")) {
         bool is_reserve = key[0] == 'r';
         uint64_t lo = is_reserve ? ENG__MIN_RESERVE : ENG__MIN_COMMIT;
-        if (!eng__parse_uint(value, lo, ENG__MAX_RESERVE, &v, &range)) {
+        uint64_t hi = ENG__MAX_RESERVE < SIZE_MAX ? ENG__MAX_RESERVE : (uint64_t)SIZE_MAX;
+        if (!eng__parse_uint(value, lo, hi, &v, &range)) {
             if (range)
                 eng__problem(ps, "[arena.%s] %s = %s out of range (%llu .. %llu bytes)", s->name,
-                             key, value, (unsigned long long)lo,
-                             (unsigned long long)ENG__MAX_RESERVE);
+                             key, value, (unsigned long long)lo, (unsigned long long)hi);
             else
                 eng__problem(ps, "[arena.%s] %s: bad number '%s' (bytes)", s->name, key, value);
-            return 1;
+            return;
         }
         if (is_reserve) s->reserve = v;
         else s->commit_step = v;
     } else {
         eng__problem(ps, "[arena.%s] unknown key '%s' (reserve, commit_step)", s->name, key);
     }
-    return 1;
+    return;
 }
 
-/* inih's line reader. It sees every line first: counts lines (Debian's inih
- * passes no line number to the handler), opens sections, and replaces lines
- * inih would reject or cut (syntax errors, control bytes, over-long lines)
- * by a comment after reporting them, so the handler only sees good lines. */
-static char *eng__reader(char *str, int num, void *stream) {
-    eng__parse *ps = stream;
-    if (ps->p >= ps->end) return NULL;
-    const char *nl = memchr(ps->p, '\n', (size_t)(ps->end - ps->p));
-    const char *le = nl ? nl : ps->end;
-    const char *s = ps->p;
-    ps->p = nl ? nl + 1 : ps->end;
+/* One line [s, s + n) (no line end): counted, checked, then a section
+ * header, a "key = value" or a comment. A line with a problem is reported
+ * and skipped. */
+static void eng__line(eng__parse *ps, const char *s, size_t n) {
     ps->line++;
-    size_t n = (size_t)(le - s);
     if (n && s[n - 1] == '\r') n--;
-    bool bad = false;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if ((c < 0x20 && c != '\t') || c == 0x7f) {
             eng__problem(ps, "control byte 0x%02x in the line (not a text INI file?)", c);
-            bad = true;
-            break;
+            return;
         }
     }
-    if (!bad && n + 2 > (size_t)num) {
-        eng__problem(ps, "line longer than %d characters", num - 2);
-        bad = true;
+    if (n > ENG_CONFIG_MAX_LINE) {
+        eng__problem(ps, "line longer than %d characters", ENG_CONFIG_MAX_LINE);
+        return;
     }
     /* trimmed view */
     const char *a = s, *b = s + n;
     while (a < b && (*a == ' ' || *a == '\t')) a++;
     while (b > a && (b[-1] == ' ' || b[-1] == '\t')) b--;
     bool indented = a > s;
-    if (!bad && a < b && *a != ';' && *a != '#') {
-        if (*a == '[') {
-            const char *close = memchr(a, ']', (size_t)(b - a));
-            const char *after = close ? close + 1 : b;
-            while (after < b && (*after == ' ' || *after == '\t')) after++;
-            if (!close || (after < b && *after != ';' && *after != '#')) {
-                eng__problem(ps, "bad section header (expected [pool.NAME] or [arena.NAME])");
-                bad = true;
-                /* Keys below belong to no known section: skip them quietly. */
-                eng__close_section(ps);
-                ps->sec = SEC_IGNORED;
-            } else {
-                const char *ns = a + 1, *ne = close;
-                while (ns < ne && (*ns == ' ' || *ns == '\t')) ns++;
-                while (ne > ns && (ne[-1] == ' ' || ne[-1] == '\t')) ne--;
-                eng__open_section(ps, ns, (size_t)(ne - ns));
-            }
-        } else {
-            const char *eq = a;
-            while (eq < b && *eq != '=' && *eq != ':') eq++;
-            const char *ke = eq;
-            while (ke > a && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
-            if (eq == b || ke == a) {
-                eng__problem(ps, "syntax error: expected 'key = value', [section] or a comment");
-                bad = true;
-            } else if (indented) {
-                /* inih would take an indented line as the continuation of the
-                 * previous value; the format has no multi-line values. */
-                eng__problem(ps, "indented line (continuation lines are not allowed)");
-                bad = true;
-            }
+    if (a == b || *a == ';' || *a == '#') return;
+    if (*a == '[') {
+        const char *close = memchr(a, ']', (size_t)(b - a));
+        const char *after = close ? close + 1 : b;
+        while (after < b && (*after == ' ' || *after == '\t')) after++;
+        if (!close || (after < b && *after != ';' && *after != '#')) {
+            eng__problem(ps, "bad section header (expected [pool.NAME] or [arena.NAME])");
+            /* Keys below belong to no known section: skip them quietly. */
+            eng__close_section(ps);
+            ps->sec = SEC_IGNORED;
+            return;
         }
+        const char *ns = a + 1, *ne = close;
+        while (ns < ne && (*ns == ' ' || *ns == '\t')) ns++;
+        while (ne > ns && (ne[-1] == ' ' || ne[-1] == '\t')) ne--;
+        eng__open_section(ps, ns, (size_t)(ne - ns));
+        return;
     }
-    if (bad) {
-        snprintf(str, (size_t)num, ";\n");
-        return str;
+    const char *eq = a;
+    while (eq < b && *eq != '=' && *eq != ':') eq++;
+    const char *ke = eq;
+    while (ke > a && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
+    if (eq == b || ke == a) {
+        eng__problem(ps, "syntax error: expected 'key = value', [section] or a comment");
+        return;
     }
-    memcpy(str, s, n);
-    str[n] = '\n';
-    str[n + 1] = 0;
-    return str;
+    if (indented) {
+        /* The format has no continuation lines (INI readers differ on them). */
+        eng__problem(ps, "indented line (continuation lines are not allowed)");
+        return;
+    }
+    /* The value ends at a ';' after a blank (an inline comment). */
+    const char *va = eq + 1, *ve = va;
+    for (bool blank = true; ve < b && !(blank && *ve == ';'); ve++) blank = *ve == ' ' || *ve == '\t';
+    while (va < ve && (*va == ' ' || *va == '\t')) va++;
+    while (ve > va && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+    char key[ENG_CONFIG_MAX_LINE + 1], value[ENG_CONFIG_MAX_LINE + 1];
+    memcpy(key, a, (size_t)(ke - a));
+    key[ke - a] = 0;
+    memcpy(value, va, (size_t)(ve - va));
+    value[ve - va] = 0;
+    eng__key(ps, key, value);
 }
 
 int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const char *name,
@@ -379,7 +430,12 @@ int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const ch
         .p = data ? data : "",
         .end = data ? data + size : "",
     };
-    ini_parse_stream(eng__reader, &ps, eng__handler, &ps);
+    while (ps.p < ps.end) {
+        const char *nl = memchr(ps.p, '\n', (size_t)(ps.end - ps.p));
+        const char *le = nl ? nl : ps.end;
+        eng__line(&ps, ps.p, (size_t)(le - ps.p));
+        ps.p = nl ? nl + 1 : ps.end;
+    }
     eng__close_section(&ps);
     return (int)rep->problems;
 }
@@ -418,6 +474,17 @@ static const char *eng__growth_key(fm_growth g) {
     }
 }
 
+uint32_t eng_config_tuned_capacity(const eng_pool_config *p, uint64_t peak_live, double headroom,
+                                   uint64_t chunk_items, eng_tuned_cap *why) {
+    uint64_t want = eng_suggest_capacity(peak_live, headroom, chunk_items);
+    eng_tuned_cap w = ENG_TUNED_EXACT;
+    if (want > ENG__MAX_ITEMS) want = ENG__MAX_ITEMS, w = ENG_TUNED_CONFIG_LIMIT;
+    if (p && p->max_capacity && want > p->max_capacity) want = p->max_capacity, w = ENG_TUNED_MAX_CAPACITY;
+    if (want < 1) want = 1;
+    if (why) *why = w;
+    return (uint32_t)want;
+}
+
 bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *runs,
                             uint32_t run_count, double headroom, const char *path, char *err,
                             size_t err_len) {
@@ -441,21 +508,19 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
             seen_in++;
             if (si->peak_live > peak) peak = si->peak_live;
             if (si->chunk_items > chunk) chunk = si->chunk_items;
-            frames += eng_telemetry_frames_pushed(t);
+            frames = eng__sat_add(frames, eng_telemetry_frames_pushed(t));
         }
         uint32_t cap = p->initial_capacity;
         fm_file_printf(w, "\n[pool.%s]\n", p->name);
         if (!seen_in) {
             fm_file_printf(w, "; not in any run: initial_capacity kept from the current config\n");
         } else {
-            uint64_t want = eng_suggest_capacity(peak, headroom, chunk);
-            if (want > ENG__MAX_ITEMS) want = ENG__MAX_ITEMS;
-            if (p->max_capacity && want > p->max_capacity) {
+            eng_tuned_cap why;
+            cap = eng_config_tuned_capacity(p, peak, headroom, chunk, &why);
+            if (why == ENG_TUNED_MAX_CAPACITY)
                 fm_file_printf(w, "; capped at max_capacity %u\n", p->max_capacity);
-                want = p->max_capacity;
-            }
-            if (want < 1) want = 1;
-            cap = (uint32_t)want;
+            if (why == ENG_TUNED_CONFIG_LIMIT)
+                fm_file_printf(w, "; capped at %u, the most initial_capacity takes\n", cap);
             fm_file_printf(w,
                     "; peak live %llu over %llu frame(s) in %u run(s), x%.2f headroom, rounded up "
                     "to whole chunks of %llu items\n",
@@ -465,7 +530,8 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
         fm_file_printf(w, "initial_capacity = %u\n", cap);
         fm_file_printf(w, "max_capacity = %u\n", p->max_capacity);
         fm_file_printf(w, "growth = %s\n", eng__growth_key(p->growth));
-        fm_file_printf(w, "grow_factor = %g\n", (double)(p->grow_factor > 1.0f ? p->grow_factor : 2.0f));
+        /* %.9g: the float itself comes back (1.0000001 must not read as 1). */
+        fm_file_printf(w, "grow_factor = %.9g\n", (double)(p->grow_factor > 1.0f ? p->grow_factor : 2.0f));
         fm_file_printf(w, "grow_step = %u\n", p->grow_step);
         fm_file_printf(w, "prefault = %s\n", p->prefault ? "true" : "false");
         fm_file_printf(w, "grow_ahead = %s\n", p->grow_ahead ? "true" : "false");
@@ -484,8 +550,15 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
         }
         uint64_t reserve = a->reserve;
         fm_file_printf(w, "\n[arena.%s]\n", a->name);
-        /* A frame's bytes must fit its arena with room for a bigger frame. */
-        if (hw * 4 > reserve) {
+        /* A frame's bytes must fit its arena with room for a bigger frame.
+         * hw may come from a file: past the largest reserve it is capped
+         * before any arithmetic. */
+        if (hw > ENG__MAX_RESERVE / 4) {
+            reserve = ENG__MAX_RESERVE;
+            fm_file_printf(w, "; largest frame %llu bytes: reserve capped at the largest the config "
+                       "takes\n",
+                    (unsigned long long)hw);
+        } else if (hw * 4 > reserve) {
             reserve = ((hw * 4 + ENG__MIN_RESERVE - 1) / ENG__MIN_RESERVE) * ENG__MIN_RESERVE;
             if (reserve > ENG__MAX_RESERVE) reserve = ENG__MAX_RESERVE;
             fm_file_printf(w, "; largest frame %llu bytes: reserve raised to 4x that, whole MiB\n",

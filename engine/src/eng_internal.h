@@ -9,13 +9,24 @@
 
 #include "engine/config.h"
 #include "engine/telemetry.h"
+#include "framemem/arena.h"
 #include "framemem/base.h"
+#include "framemem/pool.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ENG__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define ENG__PRINTF(f, a)
 #endif
+
+/// a + b, saturating at UINT64_MAX: sums of numbers read from files.
+static inline uint64_t eng__sat_add(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+/// a + b, saturating at UINT32_MAX (b may be any uint64_t).
+static inline uint32_t eng__sat_add32(uint32_t a, uint64_t b) {
+    return b > (uint64_t)(UINT32_MAX - a) ? UINT32_MAX : a + (uint32_t)b;
+}
 
 /// snprintf into err when err is not NULL.
 ENG__PRINTF(3, 4) void eng__set_err(char *err, size_t err_len, const char *fmt, ...);
@@ -73,6 +84,13 @@ ENG__PRINTF(2, 3) void eng__fault(eng__faults *f, const char *fmt, ...);
 
 /// Telemetry whose ring comes from a (NULL: the C heap); see eng_telemetry_create.
 eng_telemetry *eng__telemetry_create(const eng_telemetry_desc *desc, const fm_allocator *a);
+/// The pool desc fields a pool config sets (capacities, growth, factor,
+/// step, prefault); the caller adds name, item size and alignment, allocator
+/// and its switches. The loader checks it with fm_pool_desc_check.
+fm_pool_desc eng__pool_desc(const eng_pool_config *c);
+/// The frame arena desc of an arena config (NULL: the defaults) over
+/// allocator a (NULL: the system's); checked by the loader in both modes.
+fm_frame_arena_desc eng__frame_arena_desc(const eng_arena_config *c, const fm_allocator *a);
 /// eng_config_load with its read buffer from a (NULL: the C heap).
 int eng__config_load(eng_config *cfg, const char *path, eng_config_diag *rep,
                      const fm_allocator *a);

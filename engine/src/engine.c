@@ -33,6 +33,7 @@ struct eng {
     uint64_t frame;      /* frames ended */
     uint64_t scene_frame;/* frames since the scene (world) started */
     bool in_frame;
+    bool updated;        /* the open frame had an eng_update (else it is paused) */
     uint64_t t_begin, update_ticks;
     uint64_t overhead_ticks;
     uint64_t fa_allocs_seen, fa_commits_seen; /* frame arena counters at the last sample / begin */
@@ -281,8 +282,8 @@ void eng_frame_begin(eng *e) {
     ENG__REFUSE_NULL(e, "engine", );
     if (e->in_frame) eng_frame_end(e);
     e->in_frame = true;
+    e->updated = false;
     e->t_begin = fm_clock_now();
-    /* Timers run here: gameplay, so simulation time. */
     eng_world_begin(e->world);
     e->fa_commits_seen = eng__current_commits(e);
     e->update_ticks = fm_clock_now() - e->t_begin;
@@ -293,6 +294,8 @@ void eng_update(eng *e, double dt) {
     if (!e->in_frame) eng_frame_begin(e);
     if (!(dt >= 0.0)) dt = 0.0;
     if (dt > 0.1) dt = 0.1;
+    e->updated = true;
+    /* The world runs due timers in the frame's first update: simulation time. */
     uint64_t t0 = fm_clock_now();
     eng_world_update(e->world, dt, eng__load(e), eng__particle_load(e));
     e->update_ticks += fm_clock_now() - t0;
@@ -332,7 +335,7 @@ void eng_frame_end(eng *e) {
     rec.sim_ns = update_ns > alloc_ns ? update_ns - alloc_ns : 0;
     eng_telemetry_push(e->tel, &rec, e->samples);
     e->frame++;
-    e->scene_frame++;
+    if (e->updated) e->scene_frame++; /* the scenes' clocks stop while paused */
     e->in_frame = false;
 }
 

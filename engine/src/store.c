@@ -27,23 +27,13 @@ bool eng_store_init(eng_store *s, const eng_store_desc *d) {
     s->grow_ahead = d->grow_ahead_switch && (!d->cfg || d->cfg->grow_ahead);
     if (s->backend == ENG_BACKEND_POOL) {
         const eng_pool_config *c = d->cfg;
-        fm_pool_desc pd = {
-            .name = d->name,
-            .item_size = d->item_size,
-            .item_align = d->item_align,
-            .silent_destroy = true, /* a world rebuild drops its items with the pool */
-            .allocator = d->allocator,
-        };
-        if (c) {
-            pd.initial_capacity = c->initial_capacity;
-            pd.max_capacity = c->max_capacity;
-            pd.growth = c->growth;
-            pd.grow_step = c->grow_step;
-            pd.grow_factor = c->grow_factor;
-            pd.prefault = c->prefault && d->prefault_switch;
-        } else {
-            pd.prefault = d->prefault_switch;
-        }
+        fm_pool_desc pd = c ? eng__pool_desc(c) : (fm_pool_desc){.prefault = true};
+        pd.name = d->name;
+        pd.item_size = d->item_size;
+        pd.item_align = d->item_align;
+        pd.silent_destroy = true; /* a world rebuild drops its items with the pool */
+        pd.allocator = d->allocator;
+        pd.prefault = pd.prefault && d->prefault_switch;
         if (d->override_growth) pd.growth = d->growth;
         s->pool = fm_pool_create(&pd);
         if (!s->pool) return false;

@@ -80,12 +80,17 @@ uint64_t eng_suggest_capacity(uint64_t peak_live, double headroom, uint64_t chun
     if (!(headroom >= 1.0)) headroom = 1.0; /* NaN too */
     if (headroom > 1000.0) headroom = 1000.0;
     if (!chunk_items) chunk_items = 1;
+    /* The numbers may come from a file: whatever they are, the answer
+     * saturates at the most whole chunks a uint64_t holds, never wraps. */
+    const uint64_t most_chunks = UINT64_MAX / chunk_items;
     double want = (double)peak_live * headroom;
+    if (!(want < 18446744073709551616.0)) return most_chunks * chunk_items; /* 2^64 */
     uint64_t items = (uint64_t)want;
     if ((double)items < want) items++;
-    uint64_t chunks = (items + chunk_items - 1) / chunk_items;
+    if (items < peak_live) items = peak_live; /* a double holds 53 bits */
+    uint64_t chunks = items / chunk_items + (items % chunk_items != 0);
     if (!chunks) chunks = 1;
-    return chunks * chunk_items;
+    return (chunks > most_chunks ? most_chunks : chunks) * chunk_items;
 }
 
 /* ---------------------------------------------------------------- lifetime */
@@ -218,21 +223,22 @@ void eng_telemetry_push(eng_telemetry *t, const eng_frame_record *rec, const eng
         dst[s] = samples ? samples[s] : (eng_sample){0};
         const eng_sample *x = &dst[s];
         eng_source_info *si = &t->sources[s];
-        si->total_allocs += x->allocs;
-        si->total_frees += x->frees;
-        si->total_alloc_ns += x->alloc_ns;
-        si->total_grow_events += x->grow_events;
-        si->total_grow_ns += x->grow_ns;
-        si->total_ahead_grow_events += x->ahead_grow_events;
-        si->total_ahead_grow_ns += x->ahead_grow_ns;
+        /* Samples may come from a file (any uint64_t): totals saturate. */
+        si->total_allocs = eng__sat_add(si->total_allocs, x->allocs);
+        si->total_frees = eng__sat_add(si->total_frees, x->frees);
+        si->total_alloc_ns = eng__sat_add(si->total_alloc_ns, x->alloc_ns);
+        si->total_grow_events = eng__sat_add(si->total_grow_events, x->grow_events);
+        si->total_grow_ns = eng__sat_add(si->total_grow_ns, x->grow_ns);
+        si->total_ahead_grow_events = eng__sat_add(si->total_ahead_grow_events, x->ahead_grow_events);
+        si->total_ahead_grow_ns = eng__sat_add(si->total_ahead_grow_ns, x->ahead_grow_ns);
         if (x->live > si->peak_live) si->peak_live = x->live;
         if (x->peak_live > si->peak_live && si->kind == ENG_SOURCE_POOL) si->peak_live = x->peak_live;
         if (x->grow_events) {
             si->last_grow_frame = rec->frame;
             si->last_grow_ns = x->grow_ns;
         }
-        r->grow_events += (uint32_t)x->grow_events;
-        r->ahead_grow_events += (uint32_t)x->ahead_grow_events;
+        r->grow_events = eng__sat_add32(r->grow_events, x->grow_events);
+        r->ahead_grow_events = eng__sat_add32(r->ahead_grow_events, x->ahead_grow_events);
     }
     t->pushed++;
     t->stream_pending = t->stream != NULL;

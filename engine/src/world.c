@@ -70,7 +70,11 @@ struct eng_world {
     fm_defer_queue *timers;
     uint64_t rng;
     float w, h;
-    /* lists of the newest update, in the frame arena */
+    /* lists of the newest update, in the frame arena; they live until the
+     * frame arena advances twice, and it advances only after an update
+     * (eng_world_begin), so a paused frame keeps them */
+    bool updated;     /* an update allocated in the current frame arena */
+    bool timers_due;  /* the frame's first update runs the timers */
     eng__entity **ents;
     uint32_t n_ents;
     eng__particle **parts;
@@ -215,13 +219,8 @@ eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len) 
     /* With an allocator the frame arena chains blocks from it instead of
      * reserving address space (framemem's rule), committing the same steps. */
     const fm_allocator *al = &d->allocator;
-    w->fa = fm_frame_arena_create(&(fm_frame_arena_desc){
-        .name = "frame",
-        .frames = 2,
-        .arena = {.reserve_bytes = ac ? ac->reserve : 0,
-                  .commit_step = ac ? ac->commit_step : 0,
-                  .allocator = *al},
-    });
+    fm_frame_arena_desc fd = eng__frame_arena_desc(ac, al);
+    w->fa = fm_frame_arena_create(&fd);
     if (!w->fa) return eng__world_fail(w, err, err_len, "the frame arena");
     w->closures = fm_closure_pool_create(
         &(fm_closure_pool_desc){.name = "closures", .max_capture = 64, .allocator = *al});
@@ -280,10 +279,13 @@ void eng_world_set_grow_ahead(eng_world *w, bool on, const eng_config *cfg) {
 }
 
 void eng_world_begin(eng_world *w) {
-    fm_frame_arena_advance(w->fa);
+    /* A frame without an update (a paused game) allocated nothing: advancing
+     * would release the arena holding the newest update's lists, which the
+     * next update, the queries and the renderer still read. */
+    if (w->updated) fm_frame_arena_advance(w->fa);
+    w->updated = false;
+    w->timers_due = true;
     w->counts.spawned = w->counts.died = w->counts.collisions = w->counts.timers_fired = 0;
-    fm_defer_run(w->timers);
-    w->counts.total_timers += w->counts.timers_fired;
 }
 
 /* --------------------------------------------------------------- update */
@@ -496,6 +498,13 @@ static void eng__init_particle(eng_world *w, eng__particle *p, float x, float y,
 
 void eng_world_update(eng_world *w, double dt_in, double entity_load, double load) {
     float dt = (float)dt_in;
+    w->updated = true;
+    /* Timers count simulated frames: a paused frame (no update) runs none. */
+    if (w->timers_due) {
+        w->timers_due = false;
+        fm_defer_run(w->timers);
+        w->counts.total_timers += w->counts.timers_fired;
+    }
     uint32_t n_em = 0;
     eng__entity **emitters = eng__update_entities(w, dt, entity_load, &n_em);
     uint32_t n_pairs = 0;

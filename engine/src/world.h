@@ -51,7 +51,9 @@ typedef struct eng_world_desc {
 eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len);
 void eng_world_destroy(eng_world *w);
 
-/// Frame boundary: advance the frame arena, run due timers.
+/// Frame boundary: advance the frame arena when an update used it since the
+/// last advance (a frame without one keeps the newest lists). Due timers run
+/// at the frame's first update: a frame without one is paused.
 void eng_world_begin(eng_world *w);
 /// Simulates dt seconds: entities kept at entity_load x 300, particles born
 /// at particle_load x 2,000 per 60 Hz frame (bursts raise only the latter).

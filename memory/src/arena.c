@@ -183,7 +183,8 @@ static size_t fm__first_block(const fm_arena_desc *d) {
     return step > FM__MIN_BLOCK ? step : FM__MIN_BLOCK;
 }
 
-static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
+fm_error fm_arena_desc_check(const fm_arena_desc *d, char *msg, size_t msg_len) {
+    if (!d) return fm__desc_verdict("arena: fm_arena_desc_check", NULL, msg, msg_len);
     const char *why = NULL;
     if ((unsigned)d->sync >= FM_SYNC_COUNT) why = "unknown sync policy";
     else if (d->sync == FM_SYNC_THREAD_CACHE)
@@ -196,8 +197,7 @@ static bool fm__arena_desc_valid(const fm_arena_desc *d, const char *name) {
         why = "reserve_bytes cannot hold the first chained block (commit_step, at least 8 KiB)";
     else if (d->huge_pages && d->allocator.alloc)
         why = "huge_pages needs virtual-memory mode: an allocator's blocks come in its own pages";
-    if (why) fm__report(FM_ERR_INVALID_ARG, "arena '%s': %s", name, why);
-    return why == NULL;
+    return fm__desc_verdict(NULL, why, msg, msg_len);
 }
 
 /* v rounded up to a multiple of unit (a power of two); sizes near SIZE_MAX
@@ -242,7 +242,9 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
         return NULL;
     }
     const char *name = fm__def(desc->name, "arena");
-    if (!fm__arena_desc_valid(desc, name)) return NULL;
+    char why[128];
+    if (!fm__desc_accepted(fm_arena_desc_check(desc, why, sizeof why), "arena", name, why))
+        return NULL;
     size_t self_bytes;
     fm_arena *a = FM__OBJECT_NEW(fm_arena, &desc->allocator, "arena", name, &self_bytes);
     if (!a) return NULL;

@@ -86,6 +86,21 @@ void fm__report_null(const char *fn, const char *what) {
     fm__report(FM_ERR_INVALID_ARG, "%s: the %s is NULL", fn, what);
 }
 
+fm_error fm__desc_verdict(const char *null_call, const char *why, char *msg, size_t msg_len) {
+    if (null_call) {
+        fm__report_null(null_call, "desc");
+        why = "no desc (NULL)";
+    }
+    if (msg && msg_len) snprintf(msg, msg_len, "%s", why ? why : "");
+    return why ? FM_ERR_INVALID_ARG : FM_OK;
+}
+
+bool fm__desc_accepted(fm_error check, const char *kind, const char *name, const char *why) {
+    if (check == FM_OK) return true;
+    fm__report(FM_ERR_INVALID_ARG, "%s '%s': %s", kind, name, why);
+    return false;
+}
+
 /* ----------------------------------------------------------------- names */
 
 const char *fm_sync_name(fm_sync sync) {

@@ -22,6 +22,17 @@ struct fm_frame_arena {
     char name[];
 };
 
+fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc *d, char *msg, size_t msg_len) {
+    if (!d) return fm__desc_verdict("frame arena: fm_frame_arena_desc_check", NULL, msg, msg_len);
+    uint32_t frames = fm__def(d->frames, 2u);
+    if (frames < 2 || frames > FM_FRAME_ARENA_MAX_FRAMES) {
+        char why[64];
+        snprintf(why, sizeof why, "frames must be 2..%d, not %u", FM_FRAME_ARENA_MAX_FRAMES, frames);
+        return fm__desc_verdict(NULL, why, msg, msg_len);
+    }
+    return fm_arena_desc_check(&d->arena, msg, msg_len);
+}
+
 fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc) {
     if (!desc) {
         fm__report(FM_ERR_INVALID_ARG, "frame arena: fm_frame_arena_create(NULL)");
@@ -29,11 +40,9 @@ fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc) {
     }
     const char *name = fm__def(desc->name, "frame");
     uint32_t frames = fm__def(desc->frames, 2u);
-    if (frames < 2 || frames > FM_FRAME_ARENA_MAX_FRAMES) {
-        fm__report(FM_ERR_INVALID_ARG, "frame arena '%s': frames must be 2..%d, not %u", name,
-                   FM_FRAME_ARENA_MAX_FRAMES, frames);
+    char why[128];
+    if (!fm__desc_accepted(fm_frame_arena_desc_check(desc, why, sizeof why), "frame arena", name, why))
         return NULL;
-    }
     size_t self_bytes;
     fm_frame_arena *fa =
         FM__OBJECT_NEW(fm_frame_arena, &desc->arena.allocator, "frame arena", name, &self_bytes);

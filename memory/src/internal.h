@@ -43,6 +43,15 @@ FM__COLD void fm__report_null(const char *fn, const char *what);
         }                                                                       \
     } while (0)
 
+/* Desc checks (fm_pool_desc_check, fm_arena_desc_check, ...) end here: why
+ * (NULL: none) goes to msg (may be NULL) and FM_ERR_INVALID_ARG comes back
+ * when there is one. null_call set means the desc was NULL: reported as
+ * every NULL object is (fm__report_null). Nothing else is reported. */
+fm_error fm__desc_verdict(const char *null_call, const char *why, char *msg, size_t msg_len);
+/* A create's use of its check: reports "<kind> '<name>': <why>" unless check
+ * is FM_OK; true when it is. */
+bool fm__desc_accepted(fm_error check, const char *kind, const char *name, const char *why);
+
 /* ------------------------------------------------------- backing memory */
 
 /* Bookkeeping memory (pool structs, tables) comes from the desc's allocator

@@ -2153,7 +2153,8 @@ static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out) 
 
 /* ================================================================ create */
 
-static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
+fm_error fm_pool_desc_check(const fm_pool_desc *d, char *msg, size_t msg_len) {
+    if (!d) return fm__desc_verdict("pool: fm_pool_desc_check", NULL, msg, msg_len);
     const char *why = NULL;
     if (d->item_size == 0) why = "item_size is 0";
     else if (d->item_size > FM_POOL_MAX_ITEM_SIZE) why = "item_size above FM_POOL_MAX_ITEM_SIZE";
@@ -2167,8 +2168,7 @@ static bool fm__desc_valid(const fm_pool_desc *d, const char *name) {
         why = "allocator needs both alloc and free";
     else if (d->max_capacity && d->initial_capacity > d->max_capacity)
         why = "initial_capacity above max_capacity";
-    if (why) fm__report(FM_ERR_INVALID_ARG, "pool '%s': %s", name, why);
-    return why == NULL;
+    return fm__desc_verdict(NULL, why, msg, msg_len);
 }
 
 /* Picks chunk_bytes (a power of two, >= 64 KiB) so a chunk holds at least a
@@ -2230,7 +2230,8 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
         return NULL;
     }
     const char *name = fm__def(desc->name, fm__def(desc->type_name, "pool"));
-    if (!fm__desc_valid(desc, name)) return NULL;
+    char why[128];
+    if (!fm__desc_accepted(fm_pool_desc_check(desc, why, sizeof why), "pool", name, why)) return NULL;
     fm_clock_init();
 
     size_t self_bytes;

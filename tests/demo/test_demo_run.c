@@ -76,6 +76,7 @@ static void run_argv_limited(run *r, char *const argv[], int env, run_limits lim
         dup2(o, 1);
         dup2(e, 2);
         if (chdir(dir) != 0) _exit(126);
+        alarm(240); /* survives exec: a run that hangs fails (SIGALRM) instead of blocking ctest */
         if (env == ENV_NO_DISPLAY) {
             unsetenv("DISPLAY");
             unsetenv("WAYLAND_DISPLAY");
@@ -115,6 +116,16 @@ static void run_argv(run *r, char *const argv[], int env) { run_argv_limited(r, 
     run_argv_limited(r, (char *const[]){DEMO_EXE, __VA_ARGS__, NULL}, ENV_KEEP, lim)
 
 static void path_in(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+
+/* A file of the run's directory with that text. */
+static void write_in(const char *name, const char *text) {
+    char path[600];
+    path_in(path, sizeof path, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
 
 static void expect_text(const char *haystack, const char *needle, const char *where) {
     if (!strstr(haystack, needle)) fail_msg("%s lacks '%s':\n%s", where, needle, haystack);
@@ -368,6 +379,69 @@ static void test_demo_escape_quits_early_with_the_screenshot(void **state) {
     stbi_image_free(expect_png(png));
 }
 
+/* Paused frames are frames of the run: --frames ends a paused run, --press
+ * counts them, and each is in the CSV with no allocation (P at 10 pauses,
+ * P at 25 resumes). */
+static void test_demo_frames_counts_paused_frames_so_a_paused_run_ends(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "40", "--press", "10:P", "--csv", "paused.csv", "--no-overlay");
+    if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.out, "framemem-demo summary: 40 frames", "summary");
+    expect_text(r.out, "30 of them paused (no simulation): the figures below are of the other 10", "summary");
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "40", "--press", "10:P,25:P", "--csv", "paused.csv", "--no-overlay");
+    if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.out, "15 of them paused", "summary");
+    char csv[600], err[256];
+    path_in(csv, sizeof csv, "paused.csv");
+    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    assert_int_equal(eng_telemetry_frame_count(t), 40);
+    int s = eng_telemetry_find_source(t, "particles");
+    assert_true(s >= 0);
+    for (uint32_t i = 0; i < 40; i++) {
+        uint64_t allocs = eng_telemetry_sample(t, i, (uint32_t)s)->allocs;
+        if (i >= 10 && i < 25) assert_int_equal(allocs, 0);
+        else assert_true(allocs > 0);
+    }
+    eng_telemetry_destroy(t);
+}
+
+/* A frame arena too small for the world's lists empties the world each
+ * frame: the run finishes, the summary counts the failures, exit 3. */
+static void test_demo_engine_failures_are_counted_and_exit_3(void **state) {
+    (void)state;
+    static run r;
+    write_in("small_arena.ini", "[arena.frame]\nreserve = 1048576\n");
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "20", "--scale", "5", "--config", "small_arena.ini",
+         "--no-overlay");
+    if (r.code != 3) fail_msg("exit %d, wanted 3\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.out, "engine failures during the run: ", "summary");
+    expect_text(r.out, "the world was emptied", "summary");
+    expect_text(r.err, "framemem-demo: the engine met ", "stderr");
+    /* --quiet: no summary, the same status and message */
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "20", "--scale", "5", "--config", "small_arena.ini", "--quiet");
+    assert_int_equal(r.code, 3);
+    expect_text(r.err, "failure(s) during the run", "stderr");
+    DEMO(&r, ENV_KEEP, "--help");
+    expect_text(r.out, "3 the engine met failures during the run", "--help");
+}
+
+/* A readable config with problems runs on the defaults for the bad entries
+ * and exits 2; a key whose action fails (L with no config) exits 1. */
+static void test_demo_config_problems_and_failed_keys_give_a_non_zero_exit(void **state) {
+    (void)state;
+    static run r;
+    write_in("problems.ini", "[pool.particles]\ninitial_capacity = lots\n");
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--config", "problems.ini", "--no-overlay");
+    if (r.code != 2) fail_msg("exit %d, wanted 2\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.err, "problems.ini:2:", "stderr");
+    expect_text(r.out, "framemem-demo summary: 5 frames", "summary"); /* it ran */
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--press", "2:L", "--no-overlay");
+    if (r.code != 1) fail_msg("exit %d, wanted 1\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.out, "no config to reload", "stdout");
+}
+
 static void test_demo_malloc_backend_runs_the_same_world(void **state) {
     (void)state;
     static run r;
@@ -490,8 +564,10 @@ static void test_demo_fifos_and_folders_are_refused_at_once_with_exit_2(void **s
     assert_true(S_ISDIR(st.st_mode));
     /* --help says what these exit with. */
     DEMO(&r, ENV_KEEP, "--help");
-    expect_text(r.out, "2 bad arguments, a config that is not a readable regular file\nof at most 1 MiB, "
-                       "or an output that is not a regular file or is the same\nfile as an input",
+    expect_text(r.out, "2 bad arguments, a config\nthat is not a readable regular file of at most 1 MiB (nothing runs)",
+                "--help");
+    expect_text(r.out, "output that is not a regular file or is the same file as an input or another\noutput "
+                       "(nothing runs)",
                 "--help");
 }
 
@@ -549,6 +625,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_demo_failed_run_leaves_its_outputs_as_they_were),
         cmocka_unit_test(test_demo_output_equal_to_an_input_is_refused_before_the_run),
         cmocka_unit_test(test_demo_fifos_and_folders_are_refused_at_once_with_exit_2),
+        cmocka_unit_test(test_demo_frames_counts_paused_frames_so_a_paused_run_ends),
+        cmocka_unit_test(test_demo_engine_failures_are_counted_and_exit_3),
+        cmocka_unit_test(test_demo_config_problems_and_failed_keys_give_a_non_zero_exit),
     };
     return cmocka_run_group_tests_name("demo_run", tests, make_dir, remove_dir);
 }

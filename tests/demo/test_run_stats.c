@@ -90,11 +90,56 @@ static void test_summary_suggests_a_tuned_config_only_after_hitches(void **state
     eng_destroy(e);
 }
 
+/* Paused frames are frames of the run: counted in the header, kept out of
+ * the per-frame figures; engine failures are counted with the newest one. */
+static void test_summary_counts_paused_frames_and_engine_failures(void **state) {
+    (void)state;
+    char err[256];
+    eng *e = eng_create(&(eng_desc){.seed = 3}, err, sizeof err);
+    if (!e) fail_msg("%s", err);
+    demo_run_stats s = {0};
+    eng_frame_record rec = {.alloc_total_ns = 3000};
+    demo_run_stats_add(&s, &rec, 2000000, 0);
+    demo_run_stats_add_paused(&s);
+    demo_run_stats_add_paused(&s);
+    const char *t = summary_of(&s, e);
+    assert_non_null(strstr(t, "framemem-demo summary: 3 frames,"));
+    assert_non_null(strstr(t, "2 of them paused (no simulation): the figures below are of the other 1"));
+    assert_non_null(strstr(t, "allocation time per frame: median 3.0 us"));
+    assert_non_null(strstr(t, "engine failures during the run: 0\n"));
+    demo_run_stats_reset(&s);
+    t = summary_of(&s, e);
+    assert_non_null(strstr(t, "summary: 0 frames"));
+    assert_null(strstr(t, "paused"));
+    eng_destroy(e);
+    /* a frame arena too small for the world's lists: the world is emptied */
+    FILE *f = fopen("run_stats_small.ini", "wb");
+    assert_non_null(f);
+    fputs("[arena.frame]\nreserve = 1048576\n", f);
+    fclose(f);
+    e = eng_create(&(eng_desc){.seed = 3, .scale = 5, .config_path = "run_stats_small.ini"}, err,
+                   sizeof err);
+    remove("run_stats_small.ini");
+    if (!e) fail_msg("%s", err);
+    for (int i = 0; i < 5; i++) eng_tick(e, 1.0 / 60.0);
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_true(in.failures > 0);
+    t = summary_of(&s, e);
+    char want[96];
+    snprintf(want, sizeof want, "engine failures during the run: %llu (memory refused; the newest: frame arena:",
+             (unsigned long long)in.failures);
+    assert_non_null(strstr(t, want));
+    demo_run_stats_free(&s);
+    eng_destroy(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentile_is_nearest_rank),
         cmocka_unit_test(test_growth_after_the_first_frame_is_counted_apart),
         cmocka_unit_test(test_summary_suggests_a_tuned_config_only_after_hitches),
+        cmocka_unit_test(test_summary_counts_paused_frames_and_engine_failures),
     };
     return cmocka_run_group_tests_name("run_stats", tests, NULL, NULL);
 }

@@ -67,6 +67,84 @@ static void test_engine_frame_lifecycle_records_one_frame_per_begin_end(void **s
     eng_destroy(NULL);
 }
 
+/* A paused game: frames begin and end with no update between. The lists of
+ * the newest update (entities, particles, render list) live in the frame
+ * arena; a paused frame must keep them for the next update, the info query
+ * and the renderer, on both backends (the malloc one walks them at destroy). */
+static void test_engine_paused_frames_keep_the_newest_update_readable(void **state) {
+    (void)state;
+    static const int pauses[] = {1, 2, 10};
+    for (int backend = 0; backend < ENG_BACKEND_COUNT; backend++) {
+        for (size_t k = 0; k < sizeof pauses / sizeof pauses[0]; k++) {
+            eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 8, .backend = (eng_backend)backend});
+            eng_test_run(e, 20);
+            eng_info before, paused, after;
+            eng_get_info(e, &before);
+            assert_true(before.particles > 0 && before.entities > 0);
+            eng_render_list rl = eng_get_render_list(e);
+            assert_true(rl.count > 0);
+            eng_sprite first = rl.items[0], last = rl.items[rl.count - 1];
+            for (int f = 0; f < pauses[k]; f++) {
+                eng_frame_begin(e);
+                eng_frame_end(e);
+            }
+            /* the paused world is the world of the newest update */
+            eng_get_info(e, &paused);
+            assert_int_equal(paused.frame, before.frame + (uint64_t)pauses[k]);
+            assert_int_equal(paused.checksum, before.checksum);
+            assert_int_equal(paused.particles, before.particles);
+            assert_int_equal(paused.entities, before.entities);
+            rl = eng_get_render_list(e);
+            assert_int_equal(rl.count, before.particles + before.entities + rl.layer_start[3] - rl.layer_start[2]);
+            assert_memory_equal(&rl.items[0], &first, sizeof first);
+            assert_memory_equal(&rl.items[rl.count - 1], &last, sizeof last);
+            /* and the next update goes on from it */
+            eng_frame_begin(e);
+            eng_update(e, DT);
+            eng_frame_end(e);
+            eng_get_info(e, &after);
+            assert_int_equal(after.entities, before.entities);
+            assert_true(after.particles > 0);
+            assert_true(after.checksum != before.checksum);
+            assert_int_equal(after.failures, 0);
+            eng_test_run(e, 3);
+            eng_destroy(e);
+        }
+    }
+}
+
+/* The same world whether or not the game paused on the way: a paused frame
+ * runs no timer and stops the scene's clock ("ramp" raises the load every
+ * frame; emitter timers fire 30 to 120 frames after they are armed). */
+static void test_engine_a_pause_does_not_change_the_simulation(void **state) {
+    (void)state;
+    eng *a = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"});
+    eng *b = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"});
+    eng_test_run(a, 40);
+    for (int f = 0; f < 100; f++) {
+        eng_frame_begin(a);
+        eng_frame_end(a);
+    }
+    eng_test_run(a, 120);
+    eng_test_run(b, 160);
+    eng_info ia, ib;
+    eng_get_info(a, &ia);
+    eng_get_info(b, &ib);
+    assert_int_equal(ia.frame, 260);
+    assert_int_equal(ib.frame, 160);
+    assert_int_equal(ia.checksum, ib.checksum);
+    assert_int_equal(ia.particles, ib.particles);
+    const eng_telemetry *ta = eng_get_telemetry(a), *tb = eng_get_telemetry(b);
+    int s = source(a, "particles");
+    assert_int_equal(eng_telemetry_source(ta, (uint32_t)s)->total_allocs,
+                     eng_telemetry_source(tb, (uint32_t)s)->total_allocs);
+    /* the paused frames are recorded, with nothing allocated */
+    for (uint32_t i = 40; i < 140; i++)
+        assert_int_equal(eng_telemetry_sample(ta, i, (uint32_t)s)->allocs, 0);
+    eng_destroy(a);
+    eng_destroy(b);
+}
+
 static void test_engine_default_scale_meets_the_load_target(void **state) {
     (void)state;
     eng *e = eng_test_make(&(eng_desc){.seed = 5});
@@ -437,6 +515,8 @@ static void test_engine_create_rejects_bad_descs_with_a_message(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_frame_lifecycle_records_one_frame_per_begin_end),
+        cmocka_unit_test(test_engine_paused_frames_keep_the_newest_update_readable),
+        cmocka_unit_test(test_engine_a_pause_does_not_change_the_simulation),
         cmocka_unit_test(test_engine_default_scale_meets_the_load_target),
         cmocka_unit_test(test_engine_same_seed_same_world_other_seed_differs),
         cmocka_unit_test(test_engine_malloc_backend_simulates_the_same_world),

@@ -133,6 +133,8 @@ FM_NULL_TABLE(ENGINE_NULL_CASES, engine_null_cases);
 static const char *const engine_no_object[] = {
     "eng_scene_names", "eng_backend_name", "eng_suggest_capacity",
     "eng_telemetry_clock_overhead_ns", "eng_telemetry_read_csv", "eng_telemetry_read_csv_mem",
+    /* a NULL pool config is one with no max_capacity (config.h) */
+    "eng_config_tuned_capacity",
 };
 
 #define N_CASES (sizeof engine_null_cases / sizeof engine_null_cases[0])

@@ -3,6 +3,7 @@
 
 #include "engine/telemetry.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,59 @@ static void test_telemetry_suggest_capacity_rounds_to_whole_chunks(void **state)
     assert_int_equal(eng_suggest_capacity(0, 2.0, 100), 100); /* at least a chunk */
     assert_int_equal(eng_suggest_capacity(10, 0.5, 0), 10);   /* headroom < 1 is 1, chunk 0 is 1 */
     assert_true(eng_telemetry_clock_overhead_ns() < 10000);
+}
+
+/* Numbers from files may be anything: the suggestion saturates at the most
+ * whole chunks a uint64_t holds, never wraps (2^64 - 1 live items gave 64). */
+static void test_telemetry_suggest_capacity_saturates_at_extreme_values(void **state) {
+    (void)state;
+    const uint64_t max = UINT64_MAX;
+    assert_true(eng_suggest_capacity(max, 1.25, 64) == max / 64 * 64);
+    assert_true(eng_suggest_capacity(max, 1.0, 1) == max);
+    assert_true(eng_suggest_capacity(max, 1000.0, 100) == max / 100 * 100);
+    assert_true(eng_suggest_capacity(max - 1, 1.0, 3) == max / 3 * 3);
+    assert_true(eng_suggest_capacity(max / 2, 2.0, 1) == max);           /* 2^64 - 2: rounds to 2^64 */
+    assert_true(eng_suggest_capacity(1ull << 62, 1.25, 1) == 5ull << 60); /* still exact */
+    assert_true(eng_suggest_capacity(1, 1.0, max) == max);               /* one chunk of 2^64 - 1 */
+    assert_true(eng_suggest_capacity(max, 1.0, max) == max);
+    assert_true(eng_suggest_capacity(max, 1.0, max - 1) == max - 1);     /* one whole chunk fits */
+    assert_true(eng_suggest_capacity(2, 1.0, max - 1) == max - 1);
+    /* a double holds 53 bits: never below the peak itself */
+    uint64_t odd = (1ull << 60) + 1;
+    assert_true(eng_suggest_capacity(odd, 1.0, 1) >= odd);
+    assert_true(eng_suggest_capacity(odd, 1.0, 1) <= odd + 256);
+    /* headroom NaN, infinite or huge is clamped, never overflows */
+    assert_int_equal(eng_suggest_capacity(100, NAN, 1), 100);
+    assert_int_equal(eng_suggest_capacity(100, INFINITY, 1), 100000);
+    assert_int_equal(eng_suggest_capacity(100, -INFINITY, 1), 100);
+}
+
+/* Totals over frames (from a file: any value) saturate instead of wrapping,
+ * and a frame's growth count saturates at UINT32_MAX. */
+static void test_telemetry_totals_saturate_instead_of_wrapping(void **state) {
+    (void)state;
+    eng_telemetry *t = make_two_sources(4);
+    for (uint64_t f = 0; f < 3; f++) {
+        eng_sample s[2] = {{.allocs = UINT64_MAX, .frees = UINT64_MAX - 1, .alloc_ns = UINT64_MAX,
+                            .grow_events = UINT64_MAX, .grow_ns = UINT64_MAX,
+                            .ahead_grow_events = (1ull << 32) + 5, .ahead_grow_ns = UINT64_MAX,
+                            .peak_live = UINT64_MAX},
+                           {.grow_events = UINT32_MAX, .ahead_grow_events = 7}};
+        eng_telemetry_push(t, &(eng_frame_record){.frame = f}, s);
+    }
+    const eng_source_info *si = eng_telemetry_source(t, 0);
+    assert_true(si->total_allocs == UINT64_MAX);
+    assert_true(si->total_frees == UINT64_MAX);
+    assert_true(si->total_alloc_ns == UINT64_MAX);
+    assert_true(si->total_grow_events == UINT64_MAX);
+    assert_true(si->total_grow_ns == UINT64_MAX);
+    assert_true(si->total_ahead_grow_events == 3 * ((1ull << 32) + 5));
+    assert_true(si->total_ahead_grow_ns == UINT64_MAX);
+    assert_true(si->peak_live == UINT64_MAX);
+    const eng_frame_record *r = eng_telemetry_frame(t, 2);
+    assert_int_equal(r->grow_events, UINT32_MAX);
+    assert_int_equal(r->ahead_grow_events, UINT32_MAX);
+    eng_telemetry_destroy(t);
 }
 
 /* ---------------------------------------------------------------- CSV out */
@@ -348,6 +402,8 @@ int main(void) {
         cmocka_unit_test(test_telemetry_registry_finds_names_and_refuses_bad_ones),
         cmocka_unit_test(test_telemetry_ring_wraps_keeping_the_newest_frames),
         cmocka_unit_test(test_telemetry_suggest_capacity_rounds_to_whole_chunks),
+        cmocka_unit_test(test_telemetry_suggest_capacity_saturates_at_extreme_values),
+        cmocka_unit_test(test_telemetry_totals_saturate_instead_of_wrapping),
         cmocka_unit_test(test_telemetry_csv_has_header_and_a_row_per_frame_and_source),
         cmocka_unit_test(test_telemetry_csv_round_trips_through_the_reader),
         cmocka_unit_test(test_telemetry_stream_writes_each_frame_once_with_final_render_time),

@@ -1,6 +1,6 @@
 /*
- * tests/fuzz/fuzz_config.c: the engine's pool-size INI loader (libinih
- * underneath) on arbitrary bytes.
+ * tests/fuzz/fuzz_config.c: the engine's pool-size INI loader on arbitrary
+ * bytes.
  *
  * Model: loading never crashes and always leaves a config every pool and
  * arena could be built from (values inside the documented ranges); a
@@ -12,6 +12,15 @@
 #include "fuzz_support.h"
 
 #include "engine/config.h"
+#include "framemem/arena.h"
+#include "framemem/pool.h"
+
+/* An allocator for the chained-mode check; never called. */
+static void *fz_never_alloc(size_t size, size_t align, void *user) {
+    (void)size, (void)align, (void)user;
+    return NULL;
+}
+static void fz_never_free(void *ptr, size_t size, void *user) { (void)ptr, (void)size, (void)user; }
 
 static void check_config(const eng_config *c) {
     FZ_CHECK_EQ(c->pool_count, 6);
@@ -28,6 +37,24 @@ static void check_config(const eng_config *c) {
     const eng_arena_config *a = &c->arenas[0];
     FZ_CHECK(a->reserve >= (1u << 20) && a->reserve <= ((uint64_t)64 << 30));
     FZ_CHECK(a->commit_step >= 4096 && a->commit_step <= a->reserve);
+    /* and what create checks (with any item size, with or without an allocator) */
+    for (uint32_t i = 0; i < c->pool_count; i++) {
+        const eng_pool_config *p = &c->pools[i];
+        FZ_CHECK_EQ(fm_pool_desc_check(&(fm_pool_desc){.item_size = 1,
+                                                      .initial_capacity = p->initial_capacity,
+                                                      .max_capacity = p->max_capacity,
+                                                      .growth = p->growth,
+                                                      .grow_step = p->grow_step,
+                                                      .grow_factor = p->grow_factor},
+                                       NULL, 0),
+                    FM_OK);
+    }
+    for (int m = 0; m < 2; m++) {
+        fm_frame_arena_desc fd = {.arena = {.reserve_bytes = (size_t)a->reserve,
+                                            .commit_step = (size_t)a->commit_step}};
+        if (m) fd.arena.allocator = (fm_allocator){.alloc = fz_never_alloc, .free = fz_never_free};
+        FZ_CHECK_EQ(fm_frame_arena_desc_check(&fd, NULL, 0), FM_OK);
+    }
 }
 
 /* Report lines: every one starts with "fuzz.ini:<line>: " (or is the "..."

@@ -383,6 +383,12 @@ static void expect_create_rejected(fm_test_env *env, const desc_case *c) {
     desc.name = "bad_desc_arena";
     fm_test_errors_reset(&env->errors);
     fm_clear_error();
+    /* the public check refuses it by the same rule, reporting nothing */
+    char why[128];
+    assert_int_equal(fm_arena_desc_check(&desc, why, sizeof why), FM_ERR_INVALID_ARG);
+    assert_true(why[0] != 0);
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(fm_last_error(), FM_OK);
     fm_arena *arena = fm_arena_create(&desc);
     if (arena || fm_last_error() != FM_ERR_INVALID_ARG || env->errors.count != 1) {
         print_error("case '%s': arena %p, last error %s (%s), handler calls %d\n", c->label,
@@ -393,8 +399,9 @@ static void expect_create_rejected(fm_test_env *env, const desc_case *c) {
     }
     assert_int_equal(env->errors.last, FM_ERR_INVALID_ARG);
     assert_int_equal(env->errors.bad_messages, 0);
-    if (!fm_test_contains(env->errors.message, "bad_desc_arena")) {
-        print_error("case '%s': message does not name the arena: %s\n", c->label,
+    if (!fm_test_contains(env->errors.message, "bad_desc_arena") ||
+        !fm_test_contains(env->errors.message, why)) {
+        print_error("case '%s': message does not name the arena and '%s': %s\n", c->label, why,
                     env->errors.message);
         fail();
     }
@@ -437,6 +444,15 @@ static void test_arena_create_rejects_commit_step_above_the_default_reserve(void
 
 static void test_arena_create_accepts_commit_step_equal_to_reserve(void **state) {
     fm_test_env *env = *state;
+    char why[64] = "x";
+    assert_int_equal(fm_arena_desc_check(&(fm_arena_desc){.reserve_bytes = 64 * KIB,
+                                                          .commit_step = 64 * KIB},
+                                         why, sizeof why),
+                     FM_OK);
+    assert_string_equal(why, "");
+    assert_int_equal(fm_arena_desc_check(NULL, why, sizeof why), FM_ERR_INVALID_ARG);
+    assert_int_equal(env->errors.count, 1); /* a NULL desc is reported */
+    fm_test_errors_reset(&env->errors);
     fm_arena *arena = create_arena(env, g_mode,
                                    (fm_arena_desc){.reserve_bytes = 64 * KIB,
                                                    .commit_step = 64 * KIB});

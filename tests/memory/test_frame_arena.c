@@ -219,6 +219,10 @@ static void expect_frame_create_rejected(fm_test_env *env, fm_frame_arena_desc d
                                          const char *label) {
     fm_test_errors_reset(&env->errors);
     fm_clear_error();
+    char why[128];
+    assert_int_equal(fm_frame_arena_desc_check(&desc, why, sizeof why), FM_ERR_INVALID_ARG);
+    assert_true(why[0] != 0);
+    assert_int_equal(env->errors.count, 0);
     fm_frame_arena *fa = fm_frame_arena_create(&desc);
     if (fa || fm_last_error() != FM_ERR_INVALID_ARG || env->errors.count != 1) {
         print_error("case '%s': frame arena %p, last error %s (%s), handler calls %d\n", label,
@@ -228,7 +232,8 @@ static void expect_frame_create_rejected(fm_test_env *env, fm_frame_arena_desc d
         fail();
     }
     assert_int_equal(env->errors.last, FM_ERR_INVALID_ARG);
-    if (!fm_test_contains(env->errors.message, desc.name)) {
+    if (!fm_test_contains(env->errors.message, desc.name) ||
+        !fm_test_contains(env->errors.message, why)) {
         print_error("case '%s': message does not name '%s': %s\n", label, desc.name,
                     env->errors.message);
         fail();

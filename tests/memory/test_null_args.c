@@ -51,6 +51,8 @@ static bool untouched(const void *p, size_t n) {
     X(fm_allocator_free, FM_ERR_INVALID_ARG, fm_allocator_free(NULL, g.item, 64); return true;) \
     /* pool.h */                                                                \
     X(fm_pool_create, FM_ERR_INVALID_ARG, return fm_pool_create(NULL) == NULL;)  \
+    X(fm_pool_desc_check, FM_ERR_INVALID_ARG, char msg_[64] = "";               \
+      return fm_pool_desc_check(NULL, msg_, sizeof msg_) == FM_ERR_INVALID_ARG && msg_[0];) \
     X(fm_pool_destroy, FM_OK, fm_pool_destroy(NULL); return true;)              \
     X(fm_pool_alloc, FM_ERR_INVALID_ARG, return (fm_pool_alloc)(NULL) == NULL;)  \
     X(fm_pool_free, FM_ERR_INVALID_ARG, (fm_pool_free)(NULL, g.item);            \
@@ -97,6 +99,8 @@ static bool untouched(const void *p, size_t n) {
     X(fm_pool_check, FM_ERR_INVALID_ARG, return fm_pool_check(NULL) == FM_ERR_INVALID_ARG;) \
     /* arena.h */                                                               \
     X(fm_arena_create, FM_ERR_INVALID_ARG, return fm_arena_create(NULL) == NULL;) \
+    X(fm_arena_desc_check, FM_ERR_INVALID_ARG, char msg_[64] = "";             \
+      return fm_arena_desc_check(NULL, msg_, sizeof msg_) == FM_ERR_INVALID_ARG && msg_[0];) \
     X(fm_arena_destroy, FM_OK, fm_arena_destroy(NULL); return true;)            \
     X(fm_arena_alloc, FM_ERR_INVALID_ARG, return (fm_arena_alloc)(NULL, 16, 8) == NULL;) \
     X(fm_arena_alloc_zero, FM_ERR_INVALID_ARG, return fm_arena_alloc_zero(NULL, 16, 8) == NULL;) \
@@ -115,6 +119,8 @@ static bool untouched(const void *p, size_t n) {
     X(fm_arena_name, FM_ERR_INVALID_ARG, return strcmp(fm_arena_name(NULL), "(null)") == 0;) \
     X(fm_arena_owns, FM_ERR_INVALID_ARG, return !fm_arena_owns(NULL, g.item, 1);) \
     X(fm_frame_arena_create, FM_ERR_INVALID_ARG, return fm_frame_arena_create(NULL) == NULL;) \
+    X(fm_frame_arena_desc_check, FM_ERR_INVALID_ARG, char msg_[64] = "";             \
+      return fm_frame_arena_desc_check(NULL, msg_, sizeof msg_) == FM_ERR_INVALID_ARG && msg_[0];) \
     X(fm_frame_arena_destroy, FM_OK, fm_frame_arena_destroy(NULL); return true;) \
     X(fm_frame_alloc, FM_ERR_INVALID_ARG, return (fm_frame_alloc)(NULL, 16, 8) == NULL;) \
     X(fm_frame_arena_advance, FM_ERR_INVALID_ARG, fm_frame_arena_advance(NULL); return true;) \

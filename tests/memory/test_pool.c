@@ -337,6 +337,12 @@ static void test_pool_create_rejects_invalid_descs_with_invalid_arg(void **state
         desc.name = "bad_desc_pool";
         fm_test_errors_reset(&env->errors);
         fm_clear_error();
+        /* the public check refuses it by the same rule, reporting nothing */
+        char why[128];
+        assert_int_equal(fm_pool_desc_check(&desc, why, sizeof why), FM_ERR_INVALID_ARG);
+        assert_true(why[0] != 0);
+        assert_int_equal(env->errors.count, 0);
+        assert_int_equal(fm_last_error(), FM_OK);
         fm_pool *pool = fm_pool_create(&desc);
         if (pool || fm_last_error() != FM_ERR_INVALID_ARG || env->errors.count != 1) {
             print_error("case '%s': pool %p, last error %s, handler calls %d\n",
@@ -348,9 +354,10 @@ static void test_pool_create_rejects_invalid_descs_with_invalid_arg(void **state
         assert_int_equal(env->errors.count, 1);
         assert_int_equal(env->errors.last, FM_ERR_INVALID_ARG);
         assert_int_equal(env->errors.bad_messages, 0);
-        if (!fm_test_contains(env->errors.message, "bad_desc_pool")) {
-            print_error("case '%s': message does not name the pool: %s\n", cases[i].label,
-                        env->errors.message);
+        if (!fm_test_contains(env->errors.message, "bad_desc_pool") ||
+            !fm_test_contains(env->errors.message, why)) {
+            print_error("case '%s': message does not name the pool and '%s': %s\n",
+                        cases[i].label, why, env->errors.message);
             fail();
         }
         fm_test_allocator_assert_clean(&env->alloc);
@@ -372,6 +379,9 @@ static void test_pool_create_accepts_boundary_descs(void **state) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fm_pool_desc desc = counted(env, cases[i].desc);
+        char why[128] = "x";
+        assert_int_equal(fm_pool_desc_check(&desc, why, sizeof why), FM_OK);
+        assert_string_equal(why, "");
         fm_pool *pool = fm_pool_create(&desc);
         if (!pool) print_error("case '%s' was rejected\n", cases[i].label);
         assert_non_null(pool);
@@ -381,6 +391,24 @@ static void test_pool_create_accepts_boundary_descs(void **state) {
         fm_pool_free(pool, item);
         destroy_clean(env, pool);
     }
+    assert_int_equal(env->errors.count, 0);
+}
+
+/* fm_pool_desc_check: a NULL desc is reported like any NULL object; msg may
+ * be NULL or short (cut, still terminated). */
+static void test_pool_desc_check_reports_null_and_takes_any_message_buffer(void **state) {
+    fm_test_env *env = *state;
+    char why[8];
+    assert_int_equal(fm_pool_desc_check(NULL, why, sizeof why), FM_ERR_INVALID_ARG);
+    assert_int_equal(env->errors.count, 1);
+    assert_int_equal(env->errors.last, FM_ERR_INVALID_ARG);
+    fm_test_errors_reset(&env->errors);
+    fm_pool_desc bad = {.item_size = 16, .grow_factor = 1.0f};
+    assert_int_equal(fm_pool_desc_check(&bad, NULL, 0), FM_ERR_INVALID_ARG);
+    assert_int_equal(fm_pool_desc_check(&bad, why, sizeof why), FM_ERR_INVALID_ARG);
+    assert_int_equal(strlen(why), sizeof why - 1);
+    assert_int_equal(fm_pool_desc_check(&bad, why, 0), FM_ERR_INVALID_ARG);
+    assert_int_equal(fm_pool_desc_check(&(fm_pool_desc){.item_size = 16}, NULL, 0), FM_OK);
     assert_int_equal(env->errors.count, 0);
 }
 
@@ -2299,6 +2327,7 @@ int main(void) {
         T(test_pool_slot_whose_generation_would_wrap_is_retired),
         T(test_pool_create_with_null_desc_fails_with_invalid_arg),
         T(test_pool_create_rejects_invalid_descs_with_invalid_arg),
+        T(test_pool_desc_check_reports_null_and_takes_any_message_buffer),
         T(test_pool_create_accepts_boundary_descs),
         T(test_pool_create_accepts_the_largest_item_size),
         T(test_pool_get_desc_resolves_defaults),

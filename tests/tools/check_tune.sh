@@ -76,6 +76,23 @@ rc=$?
 grep -q "bad.ini:2" stderr.txt || err "bad --config: message '$(cat stderr.txt)' lacks bad.ini:2"
 [ -e out.ini ] && err "bad --config: out.ini was written"
 
+# --- numbers at the edge of uint64_t (a CSV may hold anything): capacities
+# saturate at what a config takes, sums saturate, nothing wraps, and the
+# file loads back (2^64 - 1 live items once gave initial_capacity = 64).
+max=18446744073709551615
+awk -F, -v OFS=, -v m=$max 'NR > 1 && $2 == "particles" { $9 = m; $13 = m; $14 = m }
+    NR > 1 && $2 == "frame" { $18 = m } { print }' "$data/run1.csv" >extreme.csv
+"$tune" --out extreme.ini extreme.csv >table.txt 2>stderr.txt ||
+    err "extreme.csv: exit $? ($(cat stderr.txt))"
+expect_ini extreme.ini particles 268435456
+grep -qF "| particles | 32 | 64 | 1024 | 128 | 512 | $max | 268435456 (the config's limit) | $max |" table.txt ||
+    err "extreme row wrong: $(grep particles table.txt)"
+grep -q "warning: pool 'particles': peak live $max x 1.25 is more than initial_capacity takes: capped at 268435456" stderr.txt ||
+    err "no warning for the capped pool: $(cat stderr.txt)"
+grep -q '^reserve = 68719476736$' extreme.ini || err "extreme.ini: reserve not capped at 64 GiB"
+"$tune" --config extreme.ini --out again.ini "$data/run1.csv" >/dev/null 2>stderr.txt ||
+    err "extreme.ini does not load back: $(cat stderr.txt)"
+
 # --- malformed inputs, made from run1.csv.
 awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "live") c = i }
     { out = ""; for (i = 1; i <= NF; i++) if (i != c) out = out (out == "" ? "" : ",") $i; print out }' \

@@ -29,6 +29,7 @@
 
 #include "fm_test.h"
 
+#include "engine/telemetry.h"
 #include "overlay/overlay.h"
 
 static char dir[64];
@@ -152,6 +153,67 @@ static void test_bad_inputs(void **state) {
     assert_false(exists(out_png));
 }
 
+/* Every number at 2^64 - 1 (a CSV may hold anything): drawn, no overflow
+ * (UBSan builds trap a float-to-integer overflow), exit 0. */
+static void test_extreme_values_are_drawn(void **state) {
+    (void)state;
+    char csv[160];
+    snprintf(csv, sizeof csv, "%s/extreme.csv", dir);
+    FILE *f = fopen(csv, "wb");
+    assert_non_null(f);
+    const char *m = "18446744073709551615";
+    fprintf(f, "frame,pool,kind,backend,allocs,frees,live,capacity,peak_live,item_size,chunk_items,"
+               "alloc_ns,grow_events,grow_ns,ahead_grow_events,ahead_grow_ns,bytes_used,high_water,"
+               "commit_events,frame_ns,sim_ns,alloc_total_ns,maint_ns,render_ns\n");
+    for (int fr = 0; fr < 3; fr++) {
+        fprintf(f, "%d,particles,pool,pool", fr);
+        for (int c = 0; c < 20; c++) fprintf(f, ",%s", m);
+        fprintf(f, "\n%d,frame,arena,pool", fr);
+        for (int c = 0; c < 20; c++) fprintf(f, ",%s", c == 6 ? "1" : m); /* chunk_items */
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    assert_int_equal(run("--out '%s' '%s'", out_png, csv), 0);
+    assert_true(growth_pixels(out_png, 1280, 720) > 0);
+    unlink(out_png);
+    /* A frame whose parts add up past 2^64 (simulation 2^64 - 1, allocation
+     * 1): its bar must stay inside the frame-time graph; a wrapped sum (0)
+     * scaled it to the budget and drew it over the panels above. */
+    f = fopen(csv, "wb");
+    assert_non_null(f);
+    fprintf(f, "frame,pool,kind,backend,allocs,frees,live,capacity,peak_live,item_size,chunk_items,"
+               "alloc_ns,grow_events,grow_ns,ahead_grow_events,ahead_grow_ns,bytes_used,high_water,"
+               "commit_events,frame_ns,sim_ns,alloc_total_ns,maint_ns,render_ns\n");
+    for (int fr = 0; fr < 3; fr++)
+        fprintf(f, "%d,particles,pool,pool,1,1,1,64,1,32,64,1,0,0,0,0,0,0,0,%s,%s,1,0,0\n", fr, m, m);
+    fclose(f);
+    assert_int_equal(run("--out '%s' '%s'", out_png, csv), 0);
+    char err[256];
+    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    assert_non_null(t);
+    ovl_layout lo;
+    ovl_layout_compute(&(SDL_FRect){0, 0, 1280, 720}, t, &(ovl_desc){.frames = 3, .title = "t"}, &lo);
+    eng_telemetry_destroy(t);
+    int w = 0, h = 0, comp = 0;
+    unsigned char *px = stbi_load(out_png, &w, &h, &comp, 4);
+    assert_non_null(px);
+    long sim_above = 0, sim_inside = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            const unsigned char *p = px + ((size_t)y * (size_t)w + (size_t)x) * 4;
+            if (p[0] != (OVL_SIM_RGB >> 16 & 0xff) || p[1] != (OVL_SIM_RGB >> 8 & 0xff) ||
+                p[2] != (OVL_SIM_RGB & 0xff))
+                continue;
+            if (y >= lo.maint_graph.y && y < lo.maint_graph.y + lo.maint_graph.h) sim_above++;
+            if (y >= lo.frame_graph.y && y < lo.frame_graph.y + lo.frame_graph.h) sim_inside++;
+        }
+    stbi_image_free(px);
+    assert_int_equal(sim_above, 0);
+    assert_true(sim_inside > 0);
+    unlink(out_png);
+    unlink(csv);
+}
+
 static void test_unwritable_output(void **state) {
     (void)state;
     assert_int_equal(run("--out '%s/nodir/out.png' '%s/run1.csv'", dir, FM_DATA), 1);
@@ -242,6 +304,7 @@ int main(void) {
         cmocka_unit_test(test_full_disk_exits_1_and_keeps_the_old_png),
         cmocka_unit_test(test_fifos_folders_and_the_input_as_output_exit_2_at_once),
         cmocka_unit_test(test_csv_with_a_byte_order_mark_draws_as_without),
+        cmocka_unit_test(test_extreme_values_are_drawn),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

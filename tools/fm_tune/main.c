@@ -15,7 +15,9 @@
  * capacity, the capacity the runs started with and reached, the
  * in-allocation growths the tuned capacity would have avoided, and what it
  * costs in memory. Pools of the runs that the config does not know are
- * reported and not written (the engine would refuse them).
+ * reported and not written (the engine would refuse them). Numbers in the
+ * CSVs may be anything up to 2^64 - 1: sums saturate, and a capacity past
+ * what a config takes (2^28) is capped with a warning, never wrapped.
  *
  * Exit codes: 0 written; 2 bad arguments, an unreadable or malformed CSV or
  * --config (messages "file:line: problem"; a FIFO, device or directory is
@@ -64,6 +66,9 @@ static void usage(FILE *f) {
                "--out that is not a regular file or is an input (nothing written)\n");
 }
 
+/* Sums over every frame of every run: the numbers come from files. */
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 static tune_pool *find_pool(tune_pool *pools, uint32_t *n, const char *name) {
     for (uint32_t i = 0; i < *n; i++)
         if (!strcmp(pools[i].name, name)) return &pools[i];
@@ -94,20 +99,14 @@ static bool add_run(const eng_telemetry *t, tune_pool *pools, uint32_t *npools) 
             if (x->capacity > p->largest_capacity) p->largest_capacity = x->capacity;
             if (x->live > p->peak_live) p->peak_live = x->live;
             if (x->peak_live > p->peak_live) p->peak_live = x->peak_live;
-            p->grow_events += x->grow_events;
-            p->grow_ns += x->grow_ns;
+            p->grow_events = sat_add(p->grow_events, x->grow_events);
+            p->grow_ns = sat_add(p->grow_ns, x->grow_ns);
         }
         p->runs++;
     }
     return true;
 }
 
-/* What eng_config_write_tuned writes for the pool (capped at max_capacity). */
-static uint64_t tuned_capacity(const tune_pool *p, double headroom, bool *capped) {
-    uint64_t cap = eng_suggest_capacity(p->peak_live, headroom, p->chunk_known ? p->chunk_items : 1);
-    *capped = p->config && p->config->max_capacity && cap > p->config->max_capacity;
-    return *capped ? p->config->max_capacity : cap;
-}
 
 static void print_table(const tune_pool *pools, uint32_t n, double headroom, int runs) {
     printf("fm-tune: %d run%s, headroom %.2f\n\n", runs, runs == 1 ? "" : "s", headroom);
@@ -117,9 +116,15 @@ static void print_table(const tune_pool *pools, uint32_t n, double headroom, int
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (uint32_t i = 0; i < n; i++) {
         const tune_pool *p = &pools[i];
-        bool capped;
-        uint64_t cap = tuned_capacity(p, headroom, &capped);
-        double kib = (double)(cap * p->item_size) / 1024.0;
+        /* What eng_config_write_tuned writes for the pool. */
+        eng_tuned_cap why;
+        uint64_t cap = eng_config_tuned_capacity(p->config, p->peak_live, headroom,
+                                                 p->chunk_known ? p->chunk_items : 1, &why);
+        double kib = (double)cap * (double)p->item_size / 1024.0;
+        if (why == ENG_TUNED_CONFIG_LIMIT)
+            fprintf(stderr, "fm-tune: warning: pool '%s': peak live %llu x %.2f is more than "
+                            "initial_capacity takes: capped at %llu\n",
+                    p->name, (unsigned long long)p->peak_live, headroom, (unsigned long long)cap);
         double delta = ((double)cap - (double)p->largest_capacity) * (double)p->item_size / 1024.0;
         char chunk[32];
         if (p->chunk_known)
@@ -135,7 +140,9 @@ static void print_table(const tune_pool *pools, uint32_t n, double headroom, int
                p->name, (unsigned long long)p->item_size, chunk, configured,
                (unsigned long long)p->first_capacity, (unsigned long long)p->largest_capacity,
                (unsigned long long)p->peak_live, (unsigned long long)cap,
-               capped ? " (max_capacity)" : "",
+               why == ENG_TUNED_MAX_CAPACITY ? " (max_capacity)"
+               : why == ENG_TUNED_CONFIG_LIMIT ? " (the config's limit)"
+                                               : "",
                (unsigned long long)p->grow_events, (double)p->grow_ns / 1000.0, kib, delta);
     }
 }

@@ -284,7 +284,9 @@ static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     double peak = 0, last = 0;
     for (uint32_t k = 0; k < v->shown; k++) {
         const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
-        double sum = (double)(f->sim_ns + f->alloc_total_ns + f->maint_ns + f->render_ns);
+        /* in double: a record from a file may hold any uint64_t */
+        double sum = (double)f->sim_ns + (double)f->alloc_total_ns + (double)f->maint_ns +
+                     (double)f->render_ns;
         if (sum > peak) peak = sum;
         last = sum;
     }

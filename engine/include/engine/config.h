@@ -1,5 +1,5 @@
 /*
- * engine/config.h: pool-size configuration (INI, read with libinih).
+ * engine/config.h: pool-size configuration (INI).
  *
  *   [pool.particles]
  *   initial_capacity = 32768   ; items, 1 .. 2^28
@@ -13,12 +13,19 @@
  *   reserve = 268435456        ; bytes, 1 MiB .. 64 GiB
  *   commit_step = 65536        ; bytes, 4 KiB .. reserve
  *
- * Loading starts from the values already in the eng_config (the engine's
- * defaults) and reports every problem as "file:line: message": unknown
- * section, pool or arena, unknown key, bad number, out-of-range value, bad
- * syntax, a line over 200 characters. A section is parsed into a staging copy
- * and applied only when it had no problem, so a pool is never half-configured;
- * a section that appears twice is applied twice (the later values win).
+ * Comments are lines starting with ';' or '#', and a ';' after a blank ends
+ * a value. Loading starts from the values already in the eng_config (the
+ * engine's defaults) and reports every problem as "file:line: message":
+ * unknown section, pool or arena, unknown key, bad number, out-of-range
+ * value, bad syntax, a line over ENG_CONFIG_MAX_LINE (200) characters. Each
+ * section that parsed is then checked by the very rules of fm_pool_create /
+ * fm_frame_arena_create (fm_pool_desc_check, fm_frame_arena_desc_check; an
+ * arena both with and without eng_desc.allocator), reported at its header
+ * line: a loaded config never makes the engine's create fail. grow_factor is
+ * judged as the float the pool keeps (1.00000001 is 1 there: refused). A
+ * section is parsed into a staging copy and applied only when it had no
+ * problem, so a pool is never half-configured; a section that appears twice
+ * is applied twice (the later values win).
  *
  * NULL: a NULL eng_config is reported as framemem does (base.h:
  * FM_ERR_INVALID_ARG naming the function, also in rep or err) and the
@@ -39,6 +46,7 @@ extern "C" {
 #endif
 
 #define ENG_CONFIG_MAX_POOLS 16
+#define ENG_CONFIG_MAX_LINE 200 /* characters, without the line end */
 #define ENG_CONFIG_MAX_ARENAS 4
 /* Largest config file eng_config_load reads; a bigger one is not a pool config. */
 #define ENG_CONFIG_MAX_BYTES ((size_t)1 << 20)
@@ -92,6 +100,19 @@ int eng_config_load(eng_config *cfg, const char *path, eng_config_diag *rep);
 int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const char *name,
                         eng_config_diag *rep);
 
+/* Why a tuned capacity is not the suggestion itself. */
+typedef enum eng_tuned_cap {
+    ENG_TUNED_EXACT,         /* eng_suggest_capacity as it is */
+    ENG_TUNED_CONFIG_LIMIT,  /* capped at 2^28, the most initial_capacity takes */
+    ENG_TUNED_MAX_CAPACITY,  /* capped at the pool's max_capacity */
+} eng_tuned_cap;
+
+/// The initial_capacity eng_config_write_tuned writes for pool p from the
+/// highest live count of the runs: eng_suggest_capacity(peak_live, headroom,
+/// chunk_items), capped at 2^28 and then at p->max_capacity, at least 1.
+/// *why (may be NULL) says which cap applied. p NULL: no max_capacity.
+uint32_t eng_config_tuned_capacity(const eng_pool_config *p, uint64_t peak_live, double headroom,
+                                   uint64_t chunk_items, eng_tuned_cap *why);
 /// Writes a config with every pool of cfg: initial_capacity from the highest
 /// live count over every frame of the runs (eng_suggest_capacity with
 /// headroom, whole chunks), growth kept, a comment per pool saying where the

@@ -7,9 +7,12 @@
  * arena it uses. It has no platform dependency: the caller supplies the time
  * step, renders the render list and reports its render time.
  *
- * Frame: eng_frame_begin (advance the frame arena, run deferred calls),
- * eng_update (simulate, build the render list), eng_frame_end (sample
- * telemetry, grow ahead). eng_tick does all three.
+ * Frame: eng_frame_begin (advance the frame arena), eng_update (run due
+ * timers, simulate, build the render list), eng_frame_end (sample telemetry,
+ * grow ahead). eng_tick does all three. A frame with no eng_update is a
+ * paused frame: it is recorded in the telemetry like any other, and the world
+ * stands still (no timer runs, the scenes' clocks stop, nothing of the
+ * newest update is released), so a pause never changes the simulation.
  *
  * Determinism: the world uses its own PRNG seeded from desc.seed; the same
  * seed, scale, scene and sequence of dt and controls give the same world,
@@ -77,7 +80,7 @@ typedef struct eng_sprite {
 
 /* Sprites of a frame grouped by layer: layer l is
  * items[layer_start[l] .. layer_start[l + 1]). In the frame arena: valid
- * until the next eng_frame_begin. */
+ * until the next eng_frame_begin (frames without eng_update keep it). */
 typedef struct eng_render_list {
     const eng_sprite *items;
     uint32_t count;
@@ -116,10 +119,14 @@ void eng_destroy(eng *e);
 
 /* ---------------------------------------------------------------- frames */
 
-/// Frame boundary: advances the frame arena (the render list of two frames
-/// ago goes) and runs due timers. Ends an open frame first.
+/// Frame boundary: advances the frame arena (the render list of the update
+/// before the newest goes). Ends an open frame first. A frame with no
+/// eng_update (a paused game) allocates nothing, so the boundary after it
+/// releases nothing: the world, its render list and eng_get_info stay those
+/// of the newest update, and the next eng_update goes on from them.
 void eng_frame_begin(eng *e);
-/// Advances the world by dt seconds (clamped to [0, 0.1]) and builds the render list.
+/// Advances the world by dt seconds (clamped to [0, 0.1]) and builds the
+/// render list; the frame's first update runs the timers due.
 void eng_update(eng *e, double dt);
 /// Grows ahead (maintenance), samples every pool and the frame arena and
 /// pushes the frame's telemetry record. No-op without an open frame.

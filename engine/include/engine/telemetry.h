@@ -127,8 +127,9 @@ typedef struct eng_frame_record {
 #define ENG__FRAME_FIELD(f, d) uint64_t f;
     ENG_FRAME_FIELDS(ENG__FRAME_FIELD)
 #undef ENG__FRAME_FIELD
-    uint32_t grow_events;       /* sum of the sources' in-allocation grow_events */
-    uint32_t ahead_grow_events; /* sum of the sources' ahead_grow_events */
+    uint32_t grow_events;       /* sum of the sources' in-allocation grow_events
+                                   (saturating at UINT32_MAX) */
+    uint32_t ahead_grow_events; /* sum of the sources' ahead_grow_events (same) */
 } eng_frame_record;
 
 typedef struct eng_source_info {
@@ -138,7 +139,7 @@ typedef struct eng_source_info {
     uint64_t item_size;   /* see the CSV columns */
     uint64_t chunk_items; /* >= 1 */
     /* Totals since create or the last eng_telemetry_clear, over every frame
-     * pushed (not only those the ring still holds). */
+     * pushed (not only those the ring still holds); saturating at UINT64_MAX. */
     uint64_t total_allocs, total_frees, total_alloc_ns;
     uint64_t total_grow_events, total_grow_ns;
     uint64_t total_ahead_grow_events, total_ahead_grow_ns;
@@ -199,7 +200,9 @@ void eng_telemetry_clear(eng_telemetry *t);
 /* -------------------------------------------------------------- summaries */
 
 /// Capacity that holds peak_live * headroom items (headroom >= 1; < 1 is
-/// taken as 1), rounded up to whole chunks of chunk_items (0 taken as 1).
+/// taken as 1, above 1000 as 1000), rounded up to whole chunks of
+/// chunk_items (0 taken as 1). Where that passes 2^64 - 1 it saturates at the
+/// most whole chunks a uint64_t holds (never wraps: inputs may come from files).
 uint64_t eng_suggest_capacity(uint64_t peak_live, double headroom, uint64_t chunk_items);
 /// Clock overhead (ns) of one fm_clock_now pair as measured at process start
 /// (the median of 1000 pairs), subtracted once from each timed batch.

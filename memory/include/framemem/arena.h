@@ -105,6 +105,11 @@ typedef struct fm_arena_stats {
 /// allocator; chained, a reserve that cannot hold the first block)
 /// or FM_ERR_OUT_OF_MEMORY (no address space / allocator refused).
 fm_arena *fm_arena_create(const fm_arena_desc *desc);
+/// The check fm_arena_create applies, without creating or reporting anything:
+/// FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be NULL), so
+/// a desc from a file can be checked where the file is read. A NULL desc is
+/// reported (FM_ERR_INVALID_ARG).
+fm_error fm_arena_desc_check(const fm_arena_desc *desc, char *msg, size_t msg_len);
 /// Releases every byte; NULL is a no-op.
 void fm_arena_destroy(fm_arena *arena);
 
@@ -187,6 +192,11 @@ typedef struct fm_frame_arena_stats {
 
 /// NULL with FM_ERR_INVALID_ARG (frames outside 2..8, a bad arena desc) or
 /// the arena's error.
+/// Checks a desc by fm_frame_arena_create's rules (frames, then
+/// fm_arena_desc_check of desc->arena) without creating or reporting
+/// anything: FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be
+/// NULL). A NULL desc is reported (FM_ERR_INVALID_ARG).
+fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc *desc, char *msg, size_t msg_len);
 fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc);
 void fm_frame_arena_destroy(fm_frame_arena *fa);
 /// Memory that stays valid until `frames` advances from now.

@@ -166,6 +166,11 @@ typedef struct fm_pool_stats {
 /// alloc/free) or FM_ERR_OUT_OF_MEMORY (backing allocator refused); nothing
 /// is leaked.
 fm_pool *fm_pool_create(const fm_pool_desc *desc);
+/// The check fm_pool_create applies, without creating or reporting anything:
+/// FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be NULL), so
+/// a desc from a file can be checked where the file is read. A NULL desc is
+/// reported (FM_ERR_INVALID_ARG).
+fm_error fm_pool_desc_check(const fm_pool_desc *desc, char *msg, size_t msg_len);
 /// Runs the dtor on every live item, reports leaks (see above), returns every
 /// byte to the backing allocator. NULL is a no-op.
 void fm_pool_destroy(fm_pool *pool);
