@@ -431,5 +431,10 @@ out:
     demo_run_stats_free(&d.stats);
     eng_destroy(d.e);
     exit_status(&d, rc);
+    char out_err[256];
+    if (!fm_file_stdout_ok(out_err, sizeof out_err)) {
+        fprintf(stderr, "framemem-demo: %s\n", out_err);
+        exit_status(&d, DEMO_EXIT_FAILURE);
+    }
     return d.rc;
 }

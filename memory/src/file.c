@@ -383,6 +383,17 @@ bool fm_file_skip_bom(const char **data, size_t *size) {
     return true;
 }
 
+bool fm_file_stdout_ok(char *err, size_t err_len) {
+    errno = 0;
+    int flushed = fflush(stdout);
+    if (flushed == 0 && !ferror(stdout)) return true;
+    if (flushed != 0)
+        return fm__file_fail(err, err_len, "standard output: write failed: %s",
+                             strerror(errno ? errno : EIO));
+    /* An earlier flush failed and its reason is gone. */
+    return fm__file_fail(err, err_len, "standard output: write failed (output was lost)");
+}
+
 /* --------------------------------------------------- checks before a run */
 
 /* A file's identity: its device and inode, or for a path not created yet

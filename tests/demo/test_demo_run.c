@@ -60,6 +60,7 @@ enum { ENV_KEEP = 0, ENV_NO_DISPLAY = 1, ENV_WINDOW = 2 };
 typedef struct run_limits {
     size_t fsize;
     int timeout_s;
+    const char *stdout_to; /* a path for the program's stdout instead of stdout.txt */
 } run_limits;
 
 static void run_argv_limited(run *r, char *const argv[], int env, run_limits lim) {
@@ -70,7 +71,7 @@ static void run_argv_limited(run *r, char *const argv[], int env, run_limits lim
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int o = open(lim.stdout_to ? lim.stdout_to : out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (o < 0 || e < 0) _exit(126);
         dup2(o, 1);
@@ -382,6 +383,17 @@ static void test_demo_escape_quits_early_with_the_screenshot(void **state) {
 /* Paused frames are frames of the run: --frames ends a paused run, --press
  * counts them, and each is in the CSV with no allocation (P at 10 pauses,
  * P at 25 resumes). */
+/* What it prints is part of what it was asked to do: a summary lost to a
+ * full disk is a failure (exit 1, said on stderr). */
+static void test_demo_summary_lost_on_a_full_stdout_exits_1(void **state) {
+    (void)state;
+    static run r;
+    DEMO_LIMITED(&r, ((run_limits){.stdout_to = "/dev/full"}), "--headless", "--frames", "20");
+    assert_int_equal(r.code, 1);
+    expect_text(r.err, "framemem-demo: standard output: write failed: No space left on device",
+                "stderr");
+}
+
 static void test_demo_frames_counts_paused_frames_so_a_paused_run_ends(void **state) {
     (void)state;
     static run r;
@@ -626,6 +638,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_demo_output_equal_to_an_input_is_refused_before_the_run),
         cmocka_unit_test(test_demo_fifos_and_folders_are_refused_at_once_with_exit_2),
         cmocka_unit_test(test_demo_frames_counts_paused_frames_so_a_paused_run_ends),
+        cmocka_unit_test(test_demo_summary_lost_on_a_full_stdout_exits_1),
         cmocka_unit_test(test_demo_engine_failures_are_counted_and_exit_3),
         cmocka_unit_test(test_demo_config_problems_and_failed_keys_give_a_non_zero_exit),
     };

@@ -179,7 +179,7 @@ static const char *const memory_no_object[] = {
     "fm_clock_ticks_per_sec", "fm_clock_source",
     /* file.h: paths, buffers and out-structs, no object */
     "fm_file_begin", "fm_file_write_whole", "fm_file_read", "fm_file_skip_bom",
-    "fm_file_check_input", "fm_file_check_outputs",
+    "fm_file_check_input", "fm_file_check_outputs", "fm_file_stdout_ok",
 };
 
 #define N_CASES (sizeof memory_null_cases / sizeof memory_null_cases[0])

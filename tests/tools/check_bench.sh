@@ -134,6 +134,19 @@ rc=$?
 grep -qF -e "churn.csv: not a regular file (refusing to replace it)" <<<"$msg" ||
     err "--csv over a FIFO: message '$msg'"
 [ -p "$csvdir/churn.csv" ] || err "--csv over a FIFO: the FIFO was replaced"
+# Refused before anything runs: not even the run header is printed, also
+# when the FIFO is the file of another experiment than the one asked for.
+out=$(timeout 120 "$bench" --quick --no-pin --no-peers --only regrowth --csv "$csvdir" 2>/dev/null)
+rc=$?
+[ $rc = 2 ] || err "--csv over a FIFO, other experiment: exit $rc, expected 2"
+[ -z "$out" ] || err "--csv over a FIFO: something ran before the refusal: '$(head -n 3 <<<"$out")'"
+
+# Its tables lost to a full disk: exit 1, said on stderr.
+msg=$("$bench" --quick --no-pin --no-peers --only churn 2>&1 >/dev/full)
+rc=$?
+[ $rc = 1 ] || err "stdout on a full disk: exit $rc, expected 1 ($msg)"
+grep -qF -e "fm-bench: standard output: write failed: No space left on device" <<<"$msg" ||
+    err "stdout on a full disk: message '$msg'"
 
 for bad in "--only nosuch" "--repeat 0" "--repeat x" "--frobnicate"; do
     # shellcheck disable=SC2086

@@ -192,5 +192,12 @@ grep -qF -e "fm-tune: --out full.ini: write failed: File too large" msg.txt ||
 [ "$(cat full.ini)" = old ] || err "full disk: the old full.ini was changed"
 ls ./*.tmp* >/dev/null 2>&1 && err "full disk: a temporary file was left"
 
+# Its table lost to a full disk: exit 1, said on stderr.
+"$tune" --out fullout.ini "$data/run1.csv" >/dev/full 2>msg.txt
+rc=$?
+[ $rc = 1 ] || err "stdout on a full disk: exit $rc, expected 1 ($(cat msg.txt))"
+grep -qF -e "fm-tune: standard output: write failed: No space left on device" msg.txt ||
+    err "stdout on a full disk: message '$(cat msg.txt)'"
+
 [ $fail = 0 ] && echo "fm-tune: capacities, malformed inputs and arguments as expected"
 exit $fail

@@ -220,6 +220,20 @@ static void test_unwritable_output(void **state) {
     assert_true(message_has("cannot write"));
 }
 
+/* "wrote ..." lost to a full disk: the PNG is there, but the run says it
+ * failed to report it (exit 1). */
+static void test_full_stdout_exits_1(void **state) {
+    (void)state;
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "timeout 60 '%s' --out '%s' --width 320 --height 240 '%s/run1.csv' "
+             ">/dev/full 2>'%s'", FM_PLOT, out_png, FM_DATA, msg_path);
+    int st = system(cmd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 1);
+    assert_true(message_has("fm-plot: standard output: write failed: No space left on device"));
+    unlink(out_png);
+}
+
 static void test_png_has_the_usual_file_mode(void **state) {
     (void)state;
     assert_int_equal(run("--out '%s' --width 320 --height 240 '%s/run1.csv'", out_png, FM_DATA), 0);
@@ -301,6 +315,7 @@ int main(void) {
         cmocka_unit_test(test_frames_without_growth), cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_unwritable_output),
         cmocka_unit_test(test_png_has_the_usual_file_mode),
+        cmocka_unit_test(test_full_stdout_exits_1),
         cmocka_unit_test(test_full_disk_exits_1_and_keeps_the_old_png),
         cmocka_unit_test(test_fifos_folders_and_the_input_as_output_exit_2_at_once),
         cmocka_unit_test(test_csv_with_a_byte_order_mark_draws_as_without),

@@ -142,6 +142,9 @@ void bench_print_header(const bench_opts *opts);
 /// bench_csv_close), creating DIR (one level) when missing; exits 1 naming
 /// the file and the reason when it cannot.
 fm_file_writer *bench_csv_open(const char *dir, const char *name);
+/// Before anything runs: creates DIR when missing and refuses (exit 2) a DIR
+/// that is not a directory or holds a NAME.csv that is not a regular file.
+void bench_csv_check_dir(const char *dir);
 /// Commits a --csv file (written whole or not at all); exits 1 naming it and
 /// the reason when it cannot be written.
 void bench_csv_close(fm_file_writer *f);

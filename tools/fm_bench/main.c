@@ -128,6 +128,8 @@ int main(int argc, char **argv) {
         }
     }
 
+    if (opts.csv_dir) bench_csv_check_dir(opts.csv_dir);
+
     /* Calibrate (about 2 ms) before anything is timed. */
     fm_clock_init();
 
@@ -152,7 +154,12 @@ int main(int argc, char **argv) {
     for (int e = 0; e < EXPERIMENTS; e++) {
         if (only && strcmp(experiments[e].name, only) != 0) continue;
         experiments[e].run(&opts);
-        fflush(stdout);
+        /* Tables nobody can read: stop at once. */
+        char err[256];
+        if (!fm_file_stdout_ok(err, sizeof err)) {
+            fprintf(stderr, "fm-bench: %s\n", err);
+            return 1;
+        }
     }
     return 0;
 }

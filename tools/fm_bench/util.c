@@ -4,6 +4,7 @@
 #endif
 #include "bench.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -149,6 +150,33 @@ double bench_clock_step_ns(void) {
         if (b != a) step[n++] = (double)(b - a) * 1e9 / fm_clock_ticks_per_sec();
     }
     return bench_median(step, n);
+}
+
+void bench_csv_check_dir(const char *dir) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        bench_die("--csv %s: cannot create the directory: %s", dir, strerror(errno));
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "fm-bench: --csv %s: not a usable directory: %s\n", dir, strerror(errno));
+        exit(2);
+    }
+    /* Every file fm-bench writes there is NAME.csv: any such entry that is
+     * not a regular file would be refused at the end of its experiment. */
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 4, ".csv") != 0) continue;
+        size_t len = strlen(dir) + n + 2;
+        char *path = bench_xmalloc(len);
+        snprintf(path, len, "%s/%s", dir, e->d_name);
+        char err[FM_FILE_PATH_MAX + 256];
+        const char *const out = path;
+        if (!fm_file_check_outputs(&out, 1, NULL, 0, err, sizeof err)) {
+            fprintf(stderr, "fm-bench: --csv %s\n", err);
+            exit(2);
+        }
+        free(path);
+    }
+    closedir(d);
 }
 
 fm_file_writer *bench_csv_open(const char *dir, const char *name) {

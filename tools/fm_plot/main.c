@@ -236,5 +236,9 @@ int main(int argc, char **argv) {
     eng_telemetry_destroy(t);
     if (rc == 0) printf("wrote %s (%dx%d, %u frames)\n", out, width, height, n);
     SDL_Quit();
+    if (!fm_file_stdout_ok(err, sizeof err)) {
+        fprintf(stderr, "fm-plot: %s\n", err);
+        if (!rc) rc = 1;
+    }
     return rc;
 }

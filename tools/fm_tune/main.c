@@ -262,5 +262,10 @@ int main(int argc, char **argv) {
     printf("\nwrote %s\n", out);
 done:
     for (int i = 0; i < ninputs; i++) eng_telemetry_destroy(runs[i]);
+    char out_err[256];
+    if (!fm_file_stdout_ok(out_err, sizeof out_err)) {
+        fprintf(stderr, "fm-tune: %s\n", out_err);
+        if (!rc) rc = 1;
+    }
     return rc;
 }

@@ -120,6 +120,11 @@ void fm_file_data_release(fm_file_data *d);
 /// Skips a UTF-8 byte-order mark (EF BB BF) at *data: true when there was one.
 bool fm_file_skip_bom(const char **data, size_t *size);
 
+/// Flushes stdout: false with "standard output: write failed: REASON" in err
+/// when anything printed to it was lost (a full disk, a closed pipe), so a
+/// program's exit status can say so.
+bool fm_file_stdout_ok(char *err, size_t err_len);
+
 /* ---------------------------------------------------- checks before a run */
 
 /// true when path opens without blocking as a regular file of at most
