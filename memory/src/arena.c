@@ -18,7 +18,7 @@
  * inline path's copy, 0 where that path must not run). MUTEX runs the
  * single-threaded code under the lock. LOCKFREE bumps the top with a CAS loop
  * (alignment rules out a plain fetch-add) and takes the lock only to grow:
- * committing pages raises the limit (release) after mprotect, so a thread
+ * committing pages raises the limit (release) after the OS commit, so a thread
  * that reads a limit covering its bytes finds them committed; chaining a
  * block first seals the top (no CAS can succeed on it), then publishes the
  * new limit and then the new top, so a thread whose CAS succeeds read the
@@ -30,25 +30,14 @@
 #include "framemem/arena.h"
 
 #include "internal.h"
+#include "platform/os.h"
+#include "platform/thread.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <sys/mman.h>
-#define FM__ARENA_VM 1
-#endif
-#if defined(__linux__) && defined(FM__ARENA_VM) && defined(MADV_HUGEPAGE)
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <unistd.h>
-#define FM__ARENA_THP 1
-#endif
-
 #define FM__ARENA_PAGE 4096u /* block and commit granularity: >= FM_MAX_ALIGN */
-#define FM__HUGE_PAGE ((size_t)2 << 20) /* desc.huge_pages: alignment and commit granularity */
 #define FM__CUTS_INLINE 16
 #define FM__FILL_RELEASED 0xDD
 #define FM__DEFAULT_RESERVE ((size_t)64 << 20)
@@ -82,7 +71,7 @@ struct fm_arena {
     _Atomic uintptr_t limit; /* every policy: hot.limit is the inline path's copy */
     _Atomic uint64_t shared_allocs;
     _Atomic uint32_t in_flight; /* debug builds: LOCKFREE allocations under way */
-    pthread_mutex_t lock;       /* MUTEX: every call; LOCKFREE: growth and queries */
+    fm__mutex lock;       /* MUTEX: every call; LOCKFREE: growth and queries */
     /* virtual-memory mode */
     uint8_t *base;
     size_t committed;
@@ -129,10 +118,10 @@ static void fm__set_limit(fm_arena *a, uintptr_t limit) {
 }
 
 static void fm__lock(const fm_arena *a) {
-    if (a->shared) pthread_mutex_lock((pthread_mutex_t *)&a->lock);
+    if (a->shared) fm__mutex_lock((fm__mutex *)&a->lock);
 }
 static void fm__unlock(const fm_arena *a) {
-    if (a->shared) pthread_mutex_unlock((pthread_mutex_t *)&a->lock);
+    if (a->shared) fm__mutex_unlock((fm__mutex *)&a->lock);
 }
 
 static void fm__count_failed(fm_arena *a) {
@@ -208,31 +197,11 @@ static size_t fm__round_up(size_t v, size_t unit) {
 }
 
 /* The arena's page: commit granularity, and the unit decommit releases
- * whole (2 MiB with huge pages, where releasing part of one would split it). */
+ * whole (the huge page with huge pages, where releasing part of one would
+ * split it). */
 static size_t fm__arena_page(const fm_arena *a) {
-    return a->desc.huge_pages ? FM__HUGE_PAGE : FM__ARENA_PAGE;
+    return a->desc.huge_pages ? fm__os_get_caps()->huge_page_size : FM__ARENA_PAGE;
 }
-
-/* ======================================================== virtual memory */
-
-#ifdef FM__ARENA_THP
-/* PR_SET_THP_DISABLE's flag (Linux 6.18) that keeps THP for madvised memory. */
-#define FM__THP_DISABLE_EXCEPT_ADVISED 2
-
-/* Whether the kernel backs MADV_HUGEPAGE memory with 2 MiB pages: THP mode
- * "always" or "madvise", and not disabled for this process. Read at each
- * create: both can change while the program runs. */
-static bool fm__thp_usable(void) {
-    int off = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
-    if (off > 0 && !(off & FM__THP_DISABLE_EXCEPT_ADVISED)) return false;
-    char mode[128] = {0};
-    int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false; /* a kernel without THP */
-    ssize_t n = read(fd, mode, sizeof mode - 1);
-    close(fd);
-    return n > 0 && (strstr(mode, "[always]") || strstr(mode, "[madvise]"));
-}
-#endif
 
 static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error refused);
 
@@ -252,47 +221,39 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     a->desc = *desc;
     a->desc.name = a->name;
     a->shared = desc->sync != FM_SYNC_NONE;
-    pthread_mutex_init(&a->lock, NULL);
+    fm__mutex_init(&a->lock, false);
     FM__VG_CREATE_POOL(a);
-#ifdef FM__ARENA_VM
-    a->vm = fm__allocator_is_system(&desc->allocator);
-#endif
-    /* Huge pages only where the kernel will give them; otherwise the arena
+    a->vm = fm__allocator_is_system(&desc->allocator) && fm__os_get_caps()->has_virtual_reserve;
+    /* Huge pages only where the OS will give them (asked at each create:
+     * the setting can change while the program runs); otherwise the arena
      * is an ordinary one and its resolved desc says so. */
-    a->desc.huge_pages = false;
-#ifdef FM__ARENA_THP
-    a->desc.huge_pages = desc->huge_pages && a->vm && fm__thp_usable();
-#endif
+    a->desc.huge_pages = desc->huge_pages && a->vm && fm__os_huge_pages_usable();
     size_t page = fm__arena_page(a);
     a->desc.reserve_bytes = fm__round_up(fm__def(desc->reserve_bytes, FM__DEFAULT_RESERVE), page);
     size_t step = fm__def(desc->commit_step, FM__DEFAULT_COMMIT_STEP);
     a->desc.commit_step = fm__round_up(step, page);
     if (a->vm) {
-#ifdef FM__ARENA_VM
-        uint8_t *base = fm__os_reserve_aligned(a->desc.reserve_bytes, page, false);
+        uint8_t *base = fm__os_reserve(a->desc.reserve_bytes, page, false);
         if (!base) {
             fm__report(FM_ERR_OUT_OF_MEMORY, "arena '%s': cannot reserve %zu bytes of address space",
                        name, a->desc.reserve_bytes);
             FM__VG_DESTROY_POOL(a);
-            pthread_mutex_destroy(&a->lock);
+            fm__mutex_destroy(&a->lock);
             fm_allocator_free(&desc->allocator, a, self_bytes);
             return NULL;
         }
-#ifdef FM__ARENA_THP
-        /* The advice sticks to the range through the mprotect calls that
-         * commit it; a refusal leaves an ordinary arena (4 KiB commit steps). */
-        if (a->desc.huge_pages && madvise(base, a->desc.reserve_bytes, MADV_HUGEPAGE) != 0) {
+        /* The advice sticks to the range through the commits; a refusal
+         * leaves an ordinary arena (4 KiB commit steps). */
+        if (a->desc.huge_pages && !fm__os_advise_huge_pages(base, a->desc.reserve_bytes)) {
             a->desc.huge_pages = false;
             a->desc.commit_step = fm__round_up(step, fm__arena_page(a));
         }
-#endif
         a->base = base;
         fm__set_top(a, (uintptr_t)base);
         fm__set_limit(a, (uintptr_t)base);
-#endif
     } else if (!fm__arena_add_block(a, 0, 0, FM_ERR_OUT_OF_MEMORY)) {
         FM__VG_DESTROY_POOL(a);
-        pthread_mutex_destroy(&a->lock);
+        fm__mutex_destroy(&a->lock);
         fm_allocator_free(&desc->allocator, a, self_bytes);
         return NULL;
     }
@@ -303,10 +264,8 @@ void fm_arena_destroy(fm_arena *arena) {
     if (!arena) return;
     fm_arena *a = arena;
     if (a->vm) {
-#ifdef FM__ARENA_VM
         FM__UNPOISON(a->base, a->committed);
-        munmap(a->base, a->desc.reserve_bytes);
-#endif
+        fm__os_release(a->base, a->desc.reserve_bytes);
     } else {
         fm__block *lists[2] = {a->block, a->spare};
         for (int i = 0; i < 2; i++) {
@@ -322,7 +281,7 @@ void fm_arena_destroy(fm_arena *arena) {
     if (a->cuts != a->cuts_inline)
         fm_allocator_free(&a->desc.allocator, a->cuts, a->cut_cap * sizeof *a->cuts);
     FM__VG_DESTROY_POOL(a);
-    pthread_mutex_destroy(&a->lock);
+    fm__mutex_destroy(&a->lock);
     fm_allocator al = a->desc.allocator;
     fm_allocator_free(&al, a, a->self_bytes);
 }
@@ -331,7 +290,6 @@ void fm_arena_destroy(fm_arena *arena) {
 
 /* Virtual memory: commits enough for `end` (a position), in commit steps. */
 static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
-#ifdef FM__ARENA_VM
     if (end > a->desc.reserve_bytes) return FM_ERR_ARENA_FULL;
     /* Up to a multiple of commit_step, which need not be a power of two (a
      * mask would commit some other amount), or to the end of the reservation
@@ -340,18 +298,13 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
     size_t up = rem ? a->desc.commit_step - rem : 0;
     size_t want = up <= a->desc.reserve_bytes - (size_t)end ? (size_t)end + up
                                                             : a->desc.reserve_bytes;
-    if (mprotect(a->base + a->committed, want - a->committed, PROT_READ | PROT_WRITE) != 0)
-        return FM_ERR_OUT_OF_MEMORY;
+    if (!fm__os_commit(a->base + a->committed, want - a->committed)) return FM_ERR_OUT_OF_MEMORY;
     FM__POISON(a->base + a->committed, want - a->committed);
     FM__VG_NOACCESS(a->base + a->committed, want - a->committed);
     a->committed = want;
-    fm__set_limit(a, (uintptr_t)a->base + want); /* after mprotect: see the top of the file */
+    fm__set_limit(a, (uintptr_t)a->base + want); /* after the commit: see the top of the file */
     a->commit_events++;
     return FM_OK;
-#else
-    (void)a, (void)end;
-    return FM_ERR_UNSUPPORTED;
-#endif
 }
 
 /* Chained: makes the top a block with room for `need` more bytes (aligned
@@ -462,9 +415,9 @@ static void fm__arena_hand_out(fm_arena *a, uintptr_t p, size_t size) {
     /* Neighbours may share an 8-byte shadow granule, which ASan updates by
      * read-modify-write: LOCKFREE threads take turns (MUTEX holds the lock). */
     bool lf = a->desc.sync == FM_SYNC_LOCKFREE;
-    if (lf) pthread_mutex_lock(&a->lock);
+    if (lf) fm__mutex_lock(&a->lock);
     FM__UNPOISON((void *)p, size);
-    if (lf) pthread_mutex_unlock(&a->lock);
+    if (lf) fm__mutex_unlock(&a->lock);
 #endif
     /* Valgrind: a mempool in virtual-memory mode, where one TRIM describes a
      * rewind; chained blocks only mark bytes addressable. */
@@ -499,7 +452,7 @@ FM__ARENA_INLINE void *fm__alloc_serial(fm_arena *a, size_t size, size_t al, boo
 
 /* LOCKFREE: makes room for size bytes (align al) unless another thread did. */
 static bool fm__grow_lockfree(fm_arena *a, size_t size, size_t al) {
-    pthread_mutex_lock(&a->lock);
+    fm__mutex_lock(&a->lock);
     bool ok = true;
     /* Under the lock the top is never sealed and matches the limit. */
     uintptr_t top = atomic_load_explicit(&a->top, memory_order_acquire);
@@ -515,7 +468,7 @@ static bool fm__grow_lockfree(fm_arena *a, size_t size, size_t al) {
             if (!ok) atomic_store_explicit(&a->top, final, memory_order_release);
         }
     }
-    pthread_mutex_unlock(&a->lock);
+    fm__mutex_unlock(&a->lock);
     return ok;
 }
 
@@ -524,8 +477,8 @@ static void *fm__alloc_lockfree(fm_arena *a, size_t size, size_t al) {
     for (;;) {
         if (FM__UNLIKELY(top == FM__TOP_SEALED)) {
             /* Another thread is chaining a block under the lock: wait for it. */
-            pthread_mutex_lock(&a->lock);
-            pthread_mutex_unlock(&a->lock);
+            fm__mutex_lock(&a->lock);
+            fm__mutex_unlock(&a->lock);
             top = atomic_load_explicit(&a->top, memory_order_acquire);
             continue;
         }
@@ -558,9 +511,9 @@ static void *fm__alloc_lockfree(fm_arena *a, size_t size, size_t al) {
 static FM__NOINLINE void *fm__alloc_shared(fm_arena *a, size_t size, size_t al) {
     void *p;
     if (a->desc.sync == FM_SYNC_MUTEX) {
-        pthread_mutex_lock(&a->lock);
+        fm__mutex_lock(&a->lock);
         p = fm__alloc_serial(a, size, al, true);
-        pthread_mutex_unlock(&a->lock);
+        fm__mutex_unlock(&a->lock);
         return p;
     }
 #ifndef NDEBUG
@@ -737,19 +690,16 @@ static size_t fm__arena_decommit_locked(fm_arena *a, size_t keep_bytes) {
     size_t released = 0;
     uint64_t pos = fm__arena_pos(a);
     if (a->vm) {
-#ifdef FM__ARENA_VM
         size_t keep = keep_bytes > pos ? keep_bytes : (size_t)pos;
         /* committed is a multiple of the page (see fm__arena_page). */
         keep = keep >= a->committed ? a->committed : fm_align_up(keep, fm__arena_page(a));
         if (keep < a->committed) {
             released = a->committed - keep;
             FM__UNPOISON(a->base + keep, released);
-            madvise(a->base + keep, released, MADV_DONTNEED);
-            mprotect(a->base + keep, released, PROT_NONE);
+            fm__os_decommit(a->base + keep, released);
             a->committed = keep;
             fm__set_limit(a, (uintptr_t)a->base + keep);
         }
-#endif
     } else {
         /* Spare blocks are wholly above the top; give back the largest
          * first while what stays holds keep_bytes. */

@@ -27,9 +27,8 @@
 
 #include "framemem/clock.h"
 #include "internal.h"
+#include "platform/thread.h"
 
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -338,22 +337,22 @@ struct fm_event {
     uint32_t salt; /* xored into handles: another event's handles do not match */
     bool dirty;
     fm_sync sync;
-    pthread_mutex_t lock; /* MUTEX: around everything but the callbacks */
+    fm__mutex lock; /* MUTEX: around everything but the callbacks */
     fm_allocator allocator;
     size_t self_bytes;
     char name[];
 };
 
 static void fm__ev_lock(const fm_event *ev) {
-    if (ev->sync != FM_SYNC_NONE) pthread_mutex_lock((pthread_mutex_t *)&ev->lock);
+    if (ev->sync != FM_SYNC_NONE) fm__mutex_lock((fm__mutex *)&ev->lock);
 }
 static void fm__ev_unlock(const fm_event *ev) {
-    if (ev->sync != FM_SYNC_NONE) pthread_mutex_unlock((pthread_mutex_t *)&ev->lock);
+    if (ev->sync != FM_SYNC_NONE) fm__mutex_unlock((fm__mutex *)&ev->lock);
 }
 
 static void fm__event_free(fm_event *ev) {
     fm_allocator a = ev->allocator;
-    pthread_mutex_destroy(&ev->lock);
+    fm__mutex_destroy(&ev->lock);
     fm_allocator_free(&a, ev->subs, (size_t)ev->subs_cap * sizeof *ev->subs);
     fm_allocator_free(&a, ev->slots, (size_t)ev->slots_cap * sizeof *ev->slots);
     fm_allocator_free(&a, ev, ev->self_bytes);
@@ -378,7 +377,7 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
     ev->self_bytes = self_bytes;
     ev->allocator = desc->allocator;
     ev->sync = desc->sync;
-    pthread_mutex_init(&ev->lock, NULL);
+    fm__mutex_init(&ev->lock, false);
     ev->free_slot = UINT32_MAX;
     ev->salt = (uint32_t)((((uint64_t)(uintptr_t)ev ^ fm_clock_now()) * 0x9E3779B97F4A7C15ull) >> 32);
     uint32_t cap = fm__def(desc->initial_capacity, 8u);
@@ -536,7 +535,7 @@ struct fm_defer_queue {
     _Atomic uint64_t frame; /* read by pushes on any thread */
     bool running;
     fm_sync sync;
-    pthread_mutex_t lock; /* MUTEX, LOCKFREE: items, n, running, draining */
+    fm__mutex lock; /* MUTEX, LOCKFREE: items, n, running, draining */
     /* LOCKFREE */
     fm__inbox_cell *inbox;
     size_t inbox_mask;
@@ -548,15 +547,15 @@ struct fm_defer_queue {
 };
 
 static void fm__q_lock(fm_defer_queue *q) {
-    if (q->sync != FM_SYNC_NONE) pthread_mutex_lock(&q->lock);
+    if (q->sync != FM_SYNC_NONE) fm__mutex_lock(&q->lock);
 }
 static void fm__q_unlock(fm_defer_queue *q) {
-    if (q->sync != FM_SYNC_NONE) pthread_mutex_unlock(&q->lock);
+    if (q->sync != FM_SYNC_NONE) fm__mutex_unlock(&q->lock);
 }
 
 static void fm__defer_queue_free(fm_defer_queue *q) {
     fm_allocator a = q->allocator;
-    pthread_mutex_destroy(&q->lock);
+    fm__mutex_destroy(&q->lock);
     if (q->inbox) fm_allocator_free(&a, q->inbox, (q->inbox_mask + 1) * sizeof *q->inbox);
     fm_allocator_free(&a, q->items, (size_t)q->cap * sizeof *q->items);
     fm_allocator_free(&a, q, q->self_bytes);
@@ -582,7 +581,7 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
     q->self_bytes = self_bytes;
     q->allocator = desc->allocator;
     q->sync = desc->sync;
-    pthread_mutex_init(&q->lock, NULL);
+    fm__mutex_init(&q->lock, false);
     uint32_t cap = fm__def(desc->initial_capacity, 64u);
     bool ok = fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, cap, sizeof *q->items);
     if (ok && q->sync == FM_SYNC_LOCKFREE) {
@@ -617,7 +616,7 @@ static void fm__inbox_drain(fm_defer_queue *q, bool all) {
         if (atomic_load_explicit(&cell->seq, memory_order_acquire) != q->inbox_tail + 1) {
             /* Pushes may refill drained cells meanwhile: the tail can pass head. */
             if (!all || q->inbox_tail >= head) return;
-            sched_yield();
+            fm__thread_yield();
             continue;
         }
         if (!fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items))

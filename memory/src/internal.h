@@ -47,19 +47,7 @@ static inline bool fm__allocator_is_system(const fm_allocator *a) {
     return a->alloc == NULL;
 }
 
-/* Virtual memory from the OS: lazily committed, zero-filled pages. */
-size_t fm__os_page_size(void);
-/* count blocks of block_bytes each, contiguous, aligned to block_bytes (a
- * power of two, multiple of the page size); one mapping for all of them so
- * growing by many chunks costs a few system calls. Each block may later be
- * released on its own with fm__os_unmap. NULL when the OS refuses. */
-void *fm__os_map_aligned(size_t count, size_t block_bytes);
-/* bytes of address space at a multiple of align (a power of two), read and
- * write or, when !writable, inaccessible until mprotect; NULL when refused. */
-void *fm__os_reserve_aligned(size_t bytes, size_t align, bool writable);
-void fm__os_unmap(void *ptr, size_t size);
-/* Makes the pages of [ptr, ptr + size) resident now (writes them). */
-void fm__os_prefault(void *ptr, size_t size);
+/* Virtual memory comes from the OS through platform/os.h. */
 
 /* -------------------------------------------------------- sanitizers */
 

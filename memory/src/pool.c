@@ -22,15 +22,12 @@
 
 #include "framemem/clock.h"
 #include "internal.h"
+#include "platform/os.h"
+#include "platform/thread.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__unix__) || defined(__APPLE__)
-#define FM__HAVE_VM 1
-#endif
 
 #define FM__NONE UINT32_MAX
 #define FM__LIVE FM__META_LIVE
@@ -138,7 +135,7 @@ struct fm_pool {
     uint32_t item_align;
     uint32_t chunk_shift;
     size_t chunk_bytes;
-    bool use_os; /* chunks come from fm__os_map_aligned */
+    bool use_os; /* chunks come from fm__os_reserve */
 
     /* ---- chunks */
     fm__chunk *chunks;
@@ -159,7 +156,7 @@ struct fm_pool {
     fm_sync sync;
     uintptr_t owner;  /* FM_SYNC_NONE, debug builds: the owning thread's token, 0 = none */
     uint64_t id;      /* unique among all pools ever created: thread caches key on it */
-    pthread_mutex_t lock; /* sync != NONE: recursive, so dtors and foreach callbacks
+    fm__mutex lock; /* sync != NONE: recursive, so dtors and foreach callbacks
                              may call back into the pool */
     fm__pool_hot shadow;
     uint32_t **lf_links;  /* LOCKFREE: per record, see fm__links_of */
@@ -601,7 +598,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     if (c->refs) fm_allocator_free(&p->desc.allocator, c->refs, (size_t)p->hot.per_chunk * sizeof *c->refs);
     FM__UNPOISON(c->base, p->chunk_bytes);
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
-    if (p->use_os) fm__os_unmap(c->base, p->chunk_bytes);
+    if (p->use_os) fm__os_release(c->base, p->chunk_bytes);
     else fm_allocator_free(&p->desc.allocator, c->base, p->chunk_bytes);
     p->bytes_reserved -= p->chunk_bytes;
     p->capacity -= c->limit - c->retired;
@@ -679,7 +676,7 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
         fm_allocator_free(a, g->links, fm__links_bytes(p));
         g->links = pend.next;
     }
-    if (g->block) fm__os_unmap(g->block, (size_t)g->k * p->chunk_bytes);
+    fm__os_release(g->block, (size_t)g->k * p->chunk_bytes);
     while (g->chain) {
         fm__pending pend;
         memcpy(&pend, g->chain, sizeof pend);
@@ -720,7 +717,10 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
         }
     }
     if (p->use_os) {
-        g->block = fm__os_map_aligned(g->k, p->chunk_bytes);
+        /* One mapping for all k chunks, so growing by many chunks costs a
+         * few system calls; each chunk is released on its own later. */
+        if (g->k > SIZE_MAX / p->chunk_bytes) return false;
+        g->block = fm__os_reserve((size_t)g->k * p->chunk_bytes, p->chunk_bytes, true);
         return g->block != NULL;
     }
     for (uint32_t i = 0; i < g->k; i++) {
@@ -1328,30 +1328,21 @@ static void fm__delete_core(fm_pool *pool, void *item) {
 
 static uint64_t fm__pool_ids; /* source of fm_pool.id (atomic) */
 
-static bool fm__lock_init(fm_pool *p) {
-    pthread_mutexattr_t attr;
-    if (pthread_mutexattr_init(&attr) != 0) return false;
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    bool ok = pthread_mutex_init(&p->lock, &attr) == 0;
-    pthread_mutexattr_destroy(&attr);
-    return ok;
-}
-
 static bool fm__cached_policy(const fm_pool *p) {
     return p->sync == FM_SYNC_THREAD_CACHE || p->sync == FM_SYNC_LOCKFREE;
 }
 
 static void fm__lock(const fm_pool *p) {
-    if (p->sync != FM_SYNC_NONE) pthread_mutex_lock(&((fm_pool *)p)->lock);
+    if (p->sync != FM_SYNC_NONE) fm__mutex_lock(&((fm_pool *)p)->lock);
 }
 static void fm__unlock(const fm_pool *p) {
-    if (p->sync != FM_SYNC_NONE) pthread_mutex_unlock(&((fm_pool *)p)->lock);
+    if (p->sync != FM_SYNC_NONE) fm__mutex_unlock(&((fm_pool *)p)->lock);
 }
 
 /* ---- FM_SYNC_NONE owner (debug builds) */
 
 #ifdef FM__THREAD_CHECKS
-static _Thread_local char fm__thread_token;
+static FM__THREAD_LOCAL char fm__thread_token;
 /* The address of a thread-local byte names the calling thread. */
 static uintptr_t fm__self(void) { return (uintptr_t)&fm__thread_token; }
 #endif
@@ -1448,7 +1439,7 @@ typedef struct fm__chunk_hint {
     uintptr_t base;
     uint32_t chunk;
 } fm__chunk_hint;
-static _Thread_local fm__chunk_hint fm__hint;
+static FM__THREAD_LOCAL fm__chunk_hint fm__hint;
 
 static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t base = (uintptr_t)ptr & p->base_mask;
@@ -1556,7 +1547,7 @@ static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const 
  * (entries are keyed by the pool's unique id, never by its address, so a
  * pool re-created at the same address never sees an old entry). Entries are
  * the thread's (C heap); the pool lists them under its lock so stats can sum
- * their counters and destroy can detach them. A thread's exit (pthread key
+ * their counters and destroy can detach them. A thread's exit (its exit hook
  * destructor) returns its slots and counters to the pools still alive; the
  * registry lock orders that against destroy. LOCKFREE pools keep their
  * counters in the same entries (with no slots). The entry a thread used last
@@ -1579,12 +1570,12 @@ typedef struct fm__tcache {
  * so every path goes on to fm__tc_find; nothing ever writes to it. */
 static fm__tc_entry fm__tc_none = {.hint_slots = FM__TC_NO_HINT};
 __thread fm__tc_entry *fm__tc_last __attribute__((tls_model("initial-exec"))) = &fm__tc_none;
-static _Thread_local fm__tcache *fm__tc;
-static pthread_key_t fm__tc_key;
-static pthread_once_t fm__tc_once = PTHREAD_ONCE_INIT;
+static FM__THREAD_LOCAL fm__tcache *fm__tc;
+static fm__exit_hook fm__tc_exit;
+static fm__once fm__tc_once = FM__ONCE_INIT;
 static bool fm__tc_key_ok;
 /* Orders thread exit against pool destroy (taken before any pool lock). */
-static pthread_mutex_t fm__tc_registry = PTHREAD_MUTEX_INITIALIZER;
+static fm__mutex fm__tc_registry = FM__MUTEX_INIT;
 
 /* A cached slot found live is in another thread's cache too: two frees of
  * its item raced on two threads and both succeeded (the inline free of
@@ -1651,12 +1642,12 @@ static void fm__tc_thread_exit(void *arg) {
     fm__tcache *tc = arg;
     fm__tc = NULL;
     fm__tc_last = &fm__tc_none;
-    pthread_mutex_lock(&fm__tc_registry);
+    fm__mutex_lock(&fm__tc_registry);
     for (uint32_t i = 0; i < tc->n; i++) {
         fm__tc_entry *e = tc->entries[i];
         if (__atomic_load_n(&e->id, __ATOMIC_ACQUIRE) != 0) {
             fm_pool *p = e->pool;
-            pthread_mutex_lock(&p->lock);
+            fm__mutex_lock(&p->lock);
             fm__tc_settle(e);
             fm__tc_flush_locked(p, e, e->count);
             p->tc_gone_allocs += e->allocs;
@@ -1664,23 +1655,23 @@ static void fm__tc_thread_exit(void *arg) {
             if (e->prev) e->prev->next = e->next;
             else p->tc_entries = e->next;
             if (e->next) e->next->prev = e->prev;
-            pthread_mutex_unlock(&p->lock);
+            fm__mutex_unlock(&p->lock);
         }
         free(e);
     }
-    pthread_mutex_unlock(&fm__tc_registry);
+    fm__mutex_unlock(&fm__tc_registry);
     free(tc->entries);
     free(tc);
 }
 
 static void fm__tc_key_create(void) {
-    fm__tc_key_ok = pthread_key_create(&fm__tc_key, fm__tc_thread_exit) == 0;
+    fm__tc_key_ok = fm__exit_hook_create(&fm__tc_exit, fm__tc_thread_exit);
 }
 
 /* Destroy: every entry forgets the pool (its thread frees it later). */
 static void fm__tc_detach_all(fm_pool *p) {
-    pthread_mutex_lock(&fm__tc_registry);
-    pthread_mutex_lock(&p->lock);
+    fm__mutex_lock(&fm__tc_registry);
+    fm__mutex_lock(&p->lock);
     for (fm__tc_entry *e = p->tc_entries, *next; e; e = next) {
         next = e->next;
         p->tc_gone_allocs += __atomic_load_n(&e->allocs, __ATOMIC_RELAXED);
@@ -1688,14 +1679,14 @@ static void fm__tc_detach_all(fm_pool *p) {
         __atomic_store_n(&e->id, 0, __ATOMIC_RELEASE); /* last write to e */
     }
     p->tc_entries = NULL;
-    pthread_mutex_unlock(&p->lock);
-    pthread_mutex_unlock(&fm__tc_registry);
+    fm__mutex_unlock(&p->lock);
+    fm__mutex_unlock(&fm__tc_registry);
 }
 
 /* The calling thread's entry for p, made on first use; NULL (reported) when
  * there is no memory for it. */
 FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p) {
-    pthread_once(&fm__tc_once, fm__tc_key_create);
+    fm__call_once(&fm__tc_once, fm__tc_key_create);
     if (!fm__tc_key_ok) {
         fm__report(FM_ERR_UNSUPPORTED, "pool '%s': no thread-specific key for thread caches",
                    p->name);
@@ -1704,7 +1695,7 @@ FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p) {
     fm__tcache *tc = fm__tc;
     if (!tc) {
         tc = calloc(1, sizeof *tc);
-        if (!tc || pthread_setspecific(fm__tc_key, tc) != 0) {
+        if (!tc || !fm__exit_hook_arm(&fm__tc_exit, tc)) {
             free(tc);
             fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for this thread's cache",
                        p->name);
@@ -1739,11 +1730,11 @@ FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p) {
         found->id = p->id;
         found->hint_slots = FM__TC_NO_HINT;
         found->pool = p;
-        pthread_mutex_lock(&p->lock);
+        fm__mutex_lock(&p->lock);
         found->next = p->tc_entries;
         if (found->next) found->next->prev = found;
         p->tc_entries = found;
-        pthread_mutex_unlock(&p->lock);
+        fm__mutex_unlock(&p->lock);
         tc->entries[tc->n++] = found;
     }
     fm__tc_last = found;
@@ -1761,9 +1752,9 @@ static inline fm__tc_entry *fm__tc_entry_of(fm_pool *p) {
     /* Between calls count stays below FM__TC_SLOTS, the last place being
      * next_slot's (see pool.h's free). */
     if (FM__UNLIKELY(e->count == FM__TC_SLOTS)) {
-        pthread_mutex_lock(&p->lock);
+        fm__mutex_lock(&p->lock);
         fm__tc_flush_locked(p, e, FM__TC_BATCH);
-        pthread_mutex_unlock(&p->lock);
+        fm__mutex_unlock(&p->lock);
     }
     return e;
 }
@@ -1801,7 +1792,7 @@ FM__COLD static void fm__tc_drop_top(fm_pool *p, fm__tc_entry *e) {
 }
 
 FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
-    pthread_mutex_lock(&p->lock);
+    fm__mutex_lock(&p->lock);
     uint32_t n = 0;
     void *slot = fm__depot_take(p, true);
     while (slot) {
@@ -1812,16 +1803,16 @@ FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
     }
     FM__STORE(&e->count, n);
     FM__STORE(&e->taken, e->taken + n);
-    pthread_mutex_unlock(&p->lock);
+    fm__mutex_unlock(&p->lock);
     return n > 0;
 }
 
 FM__NOINLINE static void *fm__tc_alloc_slow(fm_pool *p) {
     fm__tc_entry *e = fm__tc_entry_of(p);
     if (FM__UNLIKELY(!e)) {
-        pthread_mutex_lock(&p->lock);
+        fm__mutex_lock(&p->lock);
         p->failed_allocs++;
-        pthread_mutex_unlock(&p->lock);
+        fm__mutex_unlock(&p->lock);
         return NULL;
     }
     for (;;) {
@@ -1854,14 +1845,14 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
     fm__tc_entry *e = fm__tc_entry_of(p);
     if (FM__UNLIKELY(!e)) {
         /* No cache for this thread: straight back to the depot. */
-        pthread_mutex_lock(&p->lock);
+        fm__mutex_lock(&p->lock);
         fm__loc core;
         err = fm__locate(p, item, &core);
         if (err == FM_OK) {
             fm__free_located(p, item, &core);
             p->tc_gone_frees++;
         }
-        pthread_mutex_unlock(&p->lock);
+        fm__mutex_unlock(&p->lock);
         if (err != FM_OK) fm__misuse(p, err, item, op);
         return;
     }
@@ -1874,9 +1865,9 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
     __atomic_store_n(&e->hint_slots, ((uintptr_t)item & p->base_mask) + p->hot.slots_off,
                      __ATOMIC_RELAXED);
     if (FM__UNLIKELY(e->count >= FM__TC_SLOTS - 1)) {
-        pthread_mutex_lock(&p->lock);
+        fm__mutex_lock(&p->lock);
         fm__tc_flush_locked(p, e, FM__TC_BATCH);
-        pthread_mutex_unlock(&p->lock);
+        fm__mutex_unlock(&p->lock);
     }
     fm__tc_push(e, item, loc.slot);
 }
@@ -1923,10 +1914,10 @@ void fm_pool_flush_thread_cache(fm_pool *pool) {
     for (uint32_t i = 0; i < tc->n; i++) {
         fm__tc_entry *e = tc->entries[i];
         if (__atomic_load_n(&e->id, __ATOMIC_RELAXED) != pool->id) continue;
-        pthread_mutex_lock(&pool->lock);
+        fm__mutex_lock(&pool->lock);
         fm__tc_settle(e);
         fm__tc_flush_locked(pool, e, e->count);
-        pthread_mutex_unlock(&pool->lock);
+        fm__mutex_unlock(&pool->lock);
     }
 }
 
@@ -1947,10 +1938,10 @@ enum { FM__LF_BATCH = 32 };
  * THREAD_CACHE's magazines (with no slots in them): a plain store per
  * operation instead of an atomic add on a shared line. */
 FM__NOINLINE static void fm__count_uncached(fm_pool *p, bool alloc) {
-    pthread_mutex_lock(&p->lock);
+    fm__mutex_lock(&p->lock);
     if (alloc) p->tc_gone_allocs++;
     else p->tc_gone_frees++;
-    pthread_mutex_unlock(&p->lock);
+    fm__mutex_unlock(&p->lock);
 }
 
 static inline void fm__count_op(fm_pool *p, bool alloc) {
@@ -2005,10 +1996,10 @@ static void fm__lf_drain(fm_pool *p) {
 }
 
 FM__NOINLINE static void *fm__lf_refill(fm_pool *p) {
-    pthread_mutex_lock(&p->lock);
+    fm__mutex_lock(&p->lock);
     void *mine = fm__depot_take(p, true);
     if (!mine) {
-        pthread_mutex_unlock(&p->lock);
+        fm__mutex_unlock(&p->lock);
         return NULL;
     }
     uint32_t first = FM__NONE, last = FM__NONE;
@@ -2022,7 +2013,7 @@ FM__NOINLINE static void *fm__lf_refill(fm_pool *p) {
         if (first == FM__NONE) last = g;
         first = g;
     }
-    pthread_mutex_unlock(&p->lock);
+    fm__mutex_unlock(&p->lock);
     if (first != FM__NONE) fm__lf_push(p, first, last);
     return mine;
 }
@@ -2068,16 +2059,16 @@ FM__NOINLINE static void fm__lf_free(fm_pool *p, void *item, const char *op) {
 /* Never inlined: the FM_SYNC_NONE paths that test for it stay as lean as
  * they were before policies existed (no registers saved for these). */
 FM__NOINLINE static void *fm__mutex_alloc(fm_pool *p) {
-    pthread_mutex_lock(&p->lock);
+    fm__mutex_lock(&p->lock);
     void *item = fm__alloc_core(p);
-    pthread_mutex_unlock(&p->lock);
+    fm__mutex_unlock(&p->lock);
     return item;
 }
 
 FM__NOINLINE static void fm__mutex_free(fm_pool *p, void *item, const char *op) {
-    pthread_mutex_lock(&p->lock);
+    fm__mutex_lock(&p->lock);
     fm__free_checked(p, item, op);
-    pthread_mutex_unlock(&p->lock);
+    fm__mutex_unlock(&p->lock);
 }
 
 FM__NOINLINE static void *fm__sync_alloc(fm_pool *p) {
@@ -2234,9 +2225,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->desc.initial_capacity = fm__def(desc->initial_capacity, p->hot.per_chunk);
     if (p->desc.max_capacity && p->desc.initial_capacity > p->desc.max_capacity)
         p->desc.initial_capacity = p->desc.max_capacity;
-#ifdef FM__HAVE_VM
-    p->use_os = fm__allocator_is_system(&desc->allocator);
-#endif
+    p->use_os = fm__allocator_is_system(&desc->allocator) && fm__os_get_caps()->has_virtual_reserve;
     p->sync = desc->sync;
     p->hot.sync = (uint32_t)desc->sync;
     p->id = __atomic_add_fetch(&fm__pool_ids, 1, __ATOMIC_RELAXED);
@@ -2256,7 +2245,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->cur_idx = FM__NONE;
     p->lf.head = FM__NONE;
     for (uint32_t k = 0; k < FM__DM_SLOTS; k++) p->dm_base[k] = 1;
-    if (p->sync != FM_SYNC_NONE && !fm__lock_init(p)) {
+    if (p->sync != FM_SYNC_NONE && !fm__mutex_init(&p->lock, true)) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': cannot create its lock", name);
         fm_allocator_free(&desc->allocator, p, self_bytes);
         return NULL;
@@ -2357,7 +2346,7 @@ void fm_pool_destroy(fm_pool *pool) {
     fm__table_delete(&a, p->table, p->table_cap);
     for (uint32_t i = 0; i < p->n_retired_arrays; i++)
         fm_allocator_free(&a, p->retired_arrays[i], p->retired_bytes[i]);
-    if (p->sync != FM_SYNC_NONE) pthread_mutex_destroy(&p->lock);
+    if (p->sync != FM_SYNC_NONE) fm__mutex_destroy(&p->lock);
     FM__VG_DESTROY_POOL(p);
     fm_allocator_free(&a, p, p->self_bytes);
 }
@@ -2741,9 +2730,9 @@ static uint64_t *fm__refs_shared(fm_pool *p, const fm__loc *loc, bool create) {
     uint64_t *refs = __atomic_load_n(&chunks[loc->chunk].refs, __ATOMIC_ACQUIRE);
     if (refs) return &refs[loc->slot];
     if (!create) return NULL;
-    pthread_mutex_lock(&p->lock);
+    fm__mutex_lock(&p->lock);
     uint64_t *w = fm__ref_word(p, loc);
-    pthread_mutex_unlock(&p->lock);
+    fm__mutex_unlock(&p->lock);
     return w;
 }
 
