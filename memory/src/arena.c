@@ -33,7 +33,6 @@
 #include "platform/os.h"
 #include "platform/thread.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,10 +66,10 @@ struct fm_arena {
     bool vm;
     bool shared; /* sync is MUTEX or LOCKFREE */
     /* shared arenas: what hot holds otherwise */
-    _Atomic uintptr_t top;
-    _Atomic uintptr_t limit; /* every policy: hot.limit is the inline path's copy */
-    _Atomic uint64_t shared_allocs;
-    _Atomic uint32_t in_flight; /* debug builds: LOCKFREE allocations under way */
+    uintptr_t top;
+    uintptr_t limit; /* every policy: hot.limit is the inline path's copy */
+    uint64_t shared_allocs;
+    uint32_t in_flight; /* debug builds: LOCKFREE allocations under way */
     fm__mutex lock;       /* MUTEX: every call; LOCKFREE: growth and queries */
     /* virtual-memory mode */
     uint8_t *base;
@@ -81,7 +80,7 @@ struct fm_arena {
     size_t held;      /* bytes of all blocks, chain and spare */
     /* counters */
     uint64_t high_water;
-    _Atomic uint64_t failed_allocs;
+    uint64_t failed_allocs;
     uint64_t commit_events;
     uint64_t decommit_events;
     uint64_t resets;
@@ -103,17 +102,17 @@ static uint8_t *fm__block_data(fm__block *b) { return (uint8_t *)b + FM__BLOCK_H
 /* The top and limit wherever the policy keeps them. Callers on shared arenas
  * hold the lock (or, LOCKFREE, are the only thread using the arena). */
 static uintptr_t fm__top(const fm_arena *a) {
-    return a->shared ? atomic_load_explicit(&a->top, memory_order_acquire) : a->hot.top;
+    return a->shared ? FM__ATOMIC_LOAD(&a->top, ACQUIRE) : a->hot.top;
 }
 static void fm__set_top(fm_arena *a, uintptr_t top) {
-    if (a->shared) atomic_store_explicit(&a->top, top, memory_order_release);
+    if (a->shared) FM__ATOMIC_STORE(&a->top, top, RELEASE);
     else a->hot.top = top;
 }
 /* The limit lives in a->limit for every policy; NONE arenas copy it into
  * hot for the inline path unless a size up to FM__ARENA_INLINE_MAX added to
  * an address below it could wrap (arena.h). */
 static void fm__set_limit(fm_arena *a, uintptr_t limit) {
-    atomic_store_explicit(&a->limit, limit, memory_order_release);
+    FM__ATOMIC_STORE(&a->limit, limit, RELEASE);
     if (!a->shared) a->hot.limit = limit <= UINTPTR_MAX - FM__ARENA_INLINE_MAX ? limit : 0;
 }
 
@@ -125,10 +124,8 @@ static void fm__unlock(const fm_arena *a) {
 }
 
 static void fm__count_failed(fm_arena *a) {
-    if (a->shared) atomic_fetch_add_explicit(&a->failed_allocs, 1, memory_order_relaxed);
-    else atomic_store_explicit(&a->failed_allocs,
-                               atomic_load_explicit(&a->failed_allocs, memory_order_relaxed) + 1,
-                               memory_order_relaxed);
+    if (a->shared) FM__ATOMIC_FETCH_ADD(&a->failed_allocs, 1, RELAXED);
+    else FM__ATOMIC_STORE(&a->failed_allocs, FM__ATOMIC_LOAD(&a->failed_allocs, RELAXED) + 1, RELAXED);
 }
 
 /* The position of a top value (which lies in the current block). */
@@ -431,8 +428,8 @@ static void fm__arena_hand_out(fm_arena *a, uintptr_t p, size_t size) {
 /* NONE, and MUTEX under the lock. `shared` is a constant at each call, so
  * the NONE copy works on the hot struct with no policy test. */
 FM__ARENA_INLINE void *fm__alloc_serial(fm_arena *a, size_t size, size_t al, bool shared) {
-    uintptr_t top = shared ? atomic_load_explicit(&a->top, memory_order_relaxed) : a->hot.top;
-    uintptr_t limit = atomic_load_explicit(&a->limit, memory_order_relaxed);
+    uintptr_t top = shared ? FM__ATOMIC_LOAD(&a->top, RELAXED) : a->hot.top;
+    uintptr_t limit = FM__ATOMIC_LOAD(&a->limit, RELAXED);
     uintptr_t p = fm_align_up(top, al);
     if (!fm__size_fits(a, p, size)) return NULL;
     if (FM__UNLIKELY(size > limit - p)) {
@@ -440,8 +437,8 @@ FM__ARENA_INLINE void *fm__alloc_serial(fm_arena *a, size_t size, size_t al, boo
         p = fm_align_up(fm__top(a), al);
     }
     if (shared) {
-        atomic_store_explicit(&a->top, p + size, memory_order_relaxed);
-        atomic_fetch_add_explicit(&a->shared_allocs, 1, memory_order_relaxed);
+        FM__ATOMIC_STORE(&a->top, p + size, RELAXED);
+        FM__ATOMIC_FETCH_ADD(&a->shared_allocs, 1, RELAXED);
     } else {
         a->hot.top = p + size;
         a->hot.total_allocs++;
@@ -455,17 +452,17 @@ static bool fm__grow_lockfree(fm_arena *a, size_t size, size_t al) {
     fm__mutex_lock(&a->lock);
     bool ok = true;
     /* Under the lock the top is never sealed and matches the limit. */
-    uintptr_t top = atomic_load_explicit(&a->top, memory_order_acquire);
+    uintptr_t top = FM__ATOMIC_LOAD(&a->top, ACQUIRE);
     uintptr_t p = fm_align_up(top, al);
-    if (size > atomic_load_explicit(&a->limit, memory_order_acquire) - p) {
+    if (size > FM__ATOMIC_LOAD(&a->limit, ACQUIRE) - p) {
         if (a->vm) {
             ok = fm__arena_grow(a, top, p, size);
         } else {
             /* Seal the block: its final top is where the next block takes over. */
             uintptr_t final =
-                atomic_exchange_explicit(&a->top, FM__TOP_SEALED, memory_order_acq_rel);
+                FM__ATOMIC_EXCHANGE(&a->top, FM__TOP_SEALED, ACQ_REL);
             ok = fm__arena_grow(a, final, fm_align_up(final, al), size);
-            if (!ok) atomic_store_explicit(&a->top, final, memory_order_release);
+            if (!ok) FM__ATOMIC_STORE(&a->top, final, RELEASE);
         }
     }
     fm__mutex_unlock(&a->lock);
@@ -473,36 +470,34 @@ static bool fm__grow_lockfree(fm_arena *a, size_t size, size_t al) {
 }
 
 static void *fm__alloc_lockfree(fm_arena *a, size_t size, size_t al) {
-    uintptr_t top = atomic_load_explicit(&a->top, memory_order_acquire);
+    uintptr_t top = FM__ATOMIC_LOAD(&a->top, ACQUIRE);
     for (;;) {
         if (FM__UNLIKELY(top == FM__TOP_SEALED)) {
             /* Another thread is chaining a block under the lock: wait for it. */
             fm__mutex_lock(&a->lock);
             fm__mutex_unlock(&a->lock);
-            top = atomic_load_explicit(&a->top, memory_order_acquire);
+            top = FM__ATOMIC_LOAD(&a->top, ACQUIRE);
             continue;
         }
-        uintptr_t limit = atomic_load_explicit(&a->limit, memory_order_acquire);
+        uintptr_t limit = FM__ATOMIC_LOAD(&a->limit, ACQUIRE);
         uintptr_t p = fm_align_up(top, al);
         if (!fm__size_fits(a, p, size)) return NULL;
         if (p <= limit && size <= limit - p) {
-            if (atomic_compare_exchange_weak_explicit(&a->top, &top, p + size,
-                                                      memory_order_acq_rel,
-                                                      memory_order_acquire))
+            if (FM__ATOMIC_CAS_WEAK(&a->top, &top, p + size, ACQ_REL, ACQUIRE))
                 break;
             continue; /* the failed CAS reloaded top */
         }
         if (p > limit) {
             /* top from one block, limit from the next: a block swap raced
              * the two loads; the CAS would fail, so start over. */
-            top = atomic_load_explicit(&a->top, memory_order_acquire);
+            top = FM__ATOMIC_LOAD(&a->top, ACQUIRE);
             continue;
         }
         if (!fm__grow_lockfree(a, size, al)) return NULL;
-        top = atomic_load_explicit(&a->top, memory_order_acquire);
+        top = FM__ATOMIC_LOAD(&a->top, ACQUIRE);
     }
     uintptr_t p = fm_align_up(top, al);
-    atomic_fetch_add_explicit(&a->shared_allocs, 1, memory_order_relaxed);
+    FM__ATOMIC_FETCH_ADD(&a->shared_allocs, 1, RELAXED);
     fm__arena_hand_out(a, p, size);
     return (void *)p;
 }
@@ -517,11 +512,11 @@ static FM__NOINLINE void *fm__alloc_shared(fm_arena *a, size_t size, size_t al) 
         return p;
     }
 #ifndef NDEBUG
-    atomic_fetch_add_explicit(&a->in_flight, 1, memory_order_acq_rel);
+    FM__ATOMIC_FETCH_ADD(&a->in_flight, 1, ACQ_REL);
 #endif
     p = fm__alloc_lockfree(a, size, al);
 #ifndef NDEBUG
-    atomic_fetch_sub_explicit(&a->in_flight, 1, memory_order_acq_rel);
+    FM__ATOMIC_FETCH_SUB(&a->in_flight, 1, ACQ_REL);
 #endif
     return p;
 }
@@ -639,7 +634,7 @@ static void fm__arena_cut(fm_arena *a, uint64_t pos) {
 bool fm__arena_busy(const fm_arena *arena) {
 #ifndef NDEBUG
     return arena->desc.sync == FM_SYNC_LOCKFREE &&
-           atomic_load_explicit(&arena->in_flight, memory_order_acquire) != 0;
+           FM__ATOMIC_LOAD(&arena->in_flight, ACQUIRE) != 0;
 #else
     (void)arena;
     return false;
@@ -749,8 +744,8 @@ void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out) {
     out->committed = a->vm ? a->committed : a->held;
     out->reserved = a->desc.reserve_bytes;
     out->total_allocs =
-        a->hot.total_allocs + atomic_load_explicit(&a->shared_allocs, memory_order_relaxed);
-    out->failed_allocs = atomic_load_explicit(&a->failed_allocs, memory_order_relaxed);
+        a->hot.total_allocs + FM__ATOMIC_LOAD(&a->shared_allocs, RELAXED);
+    out->failed_allocs = FM__ATOMIC_LOAD(&a->failed_allocs, RELAXED);
     out->commit_events = a->commit_events;
     out->decommit_events = a->decommit_events;
     out->resets = a->resets;

@@ -29,7 +29,6 @@
 #include "internal.h"
 #include "platform/thread.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,7 +42,7 @@ _Static_assert(sizeof(fm__closure_hdr) == 32 && offsetof(struct fm_closure, capt
 struct fm_closure_pool {
     fm__closure_pool_hot hot; /* first: closure.h's inline paths read it */
     fm_sync sync;
-    _Atomic uint64_t refused;
+    uint64_t refused;
     fm_allocator allocator;
     size_t self_bytes;
     char name[];
@@ -63,10 +62,9 @@ static size_t fm__class_capture(uint32_t cls) { return (size_t)16 << cls; }
 
 /* Counters: an atomic add when threads share the object, a plain load and
  * store of the same field when they do not. */
-static void fm__add64(_Atomic uint64_t *v, bool shared) {
-    if (shared) atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
-    else atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
-                               memory_order_relaxed);
+static void fm__add64(uint64_t *v, bool shared) {
+    if (shared) FM__ATOMIC_FETCH_ADD(v, 1, RELAXED);
+    else FM__ATOMIC_STORE(v, FM__ATOMIC_LOAD(v, RELAXED) + 1, RELAXED);
 }
 
 static const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockfree) {
@@ -241,7 +239,7 @@ static bool fm__closure_take(fm_closure *c) {
     fm_pool *home = fm__closure_home(c, "retain", &ok);
     if (!home) return ok; /* frame closures: nothing to count */
     bool shared = c->h.tag == FM__CLOSURE_TAG_SHARED;
-    uint32_t refs = __atomic_load_n(&c->h.refs, __ATOMIC_RELAXED);
+    uint32_t refs = FM__ATOMIC_LOAD(&c->h.refs, RELAXED);
     do {
         if (refs == UINT32_MAX) {
             fm__report(FM_ERR_REFCOUNT, "closure %p: retain: count at its maximum", (void *)c);
@@ -251,8 +249,7 @@ static bool fm__closure_take(fm_closure *c) {
             c->h.refs = refs + 1;
             return true;
         }
-    } while (!__atomic_compare_exchange_n(&c->h.refs, &refs, refs + 1, true, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
+    } while (!FM__ATOMIC_CAS_WEAK(&c->h.refs, &refs, refs + 1, RELAXED, RELAXED));
     return true;
 }
 
@@ -267,7 +264,7 @@ bool (fm_closure_release)(fm_closure *c) {
     if (!home) return false;
     if (c->h.tag == FM__CLOSURE_TAG_SHARED) {
         /* acq_rel: every write by the other holders is seen before the free. */
-        if (__atomic_fetch_sub(&c->h.refs, 1, __ATOMIC_ACQ_REL) > 1) return false;
+        if (FM__ATOMIC_FETCH_SUB(&c->h.refs, 1, ACQ_REL) > 1) return false;
         c->h.tag = 0;
         fm_pool_free(home, c);
         return true;
@@ -284,7 +281,7 @@ void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats 
     }
     out->name = cp->name;
     out->classes = cp->hot.n_classes;
-    out->refused = atomic_load_explicit(&cp->refused, memory_order_relaxed);
+    out->refused = FM__ATOMIC_LOAD(&cp->refused, RELAXED);
     for (uint32_t i = 0; i < cp->hot.n_classes; i++) {
         fm_pool_stats st;
         fm_pool_get_stats(cp->hot.classes[i], &st);
@@ -525,21 +522,21 @@ typedef struct fm__deferred {
 /* LOCKFREE inbox cell: seq == index when free for the push at that index,
  * index + 1 once that push has published its entry. */
 typedef struct fm__inbox_cell {
-    _Atomic size_t seq;
+    size_t seq;
     fm__deferred d;
 } fm__inbox_cell;
 
 struct fm_defer_queue {
     fm__deferred *items;
     uint32_t n, cap;
-    _Atomic uint64_t frame; /* read by pushes on any thread */
+    uint64_t frame; /* read by pushes on any thread */
     bool running;
     fm_sync sync;
     fm__mutex lock; /* MUTEX, LOCKFREE: items, n, running, draining */
     /* LOCKFREE */
     fm__inbox_cell *inbox;
     size_t inbox_mask;
-    _Atomic size_t inbox_head; /* next push */
+    size_t inbox_head; /* next push */
     size_t inbox_tail;         /* next drain (under the lock) */
     fm_allocator allocator;
     size_t self_bytes;
@@ -590,7 +587,7 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
         q->inbox = fm_allocator_alloc(&q->allocator, cells * sizeof *q->inbox, alignof(fm__inbox_cell));
         if (q->inbox) {
             q->inbox_mask = cells - 1;
-            for (size_t i = 0; i < cells; i++) atomic_init(&q->inbox[i].seq, i);
+            for (size_t i = 0; i < cells; i++) FM__ATOMIC_STORE(&q->inbox[i].seq, i, RELAXED);
         }
         ok = q->inbox != NULL;
     }
@@ -610,10 +607,10 @@ fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
  * pass an earlier one of the same thread. */
 static void fm__inbox_drain(fm_defer_queue *q, bool all) {
     if (!q->inbox) return;
-    size_t head = atomic_load_explicit(&q->inbox_head, memory_order_acquire);
+    size_t head = FM__ATOMIC_LOAD(&q->inbox_head, ACQUIRE);
     for (;;) {
         fm__inbox_cell *cell = &q->inbox[q->inbox_tail & q->inbox_mask];
-        if (atomic_load_explicit(&cell->seq, memory_order_acquire) != q->inbox_tail + 1) {
+        if (FM__ATOMIC_LOAD(&cell->seq, ACQUIRE) != q->inbox_tail + 1) {
             /* Pushes may refill drained cells meanwhile: the tail can pass head. */
             if (!all || q->inbox_tail >= head) return;
             fm__thread_yield();
@@ -622,29 +619,28 @@ static void fm__inbox_drain(fm_defer_queue *q, bool all) {
         if (!fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items))
             return; /* stays in the inbox until items can grow */
         q->items[q->n++] = cell->d;
-        atomic_store_explicit(&cell->seq, q->inbox_tail + q->inbox_mask + 1, memory_order_release);
+        FM__ATOMIC_STORE(&cell->seq, q->inbox_tail + q->inbox_mask + 1, RELEASE);
         q->inbox_tail++;
     }
 }
 
 /* LOCKFREE: publishes d in the inbox; false when it is full. */
 static bool fm__inbox_push(fm_defer_queue *q, fm__deferred d) {
-    size_t pos = atomic_load_explicit(&q->inbox_head, memory_order_relaxed);
+    size_t pos = FM__ATOMIC_LOAD(&q->inbox_head, RELAXED);
     for (;;) {
         fm__inbox_cell *cell = &q->inbox[pos & q->inbox_mask];
-        size_t seq = atomic_load_explicit(&cell->seq, memory_order_acquire);
+        size_t seq = FM__ATOMIC_LOAD(&cell->seq, ACQUIRE);
         intptr_t dif = (intptr_t)seq - (intptr_t)pos;
         if (dif == 0) {
-            if (atomic_compare_exchange_weak_explicit(&q->inbox_head, &pos, pos + 1,
-                                                      memory_order_relaxed, memory_order_relaxed)) {
+            if (FM__ATOMIC_CAS_WEAK(&q->inbox_head, &pos, pos + 1, RELAXED, RELAXED)) {
                 cell->d = d;
-                atomic_store_explicit(&cell->seq, pos + 1, memory_order_release);
+                FM__ATOMIC_STORE(&cell->seq, pos + 1, RELEASE);
                 return true;
             }
         } else if (dif < 0) {
             return false; /* full: the cell still holds an entry from a lap ago */
         } else {
-            pos = atomic_load_explicit(&q->inbox_head, memory_order_relaxed);
+            pos = FM__ATOMIC_LOAD(&q->inbox_head, RELAXED);
         }
     }
 }
@@ -660,8 +656,7 @@ void fm_defer_queue_destroy(fm_defer_queue *q) {
     for (uint32_t i = 0; i < q->n; i++) fm_closure_release(q->items[i].c);
     if (q->inbox) {
         /* Entries items could not take (no memory) are still references. */
-        for (; atomic_load_explicit(&q->inbox[q->inbox_tail & q->inbox_mask].seq,
-                                    memory_order_acquire) == q->inbox_tail + 1;
+        for (; FM__ATOMIC_LOAD(&q->inbox[q->inbox_tail & q->inbox_mask].seq, ACQUIRE) == q->inbox_tail + 1;
              q->inbox_tail++)
             fm_closure_release(q->inbox[q->inbox_tail & q->inbox_mask].d.c);
     }
@@ -675,7 +670,7 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
         return false;
     }
     if (!fm__closure_take(c)) return false; /* reported */
-    fm__deferred d = {c, atomic_load_explicit(&q->frame, memory_order_acquire) + 1 + delay_frames};
+    fm__deferred d = {c, FM__ATOMIC_LOAD(&q->frame, ACQUIRE) + 1 + delay_frames};
     if (q->inbox && fm__inbox_push(q, d)) return true;
     fm__q_lock(q);
     /* LOCKFREE with a full inbox: what it holds was deferred first. */
@@ -701,8 +696,8 @@ uint32_t fm_defer_run(fm_defer_queue *q) {
         return 0;
     }
     fm__inbox_drain(q, false);
-    uint64_t frame = atomic_load_explicit(&q->frame, memory_order_relaxed) + 1;
-    atomic_store_explicit(&q->frame, frame, memory_order_release);
+    uint64_t frame = FM__ATOMIC_LOAD(&q->frame, RELAXED) + 1;
+    FM__ATOMIC_STORE(&q->frame, frame, RELEASE);
     uint32_t n = q->n, ran = 0; /* entries added while running wait */
     q->running = true;
     for (uint32_t i = 0; i < n; i++) {
@@ -730,7 +725,7 @@ uint32_t fm_defer_pending(const fm_defer_queue *q) {
     fm__q_lock(m);
     uint32_t n = q->n;
     if (q->inbox) {
-        size_t head = atomic_load_explicit(&q->inbox_head, memory_order_acquire);
+        size_t head = FM__ATOMIC_LOAD(&q->inbox_head, ACQUIRE);
         n += (uint32_t)(head - q->inbox_tail); /* reserved pushes count as waiting */
     }
     fm__q_unlock(m);

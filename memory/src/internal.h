@@ -3,6 +3,7 @@
 #define FRAMEMEM_INTERNAL_H
 
 #include "framemem/base.h"
+#include "framemem/detail/atomic.h"
 
 #include <stdarg.h>
 

@@ -47,10 +47,6 @@
 /* Words that lock-free paths read while others write them (meta words,
  * chunk-table entries, chunk bases, the arrays holding them) are accessed
  * atomically under every policy; relaxed loads and stores are plain moves. */
-#define FM__LOAD(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
-#define FM__LOAD_ACQ(ptr) __atomic_load_n((ptr), __ATOMIC_ACQUIRE)
-#define FM__STORE(ptr, v) __atomic_store_n((ptr), (v), __ATOMIC_RELAXED)
-#define FM__STORE_REL(ptr, v) __atomic_store_n((ptr), (v), __ATOMIC_RELEASE)
 
 enum {
     FM__CHUNK_UNUSED = 0, /* record slot free for reuse */
@@ -213,10 +209,10 @@ static inline uint32_t fm__slot_of(const fm_pool *p, uintptr_t base, const void 
 
 static inline uint32_t *fm__meta(uintptr_t base) { return (uint32_t *)base; }
 static inline uint32_t fm__meta_get(uintptr_t base, uint32_t slot) {
-    return FM__LOAD(&fm__meta(base)[slot]);
+    return FM__ATOMIC_LOAD(&fm__meta(base)[slot], RELAXED);
 }
 static inline void fm__meta_set(uintptr_t base, uint32_t slot, uint32_t v) {
-    FM__STORE(&fm__meta(base)[slot], v);
+    FM__ATOMIC_STORE(&fm__meta(base)[slot], v, RELAXED);
 }
 
 /* A chunk's stack of free slot indices, after its meta words. */
@@ -367,7 +363,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
          * slots read as dead. Fresh pages from the OS are zero already; memory
          * from an allocator gets 4 bytes per slot written, once per chunk. */
         if (!p->use_os) memset(c->base, 0, (size_t)p->hot.per_chunk * sizeof(uint32_t));
-        FM__STORE_REL(&p->hot.bases[idx], c->base);
+        FM__ATOMIC_STORE(&p->hot.bases[idx], c->base, RELEASE);
     }
     c->state = FM__CHUNK_CURRENT;
     c->prev = c->next = FM__NONE;
@@ -404,8 +400,8 @@ static uint32_t fm__hash(const fm_pool *p, uintptr_t base, uint32_t cap) {
 static bool fm__table_insert(uint32_t *table, uint32_t cap, const fm_pool *p, uint32_t idx) {
     uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, cap);
     uint32_t e;
-    while ((e = FM__LOAD(&table[i])) != FM__NONE && e != FM__TOMB) i = (i + 1) & (cap - 1);
-    FM__STORE_REL(&table[i], idx);
+    while ((e = FM__ATOMIC_LOAD(&table[i], RELAXED)) != FM__NONE && e != FM__TOMB) i = (i + 1) & (cap - 1);
+    FM__ATOMIC_STORE(&table[i], idx, RELEASE);
     return e == FM__NONE;
 }
 
@@ -424,18 +420,18 @@ static uint32_t fm__table_fill(fm_pool *p, uint32_t *table, uint32_t cap) {
 static void fm__table_remove(fm_pool *p, uint32_t idx) {
     uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, p->table_cap);
     uint32_t e;
-    while ((e = FM__LOAD(&p->table[i])) != idx) {
+    while ((e = FM__ATOMIC_LOAD(&p->table[i], RELAXED)) != idx) {
         if (e == FM__NONE) return;
         i = (i + 1) & (p->table_cap - 1);
     }
-    FM__STORE_REL(&p->table[i], FM__TOMB);
+    FM__ATOMIC_STORE(&p->table[i], FM__TOMB, RELEASE);
 }
 
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base) {
     if (!p->table) return FM__NONE;
     uint32_t i = fm__hash(p, base, p->table_cap);
     for (;;) {
-        uint32_t idx = FM__LOAD(&p->table[i]);
+        uint32_t idx = FM__ATOMIC_LOAD(&p->table[i], RELAXED);
         if (idx == FM__NONE) return idx;
         if (idx != FM__TOMB && (uintptr_t)p->chunks[idx].base == base) return idx;
         i = (i + 1) & (p->table_cap - 1);
@@ -446,16 +442,16 @@ static uint32_t fm__table_find(const fm_pool *p, uintptr_t base) {
  * table[-1]) and the chunk bases are read as published; a fresh chunk's base
  * is not published yet, and no item can point into it. */
 static uint32_t fm__table_find_shared(const fm_pool *p, uintptr_t base) {
-    const uint32_t *table = FM__LOAD_ACQ(&p->table);
+    const uint32_t *table = FM__ATOMIC_LOAD(&p->table, ACQUIRE);
     if (!table) return FM__NONE;
     uint32_t cap = table[-1];
     uint32_t i = fm__hash(p, base, cap);
     for (;;) {
-        uint32_t idx = __atomic_load_n(&table[i], __ATOMIC_ACQUIRE);
+        uint32_t idx = FM__ATOMIC_LOAD(&table[i], ACQUIRE);
         if (idx == FM__NONE) return idx;
         if (idx != FM__TOMB) {
-            uint8_t **bases = FM__LOAD_ACQ(&p->hot.bases);
-            if ((uintptr_t)FM__LOAD(&bases[idx]) == base) return idx;
+            uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
+            if ((uintptr_t)FM__ATOMIC_LOAD(&bases[idx], RELAXED) == base) return idx;
         }
         i = (i + 1) & (cap - 1);
     }
@@ -525,7 +521,7 @@ static inline fm_error fm__locate_policy(const fm_pool *p, const void *ptr, fm__
 }
 
 FM__COLD static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const char *op) {
-    __atomic_fetch_add(&p->misuse_count, 1, __ATOMIC_RELAXED);
+    FM__ATOMIC_FETCH_ADD(&p->misuse_count, 1, RELAXED);
     switch (err) {
     case FM_ERR_FOREIGN_POINTER:
         fm__report(err, "pool '%s': %s(%p): not an item of this pool", p->name, op, ptr);
@@ -555,15 +551,15 @@ static uint32_t fm__take_record(fm_pool *p) {
     memset(&p->chunks[idx], 0, sizeof p->chunks[idx]);
     p->chunks[idx].gen_floor = floor;
     p->chunks[idx].prev = p->chunks[idx].next = FM__NONE;
-    FM__STORE(&p->hot.bases[idx], NULL);
-    FM__STORE_REL(&p->hot.n_bases, p->chunk_top);
+    FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELAXED);
+    FM__ATOMIC_STORE(&p->hot.n_bases, p->chunk_top, RELEASE);
     return idx;
 }
 
 static void fm__drop_record(fm_pool *p, uint32_t idx) {
     p->chunks[idx].state = FM__CHUNK_UNUSED;
     p->chunks[idx].base = NULL;
-    FM__STORE(&p->hot.bases[idx], NULL);
+    FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELAXED);
     /* A record whose generations are nearly used up is never reused, so no
      * handle to its old slots can ever resolve again. */
     if (p->chunks[idx].gen_floor >= FM__GEN_MAX - 1) return;
@@ -585,7 +581,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__table_remove(p, idx);
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     if (p->dm_base[k] == (uintptr_t)c->base) p->dm_base[k] = 1;
-    FM__STORE_REL(&p->hot.bases[idx], NULL);
+    FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELEASE);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
     uint32_t bump = fm__chunk_bump(p, idx);
@@ -780,9 +776,9 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         }
         fm__retire_array(p, p->chunks, fm__records_bytes(p->chunk_cap));
         p->bytes_reserved += fm__records_bytes(g.recs_cap);
-        FM__STORE_REL(&p->chunks, g.recs);
-        FM__STORE_REL(&p->hot.bases, bases);
-        FM__STORE_REL(&p->lf_links, links);
+        FM__ATOMIC_STORE(&p->chunks, g.recs, RELEASE);
+        FM__ATOMIC_STORE(&p->hot.bases, bases, RELEASE);
+        FM__ATOMIC_STORE(&p->lf_links, links, RELEASE);
         p->chunk_cap = g.recs_cap;
     }
     if (g.block && p->desc.prefault) fm__os_prefault(g.block, (size_t)g.k * p->chunk_bytes);
@@ -793,7 +789,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         if (g.links && !p->lf_links[idx]) {
             fm__pending pend;
             memcpy(&pend, g.links, sizeof pend);
-            FM__STORE_REL(&p->lf_links[idx], (uint32_t *)(void *)g.links);
+            FM__ATOMIC_STORE(&p->lf_links[idx], (uint32_t *)(void *)g.links, RELEASE);
             g.links = pend.next;
         }
         if (g.block) {
@@ -826,7 +822,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         fm__retire_array(p, p->table ? p->table - 1 : NULL, fm__table_bytes(p->table_cap));
         p->bytes_reserved += fm__table_bytes(g.table_cap);
         p->table_cap = g.table_cap;
-        FM__STORE_REL(&p->table, g.table);
+        FM__ATOMIC_STORE(&p->table, g.table, RELEASE);
     }
     if (count_event) {
         uint64_t ticks = fm_clock_now() - start;
@@ -892,7 +888,7 @@ static inline void *fm__alloc_fast(fm_pool *p) {
             slot = h->cur_slots + (size_t)idx * h->stride;
             meta = fm__meta(h->cur_base) + idx;
         }
-        FM__STORE(meta, FM__LOAD(meta) | FM__LIVE);
+        FM__ATOMIC_STORE(meta, FM__ATOMIC_LOAD(meta, RELAXED) | FM__LIVE, RELAXED);
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
         idx = (uint32_t)h->cur_bump++;
         slot = h->cur_slots + (size_t)idx * h->stride;
@@ -947,7 +943,7 @@ static size_t fm__alloc_batch(fm_pool *p, void **out, size_t n) {
         for (size_t j = 0; j < take; j++) {
             uint32_t idx = stack[top - 1 - j];
             uint8_t *slot = slots + idx * stride;
-            FM__STORE(&meta[idx], FM__LOAD(&meta[idx]) | FM__LIVE);
+            FM__ATOMIC_STORE(&meta[idx], FM__ATOMIC_LOAD(&meta[idx], RELAXED) | FM__LIVE, RELAXED);
             FM__UNPOISON(slot, p->item_size);
             FM__VG_ALLOC(p, slot, p->item_size);
             out[got + j] = slot;
@@ -1116,9 +1112,9 @@ static inline bool fm__meta_kill(uintptr_t base, uint64_t slot) {
     uint32_t *w = fm__meta(base) + slot;
     /* Clearing live and adding one to the generation is adding INT32_MIN + 1:
      * positive exactly for a live word below the maximum generation. */
-    int32_t next = (int32_t)(FM__LOAD(w) + FM__LIVE + 1u);
+    int32_t next = (int32_t)(FM__ATOMIC_LOAD(w, RELAXED) + FM__LIVE + 1u);
     if (FM__UNLIKELY(next <= 0)) return false;
-    FM__STORE(w, (uint32_t)next);
+    FM__ATOMIC_STORE(w, (uint32_t)next, RELAXED);
     return true;
 }
 
@@ -1354,10 +1350,9 @@ static bool fm__owner_ok(const fm_pool *p, const char *op) {
 #ifdef FM__THREAD_CHECKS
     if (!p || p->sync != FM_SYNC_NONE) return true;
     uintptr_t me = fm__self();
-    uintptr_t owner = __atomic_load_n(&p->owner, __ATOMIC_ACQUIRE);
+    uintptr_t owner = FM__ATOMIC_LOAD(&p->owner, ACQUIRE);
     if (FM__LIKELY(owner == me)) return true;
-    if (owner == 0 && __atomic_compare_exchange_n(&((fm_pool *)p)->owner, &owner, me, false,
-                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (owner == 0 && FM__ATOMIC_CAS_STRONG(&((fm_pool *)p)->owner, &owner, me, ACQ_REL, ACQUIRE))
         return true;
     fm__report(FM_ERR_WRONG_THREAD,
                "pool '%s': %s from a thread that does not own it (an FM_SYNC_NONE pool "
@@ -1389,7 +1384,7 @@ void fm_pool_set_owner_thread(fm_pool *pool) {
         return;
     }
 #ifdef FM__THREAD_CHECKS
-    __atomic_store_n(&pool->owner, fm__self(), __ATOMIC_RELEASE);
+    FM__ATOMIC_STORE(&pool->owner, fm__self(), RELEASE);
 #endif
 }
 
@@ -1400,7 +1395,7 @@ void fm_pool_release_owner_thread(fm_pool *pool) {
     }
 #ifdef FM__THREAD_CHECKS
     if (!fm__owner_ok(pool, "release_owner_thread")) return;
-    __atomic_store_n(&pool->owner, (uintptr_t)0, __ATOMIC_RELEASE);
+    FM__ATOMIC_STORE(&pool->owner, (uintptr_t)0, RELEASE);
 #endif
 }
 
@@ -1417,7 +1412,7 @@ static fm_error fm__locate_shared(const fm_pool *p, const void *ptr, fm__loc *ou
     if (slot == FM__NONE) return FM_ERR_FOREIGN_POINTER;
     out->chunk = idx;
     out->slot = slot;
-    out->meta = __atomic_load_n(&fm__meta(base)[slot], __ATOMIC_ACQUIRE);
+    out->meta = FM__ATOMIC_LOAD(&fm__meta(base)[slot], ACQUIRE);
     return (out->meta & FM__LIVE) ? FM_OK : FM_ERR_DOUBLE_FREE;
 }
 
@@ -1444,14 +1439,14 @@ static FM__THREAD_LOCAL fm__chunk_hint fm__hint;
 static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t base = (uintptr_t)ptr & p->base_mask;
     if (FM__LIKELY(fm__hint.pool_id == p->id && fm__hint.base == base)) {
-        uint8_t **bases = __atomic_load_n(&p->hot.bases, __ATOMIC_ACQUIRE);
+        uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
         uint32_t slot = fm__slot_of(p, base, ptr);
-        if (FM__LIKELY((uintptr_t)__atomic_load_n(&bases[fm__hint.chunk], __ATOMIC_ACQUIRE) ==
+        if (FM__LIKELY((uintptr_t)FM__ATOMIC_LOAD(&bases[fm__hint.chunk], ACQUIRE) ==
                            base &&
                        slot != FM__NONE)) {
             out->chunk = fm__hint.chunk;
             out->slot = slot;
-            out->meta = __atomic_load_n(&fm__meta(base)[slot], __ATOMIC_ACQUIRE);
+            out->meta = FM__ATOMIC_LOAD(&fm__meta(base)[slot], ACQUIRE);
             if (FM__LIKELY(out->meta & FM__LIVE)) return FM_OK;
         }
     }
@@ -1529,8 +1524,7 @@ static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const 
         if (err != FM_OK) fm__misuse(p, err, item, op);
         return err == FM_OK ? FM__FREED_RETIRED : FM__NOT_FREED;
     }
-    if (!__atomic_compare_exchange_n(&fm__meta(base)[loc->slot], &m, (m & FM__GEN_MAX) + 1,
-                                     false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    if (!FM__ATOMIC_CAS_STRONG(&fm__meta(base)[loc->slot], &m, (m & FM__GEN_MAX) + 1, ACQ_REL, RELAXED)) {
         fm__misuse(p, FM_ERR_DOUBLE_FREE, item, op);
         return FM__NOT_FREED;
     }
@@ -1583,7 +1577,7 @@ static fm__mutex fm__tc_registry = FM__MUTEX_INIT;
  * leaves the magazine unserved; that also takes back the free counted twice
  * (frees are derived from count). */
 FM__COLD static void fm__tc_report_duplicate(fm_pool *p, const void *slot) {
-    __atomic_fetch_add(&p->misuse_count, 1, __ATOMIC_RELAXED);
+    FM__ATOMIC_FETCH_ADD(&p->misuse_count, 1, RELAXED);
     fm__report(FM_ERR_DOUBLE_FREE,
                "pool '%s': slot %p is in use but was also in this thread's cache (two frees "
                "of its item raced on two threads); that copy is dropped",
@@ -1597,11 +1591,11 @@ FM__COLD static void fm__tc_report_duplicate(fm_pool *p, const void *slot) {
  * (tc_gone_frees counts these), so allocs + count - taken, summed over the
  * entries (mod 2^64) plus tc_gone_frees, is exactly the frees. */
 static uint64_t fm__entry_frees(const fm_pool *p, const fm__tc_entry *e) {
-    if (p->sync != FM_SYNC_THREAD_CACHE) return __atomic_load_n(&e->frees, __ATOMIC_ACQUIRE);
-    return __atomic_load_n(&e->allocs, __ATOMIC_ACQUIRE) +
-           __atomic_load_n(&e->count, __ATOMIC_ACQUIRE) +
-           (__atomic_load_n(&e->next_slot, __ATOMIC_ACQUIRE) != NULL) -
-           __atomic_load_n(&e->taken, __ATOMIC_ACQUIRE);
+    if (p->sync != FM_SYNC_THREAD_CACHE) return FM__ATOMIC_LOAD(&e->frees, ACQUIRE);
+    return FM__ATOMIC_LOAD(&e->allocs, ACQUIRE) +
+           FM__ATOMIC_LOAD(&e->count, ACQUIRE) +
+           (FM__ATOMIC_LOAD(&e->next_slot, ACQUIRE) != NULL) -
+           FM__ATOMIC_LOAD(&e->taken, ACQUIRE);
 }
 
 /* The owning thread: the inline free's last slot joins slots[] (pool.h's
@@ -1609,12 +1603,12 @@ static uint64_t fm__entry_frees(const fm_pool *p, const fm__tc_entry *e) {
  * library keeps count below FM__TC_SLOTS between calls (see
  * fm__tc_entry_of), so only this can fill the last place. */
 static inline void fm__tc_settle(fm__tc_entry *e) {
-    void *slot = __atomic_load_n(&e->next_slot, __ATOMIC_RELAXED);
+    void *slot = FM__ATOMIC_LOAD(&e->next_slot, RELAXED);
     if (FM__LIKELY(!slot)) return;
     e->slots[e->count] = slot;
     e->slot_idx[e->count] = fm__tc_next_idx(e, e->pool->base_mask);
-    FM__STORE(&e->count, e->count + 1);
-    __atomic_store_n(&e->next_slot, NULL, __ATOMIC_RELAXED);
+    FM__ATOMIC_STORE(&e->count, e->count + 1, RELAXED);
+    FM__ATOMIC_STORE(&e->next_slot, NULL, RELAXED);
 }
 
 /* Lock held: count slots from the bottom of the magazine (the coldest) go
@@ -1634,8 +1628,8 @@ static void fm__tc_flush_locked(fm_pool *p, fm__tc_entry *e, uint32_t count) {
     uint32_t rest = e->count - count;
     memmove(e->slots, e->slots + count, (size_t)rest * sizeof e->slots[0]);
     memmove(e->slot_idx, e->slot_idx + count, (size_t)rest * sizeof e->slot_idx[0]);
-    FM__STORE(&e->count, rest);
-    FM__STORE(&e->taken, e->taken - returned);
+    FM__ATOMIC_STORE(&e->count, rest, RELAXED);
+    FM__ATOMIC_STORE(&e->taken, e->taken - returned, RELAXED);
 }
 
 static void fm__tc_thread_exit(void *arg) {
@@ -1645,7 +1639,7 @@ static void fm__tc_thread_exit(void *arg) {
     fm__mutex_lock(&fm__tc_registry);
     for (uint32_t i = 0; i < tc->n; i++) {
         fm__tc_entry *e = tc->entries[i];
-        if (__atomic_load_n(&e->id, __ATOMIC_ACQUIRE) != 0) {
+        if (FM__ATOMIC_LOAD(&e->id, ACQUIRE) != 0) {
             fm_pool *p = e->pool;
             fm__mutex_lock(&p->lock);
             fm__tc_settle(e);
@@ -1674,9 +1668,9 @@ static void fm__tc_detach_all(fm_pool *p) {
     fm__mutex_lock(&p->lock);
     for (fm__tc_entry *e = p->tc_entries, *next; e; e = next) {
         next = e->next;
-        p->tc_gone_allocs += __atomic_load_n(&e->allocs, __ATOMIC_RELAXED);
+        p->tc_gone_allocs += FM__ATOMIC_LOAD(&e->allocs, RELAXED);
         p->tc_gone_frees += fm__entry_frees(p, e);
-        __atomic_store_n(&e->id, 0, __ATOMIC_RELEASE); /* last write to e */
+        FM__ATOMIC_STORE(&e->id, 0, RELEASE); /* last write to e */
     }
     p->tc_entries = NULL;
     fm__mutex_unlock(&p->lock);
@@ -1707,7 +1701,7 @@ FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p) {
     fm__tc_entry *found = NULL;
     for (uint32_t i = 0; i < tc->n;) {
         fm__tc_entry *e = tc->entries[i];
-        uint64_t id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
+        uint64_t id = FM__ATOMIC_LOAD(&e->id, ACQUIRE);
         if (id == 0) {
             if (fm__tc_last == e) fm__tc_last = &fm__tc_none;
             free(e);
@@ -1746,7 +1740,7 @@ oom:
 
 static inline fm__tc_entry *fm__tc_entry_of(fm_pool *p) {
     fm__tc_entry *e = fm__tc_last;
-    if (FM__UNLIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) != p->id)) e = fm__tc_find(p);
+    if (FM__UNLIKELY(FM__ATOMIC_LOAD(&e->id, RELAXED) != p->id)) e = fm__tc_find(p);
     if (FM__UNLIKELY(e == NULL)) return NULL;
     fm__tc_settle(e);
     /* Between calls count stays below FM__TC_SLOTS, the last place being
@@ -1760,7 +1754,7 @@ static inline fm__tc_entry *fm__tc_entry_of(fm_pool *p) {
 }
 
 static inline void fm__count(uint64_t *c) {
-    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    FM__ATOMIC_STORE(c, FM__ATOMIC_LOAD(c, RELAXED) + 1, RELAXED);
 }
 
 /* The owning thread's pop: the top slot becomes a live item; NULL when it
@@ -1771,7 +1765,7 @@ static inline void *fm__tc_pop(const fm_pool *p, fm__tc_entry *e) {
     uintptr_t base = (uintptr_t)slot & p->base_mask;
     uint32_t m = fm__meta_get(base, e->slot_idx[n]);
     if (FM__UNLIKELY(m & FM__LIVE)) return NULL;
-    FM__STORE(&e->count, n);
+    FM__ATOMIC_STORE(&e->count, n, RELAXED);
     fm__meta_set(base, e->slot_idx[n], m | FM__LIVE);
     FM__UNPOISON(slot, p->item_size);
     FM__VG_ALLOC(p, slot, p->item_size);
@@ -1783,12 +1777,12 @@ static inline void *fm__tc_pop(const fm_pool *p, fm__tc_entry *e) {
 static inline void fm__tc_push(fm__tc_entry *e, void *slot, uint32_t idx) {
     e->slots[e->count] = slot;
     e->slot_idx[e->count] = idx;
-    FM__STORE(&e->count, e->count + 1);
+    FM__ATOMIC_STORE(&e->count, e->count + 1, RELAXED);
 }
 
 FM__COLD static void fm__tc_drop_top(fm_pool *p, fm__tc_entry *e) {
     fm__tc_report_duplicate(p, e->slots[e->count - 1]);
-    FM__STORE(&e->count, e->count - 1);
+    FM__ATOMIC_STORE(&e->count, e->count - 1, RELAXED);
 }
 
 FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
@@ -1801,8 +1795,8 @@ FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
         e->slot_idx[n++] = fm__slot_of(p, base, slot);
         slot = n < FM__TC_BATCH ? fm__depot_take(p, false) : NULL;
     }
-    FM__STORE(&e->count, n);
-    FM__STORE(&e->taken, e->taken + n);
+    FM__ATOMIC_STORE(&e->count, n, RELAXED);
+    FM__ATOMIC_STORE(&e->taken, e->taken + n, RELAXED);
     fm__mutex_unlock(&p->lock);
     return n > 0;
 }
@@ -1827,8 +1821,8 @@ FM__NOINLINE static void *fm__tc_alloc_slow(fm_pool *p) {
  * nothing here needs a register saved, the rest is tail-called. */
 static inline void *fm__tc_alloc(fm_pool *p) {
     fm__tc_entry *e = fm__tc_last;
-    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id && e->count != 0 &&
-                   !__atomic_load_n(&e->next_slot, __ATOMIC_RELAXED))) {
+    if (FM__LIKELY(FM__ATOMIC_LOAD(&e->id, RELAXED) == p->id && e->count != 0 &&
+                   !FM__ATOMIC_LOAD(&e->next_slot, RELAXED))) {
         void *item = fm__tc_pop(p, e);
         if (FM__LIKELY(item != NULL)) return item;
     }
@@ -1858,12 +1852,11 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
     }
     int done = fm__live_to_cached(p, item, &loc, op);
     if (done != FM__FREED_TO_CACHE) {
-        if (done == FM__FREED_RETIRED) FM__STORE(&e->taken, e->taken - 1); /* back in the depot */
+        if (done == FM__FREED_RETIRED) FM__ATOMIC_STORE(&e->taken, e->taken - 1, RELAXED); /* back in the depot */
         return;
     }
     e->hint_meta = fm__meta((uintptr_t)item & p->base_mask);
-    __atomic_store_n(&e->hint_slots, ((uintptr_t)item & p->base_mask) + p->hot.slots_off,
-                     __ATOMIC_RELAXED);
+    FM__ATOMIC_STORE(&e->hint_slots, ((uintptr_t)item & p->base_mask) + p->hot.slots_off, RELAXED);
     if (FM__UNLIKELY(e->count >= FM__TC_SLOTS - 1)) {
         fm__mutex_lock(&p->lock);
         fm__tc_flush_locked(p, e, FM__TC_BATCH);
@@ -1878,17 +1871,16 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
  * room. Everything else takes the full path above. */
 static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
     fm__tc_entry *e = fm__tc_last;
-    uintptr_t hs = __atomic_load_n(&e->hint_slots, __ATOMIC_RELAXED);
+    uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
     uint64_t slot = fm__exact_index((uintptr_t)item - hs, p->hot.inv, p->hot.inv_shift);
-    if (FM__LIKELY(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == p->id &&
+    if (FM__LIKELY(FM__ATOMIC_LOAD(&e->id, RELAXED) == p->id &&
                    slot < p->hot.per_chunk && e->count < FM__TC_SLOTS - 1 &&
-                   !__atomic_load_n(&e->next_slot, __ATOMIC_RELAXED))) {
+                   !FM__ATOMIC_LOAD(&e->next_slot, RELAXED))) {
         uint32_t *mw = &fm__meta(hs - p->hot.slots_off)[slot];
-        uint32_t m = __atomic_load_n(mw, __ATOMIC_ACQUIRE);
+        uint32_t m = FM__ATOMIC_LOAD(mw, ACQUIRE);
         /* Live with a generation below the maximum: negative, below -1. */
         if (FM__LIKELY((int32_t)m < -1 &&
-                       __atomic_compare_exchange_n(mw, &m, (m & FM__GEN_MAX) + 1, false,
-                                                   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
+                       FM__ATOMIC_CAS_STRONG(mw, &m, (m & FM__GEN_MAX) + 1, ACQ_REL, RELAXED))) {
             fm__slot_to_free(p, item);
             fm__tc_push(e, item, (uint32_t)slot);
             return;
@@ -1900,7 +1892,7 @@ static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
 /* Trim, lock held: no entry's hint may outlive the chunks it releases. */
 static void fm__tc_forget_hints(fm_pool *p) {
     for (fm__tc_entry *e = p->tc_entries; e; e = e->next)
-        __atomic_store_n(&e->hint_slots, FM__TC_NO_HINT, __ATOMIC_RELAXED);
+        FM__ATOMIC_STORE(&e->hint_slots, FM__TC_NO_HINT, RELAXED);
 }
 
 void fm_pool_flush_thread_cache(fm_pool *pool) {
@@ -1913,7 +1905,7 @@ void fm_pool_flush_thread_cache(fm_pool *pool) {
     if (!tc) return;
     for (uint32_t i = 0; i < tc->n; i++) {
         fm__tc_entry *e = tc->entries[i];
-        if (__atomic_load_n(&e->id, __ATOMIC_RELAXED) != pool->id) continue;
+        if (FM__ATOMIC_LOAD(&e->id, RELAXED) != pool->id) continue;
         fm__mutex_lock(&pool->lock);
         fm__tc_settle(e);
         fm__tc_flush_locked(pool, e, e->count);
@@ -1951,14 +1943,14 @@ static inline void fm__count_op(fm_pool *p, bool alloc) {
 }
 
 static inline uint32_t *fm__lf_link(const fm_pool *p, uint32_t g) {
-    uint32_t **links = __atomic_load_n(&p->lf_links, __ATOMIC_ACQUIRE);
-    uint32_t *arr = __atomic_load_n(&links[g >> p->hot.slot_bits], __ATOMIC_ACQUIRE);
+    uint32_t **links = FM__ATOMIC_LOAD(&p->lf_links, ACQUIRE);
+    uint32_t *arr = FM__ATOMIC_LOAD(&links[g >> p->hot.slot_bits], ACQUIRE);
     return &arr[g & ((1u << p->hot.slot_bits) - 1u)];
 }
 
 static inline uint8_t *fm__lf_slot(const fm_pool *p, uint32_t g) {
-    uint8_t **bases = __atomic_load_n(&p->hot.bases, __ATOMIC_ACQUIRE);
-    uint8_t *base = __atomic_load_n(&bases[g >> p->hot.slot_bits], __ATOMIC_ACQUIRE);
+    uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
+    uint8_t *base = FM__ATOMIC_LOAD(&bases[g >> p->hot.slot_bits], ACQUIRE);
     return fm__slot(p, base, g & ((1u << p->hot.slot_bits) - 1u));
 }
 
@@ -1969,12 +1961,11 @@ static inline uint32_t fm__lf_index(const fm_pool *p, uint32_t chunk, uint32_t s
 /* Pushes the chain first..last (linked already) onto the stack. */
 static void fm__lf_push(fm_pool *p, uint32_t first, uint32_t last) {
     uint32_t *last_link = fm__lf_link(p, last);
-    uint64_t old = __atomic_load_n(&p->lf.head, __ATOMIC_RELAXED);
+    uint64_t old = FM__ATOMIC_LOAD(&p->lf.head, RELAXED);
     for (;;) {
-        __atomic_store_n(last_link, (uint32_t)old, __ATOMIC_RELAXED);
+        FM__ATOMIC_STORE(last_link, (uint32_t)old, RELAXED);
         uint64_t next = ((old >> 32) + 1) << 32 | first;
-        if (__atomic_compare_exchange_n(&p->lf.head, &old, next, true, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED))
+        if (FM__ATOMIC_CAS_WEAK(&p->lf.head, &old, next, RELEASE, RELAXED))
             return;
     }
 }
@@ -1982,14 +1973,13 @@ static void fm__lf_push(fm_pool *p, uint32_t first, uint32_t last) {
 /* Lock held: the whole stack becomes private (one CAS) and goes back to the
  * depot. */
 static void fm__lf_drain(fm_pool *p) {
-    uint64_t old = __atomic_load_n(&p->lf.head, __ATOMIC_ACQUIRE);
+    uint64_t old = FM__ATOMIC_LOAD(&p->lf.head, ACQUIRE);
     uint64_t empty;
     do {
         empty = ((old >> 32) + 1) << 32 | FM__NONE;
-    } while (!__atomic_compare_exchange_n(&p->lf.head, &old, empty, true, __ATOMIC_ACQ_REL,
-                                          __ATOMIC_ACQUIRE));
+    } while (!FM__ATOMIC_CAS_WEAK(&p->lf.head, &old, empty, ACQ_REL, ACQUIRE));
     for (uint32_t g = (uint32_t)old; g != FM__NONE;) {
-        uint32_t next = __atomic_load_n(fm__lf_link(p, g), __ATOMIC_RELAXED);
+        uint32_t next = FM__ATOMIC_LOAD(fm__lf_link(p, g), RELAXED);
         fm__depot_put(p, fm__lf_slot(p, g));
         g = next;
     }
@@ -2009,7 +1999,7 @@ FM__NOINLINE static void *fm__lf_refill(fm_pool *p) {
         fm__loc loc = {0};
         (void)fm__locate(p, slot, &loc);
         uint32_t g = fm__lf_index(p, loc.chunk, loc.slot);
-        __atomic_store_n(fm__lf_link(p, g), first, __ATOMIC_RELAXED);
+        FM__ATOMIC_STORE(fm__lf_link(p, g), first, RELAXED);
         if (first == FM__NONE) last = g;
         first = g;
     }
@@ -2019,7 +2009,7 @@ FM__NOINLINE static void *fm__lf_refill(fm_pool *p) {
 }
 
 FM__NOINLINE static void *fm__lf_alloc(fm_pool *p) {
-    uint64_t old = __atomic_load_n(&p->lf.head, __ATOMIC_ACQUIRE);
+    uint64_t old = FM__ATOMIC_LOAD(&p->lf.head, ACQUIRE);
     void *slot;
     for (;;) {
         uint32_t g = (uint32_t)old;
@@ -2028,10 +2018,9 @@ FM__NOINLINE static void *fm__lf_alloc(fm_pool *p) {
             if (!slot) return NULL;
             break;
         }
-        uint32_t next = __atomic_load_n(fm__lf_link(p, g), __ATOMIC_RELAXED);
+        uint32_t next = FM__ATOMIC_LOAD(fm__lf_link(p, g), RELAXED);
         uint64_t desired = ((old >> 32) + 1) << 32 | next;
-        if (__atomic_compare_exchange_n(&p->lf.head, &old, desired, true, __ATOMIC_ACQUIRE,
-                                        __ATOMIC_ACQUIRE)) {
+        if (FM__ATOMIC_CAS_WEAK(&p->lf.head, &old, desired, ACQUIRE, ACQUIRE)) {
             slot = fm__lf_slot(p, g);
             break;
         }
@@ -2091,7 +2080,7 @@ static void fm__user_counts(const fm_pool *p, uint64_t *allocs, uint64_t *frees)
         uint64_t a = p->tc_gone_allocs, f = p->tc_gone_frees;
         for (const fm__tc_entry *e = p->tc_entries; e; e = e->next) {
             f += fm__entry_frees(p, e);
-            a += __atomic_load_n(&e->allocs, __ATOMIC_ACQUIRE);
+            a += FM__ATOMIC_LOAD(&e->allocs, ACQUIRE);
         }
         *allocs = a;
         *frees = f;
@@ -2116,13 +2105,13 @@ static void *fm__resolve_shared(const fm_pool *p, fm_handle h) {
     uint32_t loc = (uint32_t)h.bits;
     uint32_t rec = (loc >> p->hot.slot_bits) - 1u;
     uint32_t slot = loc & ((1u << p->hot.slot_bits) - 1u);
-    if (rec >= __atomic_load_n(&p->hot.n_bases, __ATOMIC_ACQUIRE) || slot >= p->hot.per_chunk)
+    if (rec >= FM__ATOMIC_LOAD(&p->hot.n_bases, ACQUIRE) || slot >= p->hot.per_chunk)
         return NULL;
-    uint8_t **bases = __atomic_load_n(&p->hot.bases, __ATOMIC_ACQUIRE);
-    uint8_t *base = __atomic_load_n(&bases[rec], __ATOMIC_ACQUIRE);
+    uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
+    uint8_t *base = FM__ATOMIC_LOAD(&bases[rec], ACQUIRE);
     if (!base) return NULL;
     uint32_t want = FM__META_LIVE ^ ((uint32_t)(h.bits >> 32) ^ p->hot.salt);
-    if (__atomic_load_n(&fm__meta((uintptr_t)base)[slot], __ATOMIC_ACQUIRE) != want) return NULL;
+    if (FM__ATOMIC_LOAD(&fm__meta((uintptr_t)base)[slot], ACQUIRE) != want) return NULL;
     return fm__slot(p, base, slot);
 }
 
@@ -2228,7 +2217,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->use_os = fm__allocator_is_system(&desc->allocator) && fm__os_get_caps()->has_virtual_reserve;
     p->sync = desc->sync;
     p->hot.sync = (uint32_t)desc->sync;
-    p->id = __atomic_add_fetch(&fm__pool_ids, 1, __ATOMIC_RELAXED);
+    p->id = (FM__ATOMIC_FETCH_ADD(&fm__pool_ids, 1, RELAXED) + 1);
     p->hot.tc_id = p->sync == FM_SYNC_THREAD_CACHE ? p->id : UINT64_MAX;
 #ifdef FM__THREAD_CHECKS
     p->owner = fm__self();
@@ -2461,7 +2450,7 @@ static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
     out->total_allocs = p->cs->total_allocs;
     out->total_frees = p->cs->total_allocs - fm__live(p);
     out->failed_allocs = p->failed_allocs;
-    out->misuse_count = FM__LOAD(&p->misuse_count);
+    out->misuse_count = FM__ATOMIC_LOAD(&p->misuse_count, RELAXED);
     out->grow_events = p->grow_events;
     out->grow_ns_total = fm_clock_to_ns(p->grow_ticks_total);
     out->grow_ns_max = fm_clock_to_ns(p->grow_ticks_max);
@@ -2517,7 +2506,7 @@ static uint64_t *fm__ref_word(fm_pool *p, const fm__loc *loc) {
             return NULL;
         }
         memset(refs, 0, bytes);
-        FM__STORE_REL(&c->refs, refs); /* lock-free readers: see fm__refs_shared */
+        FM__ATOMIC_STORE(&c->refs, refs, RELEASE); /* lock-free readers: see fm__refs_shared */
     }
     return &c->refs[loc->slot];
 }
@@ -2726,8 +2715,8 @@ static fm_error fm__check_core(const fm_pool *pool) {
  * got it after that retain), which is what a missing array says. */
 
 static uint64_t *fm__refs_shared(fm_pool *p, const fm__loc *loc, bool create) {
-    fm__chunk *chunks = __atomic_load_n(&p->chunks, __ATOMIC_ACQUIRE);
-    uint64_t *refs = __atomic_load_n(&chunks[loc->chunk].refs, __ATOMIC_ACQUIRE);
+    fm__chunk *chunks = FM__ATOMIC_LOAD(&p->chunks, ACQUIRE);
+    uint64_t *refs = FM__ATOMIC_LOAD(&chunks[loc->chunk].refs, ACQUIRE);
     if (refs) return &refs[loc->slot];
     if (!create) return NULL;
     fm__mutex_lock(&p->lock);
@@ -2744,15 +2733,14 @@ FM__NOINLINE static void fm__retain_shared(fm_pool *p, void *item, const fm__loc
     uint64_t *w = fm__refs_shared(p, loc, true);
     if (!w) return;
     uint32_t gen = loc->meta & FM__GEN_MAX;
-    uint64_t old = __atomic_load_n(w, __ATOMIC_RELAXED);
+    uint64_t old = FM__ATOMIC_LOAD(w, RELAXED);
     for (;;) {
         uint32_t count = fm__count_of(old, gen);
         if (count == UINT32_MAX) {
             fm__misuse(p, FM_ERR_REFCOUNT, item, "retain (count at its maximum)");
             return;
         }
-        if (__atomic_compare_exchange_n(w, &old, (uint64_t)gen << 32 | count, true,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        if (FM__ATOMIC_CAS_WEAK(w, &old, (uint64_t)gen << 32 | count, RELAXED, RELAXED))
             return;
     }
 }
@@ -2761,14 +2749,13 @@ FM__NOINLINE static bool fm__release_shared(fm_pool *p, void *item, const fm__lo
     uint64_t *w = fm__refs_shared(p, loc, false);
     uint32_t gen = loc->meta & FM__GEN_MAX;
     if (w) {
-        uint64_t old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+        uint64_t old = FM__ATOMIC_LOAD(w, ACQUIRE);
         for (;;) {
             uint32_t count = fm__count_of(old, gen);
             if (count <= 1) break;
             /* Release: this holder's writes to the item happen before the
              * last holder's dtor and free. */
-            if (__atomic_compare_exchange_n(w, &old, (uint64_t)gen << 32 | (count - 2), true,
-                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            if (FM__ATOMIC_CAS_WEAK(w, &old, (uint64_t)gen << 32 | (count - 2), ACQ_REL, ACQUIRE))
                 return false;
         }
     }
@@ -2779,7 +2766,7 @@ FM__NOINLINE static bool fm__release_shared(fm_pool *p, void *item, const fm__lo
 
 FM__NOINLINE static uint32_t fm__refcount_shared(const fm_pool *p, const fm__loc *loc) {
     const uint64_t *w = fm__refs_shared((fm_pool *)p, loc, false);
-    return w ? fm__count_of(__atomic_load_n(w, __ATOMIC_ACQUIRE), loc->meta & FM__GEN_MAX) : 1;
+    return w ? fm__count_of(FM__ATOMIC_LOAD(w, ACQUIRE), loc->meta & FM__GEN_MAX) : 1;
 }
 
 /* ============================================================ entry points

@@ -284,6 +284,7 @@ static inline uint32_t fm__tc_next_idx(const fm__tc_entry *e, uintptr_t base_mas
 }
 
 #if defined(__GNUC__) || defined(__clang__)
+#include "framemem/detail/atomic.h"
 /* The calling thread's entry used last (never NULL: an entry with id 0 when
  * there is none). initial-exec: one %fs-relative load, also if the library is
  * built as a shared object (which then needs static TLS space, as glibc's own
@@ -344,9 +345,9 @@ void fm__pool_free_slow(fm_pool *pool, void *item);
  * word; false, with the word unchanged, when it was set already. A relaxed
  * load and store, no CAS (see Threads). */
 static inline bool fm__meta_set_live(uint32_t *w) {
-    uint32_t m = __atomic_load_n(w, __ATOMIC_RELAXED);
+    uint32_t m = FM__ATOMIC_LOAD(w, RELAXED);
     if (__builtin_expect((int32_t)m < 0, 0)) return false;
-    __atomic_store_n(w, m | FM__META_LIVE, __ATOMIC_RELAXED);
+    FM__ATOMIC_STORE(w, m | FM__META_LIVE, RELAXED);
     return true;
 }
 
@@ -358,7 +359,7 @@ static inline void fm__tc_count_alloc(uint64_t *allocs) {
 #if defined(__x86_64__)
     __asm__("addq $1, %0" : "+m"(*allocs) : : "cc");
 #else
-    __atomic_store_n(allocs, *allocs + 1, __ATOMIC_RELAXED);
+    FM__ATOMIC_STORE(allocs, *allocs + 1, RELAXED);
 #endif
 }
 
@@ -369,11 +370,11 @@ static inline void *fm__pool_alloc_tc(fm_pool *pool) {
     fm__tc_entry *e = fm__tc_last;
     /* A slot found live already was served from another thread's cache too
      * (see Threads): the library drops this copy and reports. */
-    if (__builtin_expect(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == h->tc_id, 1)) {
-        uint8_t *slot = (uint8_t *)__atomic_load_n(&e->next_slot, __ATOMIC_RELAXED);
+    if (__builtin_expect(FM__ATOMIC_LOAD(&e->id, RELAXED) == h->tc_id, 1)) {
+        uint8_t *slot = (uint8_t *)FM__ATOMIC_LOAD(&e->next_slot, RELAXED);
         if (__builtin_expect(slot != NULL, 1)) {
             if (__builtin_expect(fm__meta_set_live(e->next_meta), 1)) {
-                __atomic_store_n(&e->next_slot, NULL, __ATOMIC_RELAXED);
+                FM__ATOMIC_STORE(&e->next_slot, NULL, RELAXED);
                 fm__tc_count_alloc(&e->allocs);
                 return slot;
             }
@@ -384,7 +385,7 @@ static inline void *fm__pool_alloc_tc(fm_pool *pool) {
                 if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
                 uint32_t *meta = (uint32_t *)((uintptr_t)slot & h->base_mask) + e->slot_idx[n - 1];
                 if (__builtin_expect(fm__meta_set_live(meta), 1)) {
-                    __atomic_store_n(&e->count, n - 1, __ATOMIC_RELAXED);
+                    FM__ATOMIC_STORE(&e->count, n - 1, RELAXED);
                     fm__tc_count_alloc(&e->allocs);
                     return slot;
                 }
@@ -466,26 +467,26 @@ bad:
 static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     fm__tc_entry *e = fm__tc_last;
-    uintptr_t hs = __atomic_load_n(&e->hint_slots, __ATOMIC_RELAXED);
+    uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
     uint64_t si = fm__exact_index((uintptr_t)item - hs, h->inv, h->inv_shift);
-    if (__builtin_expect(__atomic_load_n(&e->id, __ATOMIC_RELAXED) == h->tc_id &&
+    if (__builtin_expect(FM__ATOMIC_LOAD(&e->id, RELAXED) == h->tc_id &&
                              si < h->per_chunk,
                          1)) {
         uint32_t *meta = e->hint_meta + si;
-        uint32_t m = __atomic_load_n(meta, __ATOMIC_RELAXED);
+        uint32_t m = FM__ATOMIC_LOAD(meta, RELAXED);
         if (__builtin_expect((int32_t)m < -1, 1)) {
-            void *prev = __atomic_load_n(&e->next_slot, __ATOMIC_RELAXED);
+            void *prev = FM__ATOMIC_LOAD(&e->next_slot, RELAXED);
             if (prev) {
                 /* n < FM__TC_SLOTS - 1: slots[] keeps room for next_slot. */
                 uint32_t n = e->count;
                 if (__builtin_expect(n >= FM__TC_SLOTS - 1, 0)) goto slow;
                 e->slots[n] = prev;
                 e->slot_idx[n] = fm__tc_next_idx(e, h->base_mask);
-                __atomic_store_n(&e->count, n + 1, __ATOMIC_RELAXED);
+                FM__ATOMIC_STORE(&e->count, n + 1, RELAXED);
             }
-            __atomic_store_n(meta, m + (FM__META_LIVE + 1u), __ATOMIC_RELAXED);
+            FM__ATOMIC_STORE(meta, m + (FM__META_LIVE + 1u), RELAXED);
             e->next_meta = meta;
-            __atomic_store_n(&e->next_slot, item, __ATOMIC_RELAXED);
+            FM__ATOMIC_STORE(&e->next_slot, item, RELAXED);
             return;
         }
     }
