@@ -83,6 +83,17 @@ const char *fm_growth_name(fm_growth growth) {
     return (unsigned)growth < FM_GROWTH_COUNT ? names[growth] : "?";
 }
 
+const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockfree) {
+    if ((unsigned)sync >= FM_SYNC_COUNT) return "unknown sync policy";
+    if (pool_policies) return NULL;
+    if (sync == FM_SYNC_THREAD_CACHE)
+        return lockfree ? "FM_SYNC_THREAD_CACHE is a pool policy; take NONE, MUTEX or LOCKFREE"
+                        : "FM_SYNC_THREAD_CACHE is a pool policy; take NONE or MUTEX";
+    if (sync == FM_SYNC_LOCKFREE && !lockfree)
+        return "FM_SYNC_LOCKFREE is not offered here; take NONE or MUTEX";
+    return NULL;
+}
+
 /* ------------------------------------------------------ backing memory */
 
 void *fm_allocator_alloc(const fm_allocator *a, size_t size, size_t align) {
@@ -114,4 +125,18 @@ void *fm__object_new(const fm_allocator *a, size_t size, size_t align, size_t na
     memcpy(obj + name_offset, name, name_len + 1);
     *self_bytes = bytes;
     return obj;
+}
+
+bool fm__grow_array(const fm_allocator *a, void **arr, uint32_t *cap, uint32_t need, size_t elem) {
+    if (need <= *cap) return true;
+    uint64_t n = *cap ? *cap : 8;
+    while (n < need) n *= 2;
+    if (n > UINT32_MAX) return false;
+    void *mem = fm_allocator_alloc(a, (size_t)n * elem, alignof(max_align_t));
+    if (!mem) return false;
+    if (*arr) memcpy(mem, *arr, (size_t)*cap * elem);
+    fm_allocator_free(a, *arr, (size_t)*cap * elem);
+    *arr = mem;
+    *cap = (uint32_t)n;
+    return true;
 }

@@ -31,6 +31,12 @@
 /* Sets the thread's last error, formats the message and calls the handler. */
 void fm__report(fm_error err, const char *fmt, ...) FM__PRINTF(2, 3);
 
+/* ---------------------------------------------------------- descs */
+
+/* Why an object offering NONE, MUTEX and (lockfree) LOCKFREE refuses sync,
+ * or NULL; pool_policies: every pool policy is fine. */
+const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockfree);
+
 /* ------------------------------------------------------- backing memory */
 
 /* Bookkeeping memory (pool structs, tables) comes from the desc's allocator
@@ -47,6 +53,18 @@ void *fm__object_new(const fm_allocator *a, size_t size, size_t align, size_t na
 static inline bool fm__allocator_is_system(const fm_allocator *a) {
     return a->alloc == NULL;
 }
+
+/* Grows *arr (of elem bytes each, from a) to hold at least need elements:
+ * capacity doubles from 8, the contents are copied. false, with *arr
+ * unchanged, when a refuses or the count would pass UINT32_MAX. */
+bool fm__grow_array(const fm_allocator *a, void **arr, uint32_t *cap, uint32_t need, size_t elem);
+
+/* ------------------------------------------------------------ closures */
+
+struct fm_closure;
+/* Takes a reference to c for an event or a defer queue; false (reported)
+ * when none could be taken: NULL, not a live closure, count at its maximum. */
+bool fm__closure_take(struct fm_closure *c);
 
 /* Virtual memory comes from the OS through platform/os.h. */
 
