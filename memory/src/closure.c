@@ -17,7 +17,6 @@
  * same policy and counts references with atomic read-modify-writes (NONE:
  * plain loads and stores).
  */
-#define FM__BUILDING_CLOSURE 1
 #include "framemem/closure.h"
 
 #include "internal.h"
@@ -236,10 +235,9 @@ bool fm__closure_take(fm_closure *c) {
 
 void (fm_closure_retain)(fm_closure *c) { (void)fm__closure_take(c); }
 
-bool (fm_closure_release)(fm_closure *c) {
-#if FM__CLOSURE_TAG_FIRST
-    if (FM__LIKELY(fm__closure_is_local(c))) return fm__closure_release_local(c);
-#endif
+/* Every release but that of a live closure of an FM_SYNC_NONE pool: out of
+ * line, so that the common one below stays a test and a decrement. */
+FM__NOINLINE static bool fm__closure_release_checked(fm_closure *c) {
     bool ok;
     fm_pool *home = fm__closure_home(c, "release", &ok);
     if (!home) return false;
@@ -247,10 +245,17 @@ bool (fm_closure_release)(fm_closure *c) {
         /* acq_rel: every write by the other holders is seen before the free. */
         if (FM__ATOMIC_FETCH_SUB(&c->h.refs, 1, ACQ_REL) > 1) return false;
         c->h.tag = 0;
-        fm_pool_free(home, c);
+        FM__POOL_FREE(home, c);
         return true;
     }
     return fm__closure_release_local(c);
+}
+
+bool (fm_closure_release)(fm_closure *c) {
+#if FM__CLOSURE_TAG_FIRST
+    if (FM__LIKELY(fm__closure_is_local(c))) return fm__closure_release_local(c);
+#endif
+    return fm__closure_release_checked(c);
 }
 
 void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out) {

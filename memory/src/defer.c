@@ -7,7 +7,6 @@
  * finds the inbox full drains it itself, under the lock, before appending:
  * each thread's defers keep their order.
  */
-#define FM__BUILDING_CLOSURE 1
 #include "framemem/closure.h"
 
 #include "internal.h"

@@ -11,7 +11,6 @@
  * subscriber runs, so callbacks may subscribe, unsubscribe and emit (the
  * lock is never held across a call, so no recursive lock is needed).
  */
-#define FM__BUILDING_CLOSURE 1
 #include "framemem/closure.h"
 
 #include "framemem/clock.h"

@@ -65,7 +65,7 @@ void fm_frame_arena_destroy(fm_frame_arena *fa) {
 
 /* Parenthesised: optimised builds define fm_frame_alloc as a macro. */
 void *(fm_frame_alloc)(fm_frame_arena *fa, size_t size, size_t align) {
-    return fm_arena_alloc(fa->hot.current, size, align);
+    return FM__ARENA_ALLOC(fa->hot.current, size, align);
 }
 
 fm_arena *fm_frame_arena_current(fm_frame_arena *fa) { return fa->hot.current; }

@@ -114,6 +114,17 @@ bool fm__closure_take(struct fm_closure *c);
 #define FM__VG_QUIET_END() ((void)0)
 #endif
 
+/* ---------------------------------------------------------- arenas */
+
+/* The library's own arena allocations (fm_arena_alloc, fm_frame_alloc) bump
+ * inline too (detail/arena.h), except where every allocation must reach
+ * fm__arena_alloc_slow for its sanitizer and Valgrind annotations. */
+#if defined(FM__GNU) && !defined(FM__ASAN) && !defined(FM_USE_VALGRIND)
+#define FM__ARENA_ALLOC fm__arena_alloc_inline
+#else
+#define FM__ARENA_ALLOC fm__arena_alloc_slow
+#endif
+
 /* Debug fill bytes (STYLE.md): freed pool slots. */
 #define FM__FILL_FREED 0xDF
 
