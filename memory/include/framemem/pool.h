@@ -12,9 +12,7 @@
  *     // 3. A handle is a weak reference: NULL once the item is freed.
  *     fm_handle h = fm_pool_handle(bullets, b);
  *     fm_pool_free(bullets, b);               // fm_pool_resolve(bullets, h): NULL
- *
- *     // 4. Destroy reports the items still live and returns every byte.
- *     fm_pool_destroy(bullets);
+ *     fm_pool_destroy(bullets);               // reports leaks, returns every byte
  *
  * A pool is a set of equal power-of-two chunks, each aligned to its size:
  * alloc, free, owns and resolve are O(1) whatever the capacity, free tells
@@ -37,7 +35,9 @@
  *   traded 32 at a time with the pool under its lock; a slot freed on another
  *   thread joins that thread's cache. They go back at thread exit or
  *   fm_pool_flush_thread_cache (a thread may see FM_ERR_POOL_FULL at
- *   max_capacity while other caches hold slots). A free of a dead item is
+ *   max_capacity while other caches hold slots). A cache is a block of the
+ *   pool's allocator; a thread has caches in up to 256 pools at once (in
+ *   further ones each call takes the lock). A free of a dead item is
  *   always reported; of two frees of one item racing at the same instant,
  *   the inline free of optimised builds (no CAS) may let both pass: the
  *   first thread to find that slot in use reports and drops it.

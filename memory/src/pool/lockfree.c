@@ -29,7 +29,8 @@ FM__NOINLINE static void fm__count_uncached(fm_pool *p, bool alloc) {
 }
 
 static inline void fm__count_op(fm_pool *p, bool alloc) {
-    fm__tc_entry *e = fm__tc_entry_of(p);
+    bool uncached = false;
+    fm__tc_entry *e = fm__tc_entry_of(p, &uncached);
     if (FM__LIKELY(e != NULL)) fm__count(alloc ? &e->allocs : &e->frees);
     else fm__count_uncached(p, alloc);
 }

@@ -427,9 +427,8 @@ static void fm__report_leaks(fm_pool *p, uint64_t live) {
 void fm_pool_destroy(fm_pool *pool) {
     if (!pool) return;
     fm_pool *p = pool;
-    /* Caches of other threads forget the pool; what they hold is returned
-     * with the chunks. */
-    if (fm__cached_policy(p)) fm__tc_detach_all(p);
+    /* Every thread's entry goes (the slots it holds go with the chunks). */
+    if (fm__cached_policy(p)) fm__tc_free_entries(p);
     uint64_t live = fm__user_live(p);
     if (live && !p->desc.silent_destroy) fm__report_leaks(p, live);
     if (live && p->desc.dtor) {

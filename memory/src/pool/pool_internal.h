@@ -165,8 +165,8 @@ struct fm_pool {
     void *retired_arrays[FM__MAX_RETIRED_ARRAYS];
     size_t retired_bytes[FM__MAX_RETIRED_ARRAYS];
     fm__lf_state lf;
-    fm__tc_entry *tc_entries;     /* THREAD_CACHE: caches of threads using the pool */
-    uint64_t tc_gone_allocs;      /* counters of caches whose thread exited */
+    fm__tc_entry *tc_entries;     /* the entries of threads using the pool (tcache.c) */
+    uint64_t tc_gone_allocs;      /* counters of freed entries and of calls without one */
     uint64_t tc_gone_frees;
 
     /* ---- counters */
@@ -244,8 +244,8 @@ static void fm__slot_to_free(const fm_pool *p, void *item);
 static void fm__count(uint64_t *c);
 static uint64_t fm__entry_frees(const fm_pool *p, const fm__tc_entry *e);
 static void *fm__tc_alloc(fm_pool *p);
-static void fm__tc_detach_all(fm_pool *p);
-static fm__tc_entry *fm__tc_entry_of(fm_pool *p);
+static void fm__tc_free_entries(fm_pool *p);
+static fm__tc_entry *fm__tc_entry_of(fm_pool *p, bool *uncached);
 static void fm__tc_forget_hints(fm_pool *p);
 static void fm__tc_free(fm_pool *p, void *item, const char *op);
 

@@ -1,5 +1,38 @@
-/* pool/tcache.c: FM_SYNC_THREAD_CACHE's per-thread magazines (and the
- * per-thread counters LOCKFREE keeps in the same entries).
+/* pool/tcache.c: FM_SYNC_THREAD_CACHE, per-thread magazines of free slots
+ * (and the per-thread counters LOCKFREE keeps in the same entries).
+ *
+ * Each thread keeps, per pool it uses, an entry with up to FM__TC_SLOTS free
+ * slots of that pool: alloc pops, free pushes, and only a full or empty
+ * magazine exchanges FM__TC_BATCH slots with the depot under the lock. A
+ * slot freed on another thread joins that thread's entry for the same pool.
+ * LOCKFREE pools keep their counters in the same entries (with no slots).
+ *
+ * An entry is the pool's: it comes from the pool's allocator under the
+ * pool's lock (bytes_reserved counts it) and sits on the pool's list, where
+ * stats sum its counters and destroy finds it. Its thread finds it through
+ * a table of (pool id, entry) slots in thread-local storage (so a thread
+ * allocates nothing of its own), keyed by the pool's unique id, never its
+ * address: a pool re-created at the same address never sees an old entry.
+ * The entry used last is fm__tc_cur, which the inline paths read; they and
+ * everything here test its id, a thread-local word, before they touch the
+ * entry.
+ *
+ * An entry goes with its thread or with its pool, whichever goes first. Its
+ * table slot's id leaves the pool's id by one CAS: to 0 by the pool's
+ * destroy, which then frees the entry; or to FM__TC_CLAIMED by the exiting
+ * thread, which then hands the slots and counters back to the pool and
+ * frees the entry under the pool's lock while destroy, seeing the claim,
+ * waits. Destroy writes into a thread's table only while the entry is on
+ * the pool's list, that is before the thread's exit has passed that slot.
+ *
+ * A thread holds at most FM__TC_POOLS entries at once; a pool beyond them is
+ * served without a cache (each alloc and free under the pool's lock) until a
+ * slot comes free when one of the others is destroyed.
+ *
+ * The inline alloc and free (detail/pool.h) pop and push as fm__tc_alloc and
+ * fm__tc_free below do, except that the free sets the meta word without a
+ * CAS (see pool.h's Threads): with the CAS a warm alloc+free pair took
+ * 1.85x NONE's time, without it 1.4x.
  */
 #ifndef FM__POOL_UNIT
 #error "pool/tcache.c is compiled as part of pool/unit.c"
@@ -7,45 +40,25 @@
 
 #include "pool/pool_internal.h"
 
-/* ---- FM_SYNC_THREAD_CACHE: per-thread magazines
- *
- * Each thread keeps, per pool it used, an entry with up to FM__TC_SLOTS free
- * slots of that pool: alloc pops, free pushes, and only a full or empty
- * magazine exchanges FM__TC_BATCH slots with the depot under the lock. A
- * slot freed on another thread joins that thread's entry for the same pool
- * (entries are keyed by the pool's unique id, never by its address, so a
- * pool re-created at the same address never sees an old entry). Entries are
- * the thread's (C heap); the pool lists them under its lock so stats can sum
- * their counters and destroy can detach them. A thread's exit (its exit hook
- * destructor) returns its slots and counters to the pools still alive; the
- * registry lock orders that against destroy. LOCKFREE pools keep their
- * counters in the same entries (with no slots). The entry a thread used last
- * is fm__tc_last, which detail/pool.h's inline alloc and free use as fm__tc_alloc
- * and fm__tc_free below do, except that the free sets the meta word without
- * a CAS (see pool.h's Threads): with the CAS a warm alloc+free pair took
- * 1.85x NONE's time, without it 1.4x. */
-
 enum { FM__TC_BATCH = FM__TC_SLOTS / 2 };
 
 /* hint_slots of an entry with no hint: slot starts counted from it lie at
  * 2^63 and above, where no user-space pointer is, so no item matches. */
 #define FM__TC_NO_HINT ((uintptr_t)1 << 63)
+/* A table slot whose thread is handing the entry back (no pool id is this). */
+#define FM__TC_CLAIMED UINT64_MAX
 
-typedef struct fm__tcache {
-    fm__tc_entry **entries; /* the thread's entries (fm__tc_entry: detail/pool.h) */
-    uint32_t n, cap;
-} fm__tcache;
+typedef struct fm__tc_thread {
+    fm__tc_slot table[FM__TC_POOLS]; /* [0, used): id 0 marks a free slot */
+    uint32_t used;
+    bool armed; /* the exit hook runs at this thread's exit */
+} fm__tc_thread;
 
-/* What fm__tc_last names when the thread has no entry: id 0 matches no pool,
- * so every path goes on to fm__tc_find; nothing ever writes to it. */
-static fm__tc_entry fm__tc_none = {.hint_slots = FM__TC_NO_HINT};
-__thread fm__tc_entry *fm__tc_last __attribute__((tls_model("initial-exec"))) = &fm__tc_none;
-static FM__THREAD_LOCAL fm__tcache *fm__tc;
+__thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
+static FM__THREAD_LOCAL fm__tc_thread fm__tc_self;
 static fm__exit_hook fm__tc_exit;
 static fm__once fm__tc_once = FM__ONCE_INIT;
-static bool fm__tc_key_ok;
-/* Orders thread exit against pool destroy (taken before any pool lock). */
-static fm__mutex fm__tc_registry = FM__MUTEX_INIT;
+static bool fm__tc_hook_ok;
 
 /* A cached slot found live is in another thread's cache too: two frees of
  * its item raced on two threads and both succeeded (the inline free of
@@ -108,115 +121,132 @@ static void fm__tc_flush_locked(fm_pool *p, fm__tc_entry *e, uint32_t count) {
     FM__ATOMIC_STORE(&e->taken, e->taken - returned, RELAXED);
 }
 
+/* p's lock held: e leaves p's list, its counters stay with p, and its
+ * memory goes back to p's allocator. */
+static void fm__tc_entry_free(fm_pool *p, fm__tc_entry *e) {
+    p->tc_gone_allocs += FM__ATOMIC_LOAD(&e->allocs, RELAXED);
+    p->tc_gone_frees += fm__entry_frees(p, e);
+    if (e->prev) e->prev->next = e->next;
+    else p->tc_entries = e->next;
+    if (e->next) e->next->prev = e->prev;
+    p->bytes_reserved -= sizeof *e;
+    fm_allocator_free(&p->desc.allocator, e, sizeof *e);
+}
+
+/* The exit hook: each entry of the thread goes back to its pool, its slots
+ * to the depot, unless the pool's destroy took it first. */
 static void fm__tc_thread_exit(void *arg) {
-    fm__tcache *tc = arg;
-    fm__tc = NULL;
-    fm__tc_last = &fm__tc_none;
-    fm__mutex_lock(&fm__tc_registry);
-    for (uint32_t i = 0; i < tc->n; i++) {
-        fm__tc_entry *e = tc->entries[i];
-        if (FM__ATOMIC_LOAD(&e->id, ACQUIRE) != 0) {
-            fm_pool *p = e->pool;
-            fm__mutex_lock(&p->lock);
-            fm__tc_settle(e);
-            fm__tc_flush_locked(p, e, e->count);
-            p->tc_gone_allocs += e->allocs;
-            p->tc_gone_frees += fm__entry_frees(p, e);
-            if (e->prev) e->prev->next = e->next;
-            else p->tc_entries = e->next;
-            if (e->next) e->next->prev = e->prev;
-            fm__mutex_unlock(&p->lock);
-        }
-        free(e);
+    fm__tc_thread *t = arg;
+    fm__tc_cur = (fm__tc_slot){0, NULL};
+    for (uint32_t i = 0; i < t->used; i++) {
+        fm__tc_slot *s = &t->table[i];
+        uint64_t id = FM__ATOMIC_LOAD(&s->id, ACQUIRE);
+        if (id == 0 || !FM__ATOMIC_CAS_STRONG(&s->id, &id, FM__TC_CLAIMED, ACQ_REL, ACQUIRE))
+            continue;
+        /* Claimed: the pool's destroy waits for this slot, so p stays. */
+        fm__tc_entry *e = s->entry;
+        fm_pool *p = e->pool;
+        fm__mutex_lock(&p->lock);
+        fm__tc_settle(e);
+        fm__tc_flush_locked(p, e, e->count);
+        fm__tc_entry_free(p, e);
+        fm__mutex_unlock(&p->lock);
+        FM__ATOMIC_STORE(&s->id, 0, RELEASE);
     }
-    fm__mutex_unlock(&fm__tc_registry);
-    free(tc->entries);
-    free(tc);
+    t->used = 0;
+    t->armed = false; /* a later use (another exit hook's) arms it again */
 }
 
-static void fm__tc_key_create(void) {
-    fm__tc_key_ok = fm__exit_hook_create(&fm__tc_exit, fm__tc_thread_exit);
+static void fm__tc_hook_create(void) {
+    fm__tc_hook_ok = fm__exit_hook_create(&fm__tc_exit, fm__tc_thread_exit);
 }
 
-/* Destroy: every entry forgets the pool (its thread frees it later). */
-static void fm__tc_detach_all(fm_pool *p) {
-    fm__mutex_lock(&fm__tc_registry);
+/* Destroy: every thread's entry for p is freed. An entry its exiting thread
+ * is handing back (claimed) is waited for: that thread needs p's lock. */
+static void fm__tc_free_entries(fm_pool *p) {
     fm__mutex_lock(&p->lock);
-    for (fm__tc_entry *e = p->tc_entries, *next; e; e = next) {
-        next = e->next;
-        p->tc_gone_allocs += FM__ATOMIC_LOAD(&e->allocs, RELAXED);
-        p->tc_gone_frees += fm__entry_frees(p, e);
-        FM__ATOMIC_STORE(&e->id, 0, RELEASE); /* last write to e */
+    fm__tc_entry *e = p->tc_entries;
+    while (e) {
+        uint64_t id = p->id;
+        if (FM__ATOMIC_CAS_STRONG(&e->home->id, &id, 0, ACQ_REL, ACQUIRE)) {
+            fm__tc_entry *next = e->next;
+            fm__tc_entry_free(p, e);
+            e = next;
+            continue;
+        }
+        fm__mutex_unlock(&p->lock);
+        fm__thread_yield();
+        fm__mutex_lock(&p->lock);
+        e = p->tc_entries;
     }
-    p->tc_entries = NULL;
     fm__mutex_unlock(&p->lock);
-    fm__mutex_unlock(&fm__tc_registry);
+    if (fm__tc_cur.id == p->id) fm__tc_cur = (fm__tc_slot){0, NULL};
 }
 
-/* The calling thread's entry for p, made on first use; NULL (reported) when
- * there is no memory for it. */
-FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p) {
-    fm__call_once(&fm__tc_once, fm__tc_key_create);
-    if (!fm__tc_key_ok) {
-        fm__report(FM_ERR_UNSUPPORTED, "pool '%s': no thread-specific key for thread caches",
-                   p->name);
-        return NULL;
+/* The calling thread's entry for p, from its table or made in a free slot of
+ * it. NULL when there is none: with *uncached set when the table is full
+ * (nothing reported: the call goes on without a cache), else reported (no
+ * exit hook, no memory). */
+FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p, bool *uncached) {
+    fm__tc_thread *t = &fm__tc_self;
+    fm__tc_slot *slot = NULL;
+    for (uint32_t i = 0; i < t->used; i++) {
+        uint64_t id = FM__ATOMIC_LOAD(&t->table[i].id, ACQUIRE);
+        if (id == p->id) {
+            fm__tc_cur = (fm__tc_slot){id, t->table[i].entry};
+            return fm__tc_cur.entry;
+        }
+        if (id == 0 && !slot) slot = &t->table[i];
     }
-    fm__tcache *tc = fm__tc;
-    if (!tc) {
-        tc = calloc(1, sizeof *tc);
-        if (!tc || !fm__exit_hook_arm(&fm__tc_exit, tc)) {
-            free(tc);
+    if (!t->armed) {
+        fm__call_once(&fm__tc_once, fm__tc_hook_create);
+        if (!fm__tc_hook_ok) {
+            fm__report(FM_ERR_UNSUPPORTED, "pool '%s': no thread-specific key for thread caches",
+                       p->name);
+            return NULL;
+        }
+        if (!fm__exit_hook_arm(&fm__tc_exit, t)) {
             fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for this thread's cache",
                        p->name);
             return NULL;
         }
-        fm__tc = tc;
+        t->armed = true;
     }
-    /* Find p's entry; entries of destroyed pools are freed on the way. */
-    fm__tc_entry *found = NULL;
-    for (uint32_t i = 0; i < tc->n;) {
-        fm__tc_entry *e = tc->entries[i];
-        uint64_t id = FM__ATOMIC_LOAD(&e->id, ACQUIRE);
-        if (id == 0) {
-            if (fm__tc_last == e) fm__tc_last = &fm__tc_none;
-            free(e);
-            tc->entries[i] = tc->entries[--tc->n];
-            continue;
+    if (!slot) {
+        if (t->used == FM__TC_POOLS) {
+            *uncached = true;
+            return NULL;
         }
-        if (id == p->id) found = e;
-        i++;
+        slot = &t->table[t->used++];
     }
-    if (!found) {
-        if (tc->n == tc->cap) {
-            uint32_t cap = tc->cap ? tc->cap * 2 : 8;
-            fm__tc_entry **entries = realloc(tc->entries, cap * sizeof *entries);
-            if (!entries) goto oom;
-            tc->entries = entries;
-            tc->cap = cap;
-        }
-        if (posix_memalign((void **)&found, 64, sizeof *found) != 0) goto oom;
-        memset(found, 0, sizeof *found);
-        found->id = p->id;
-        found->hint_slots = FM__TC_NO_HINT;
-        found->pool = p;
-        fm__mutex_lock(&p->lock);
-        found->next = p->tc_entries;
-        if (found->next) found->next->prev = found;
-        p->tc_entries = found;
-        fm__mutex_unlock(&p->lock);
-        tc->entries[tc->n++] = found;
+    /* Under the lock, as every call of the pool's allocator is. */
+    fm__mutex_lock(&p->lock);
+    fm__tc_entry *e = fm_allocator_alloc(&p->desc.allocator, sizeof *e, 64);
+    if (e) {
+        memset(e, 0, sizeof *e);
+        e->hint_slots = FM__TC_NO_HINT;
+        e->pool = p;
+        e->home = slot;
+        e->next = p->tc_entries;
+        if (e->next) e->next->prev = e;
+        p->tc_entries = e;
+        p->bytes_reserved += sizeof *e;
     }
-    fm__tc_last = found;
-    return found;
-oom:
-    fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for this thread's cache", p->name);
-    return NULL;
+    fm__mutex_unlock(&p->lock);
+    if (!e) {
+        fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': no memory for this thread's cache", p->name);
+        return NULL;
+    }
+    slot->entry = e;
+    FM__ATOMIC_STORE(&slot->id, p->id, RELEASE);
+    fm__tc_cur = (fm__tc_slot){p->id, e};
+    return e;
 }
 
-static inline fm__tc_entry *fm__tc_entry_of(fm_pool *p) {
-    fm__tc_entry *e = fm__tc_last;
-    if (FM__UNLIKELY(FM__ATOMIC_LOAD(&e->id, RELAXED) != p->id)) e = fm__tc_find(p);
+/* The calling thread's entry for p, settled (see fm__tc_settle) and with
+ * room; NULL as fm__tc_find. */
+static inline fm__tc_entry *fm__tc_entry_of(fm_pool *p, bool *uncached) {
+    fm__tc_entry *e = FM__LIKELY(fm__tc_cur.id == p->id) ? fm__tc_cur.entry : fm__tc_find(p, uncached);
     if (FM__UNLIKELY(e == NULL)) return NULL;
     fm__tc_settle(e);
     /* Between calls count stays below FM__TC_SLOTS, the last place being
@@ -277,9 +307,24 @@ FM__NOINLINE static bool fm__tc_refill(fm_pool *p, fm__tc_entry *e) {
     return n > 0;
 }
 
+/* A thread whose table is full: an item straight from the depot (a failed
+ * growth is reported and counted there). */
+FM__NOINLINE static void *fm__tc_alloc_uncached(fm_pool *p) {
+    fm__mutex_lock(&p->lock);
+    void *slot = fm__depot_take(p, true);
+    if (slot) {
+        fm__cached_to_live(p, slot);
+        p->tc_gone_allocs++;
+    }
+    fm__mutex_unlock(&p->lock);
+    return slot;
+}
+
 FM__NOINLINE static void *fm__tc_alloc_slow(fm_pool *p) {
-    fm__tc_entry *e = fm__tc_entry_of(p);
+    bool uncached = false;
+    fm__tc_entry *e = fm__tc_entry_of(p, &uncached);
     if (FM__UNLIKELY(!e)) {
+        if (uncached) return fm__tc_alloc_uncached(p);
         fm__mutex_lock(&p->lock);
         p->failed_allocs++;
         fm__mutex_unlock(&p->lock);
@@ -296,11 +341,12 @@ FM__NOINLINE static void *fm__tc_alloc_slow(fm_pool *p) {
 /* The common alloc: the thread's last entry is this pool's and has a slot;
  * nothing here needs a register saved, the rest is tail-called. */
 static inline void *fm__tc_alloc(fm_pool *p) {
-    fm__tc_entry *e = fm__tc_last;
-    if (FM__LIKELY(FM__ATOMIC_LOAD(&e->id, RELAXED) == p->id && e->count != 0 &&
-                   !FM__ATOMIC_LOAD(&e->next_slot, RELAXED))) {
-        void *item = fm__tc_pop(p, e);
-        if (FM__LIKELY(item != NULL)) return item;
+    if (FM__LIKELY(fm__tc_cur.id == p->id)) {
+        fm__tc_entry *e = fm__tc_cur.entry;
+        if (FM__LIKELY(e->count != 0 && !FM__ATOMIC_LOAD(&e->next_slot, RELAXED))) {
+            void *item = fm__tc_pop(p, e);
+            if (FM__LIKELY(item != NULL)) return item;
+        }
     }
     return fm__tc_alloc_slow(p);
 }
@@ -312,7 +358,8 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
         fm__misuse(p, fm__shared_problem(p, err, item), item, op);
         return;
     }
-    fm__tc_entry *e = fm__tc_entry_of(p);
+    bool uncached = false;
+    fm__tc_entry *e = fm__tc_entry_of(p, &uncached);
     if (FM__UNLIKELY(!e)) {
         /* No cache for this thread: straight back to the depot. */
         fm__mutex_lock(&p->lock);
@@ -346,20 +393,21 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
  * never names memory that is not this pool's), live, into a magazine with
  * room. Everything else takes the full path above. */
 static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
-    fm__tc_entry *e = fm__tc_last;
-    uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
-    uint64_t slot = fm__exact_index((uintptr_t)item - hs, p->hot.inv, p->hot.inv_shift);
-    if (FM__LIKELY(FM__ATOMIC_LOAD(&e->id, RELAXED) == p->id &&
-                   slot < p->hot.per_chunk && e->count < FM__TC_SLOTS - 1 &&
-                   !FM__ATOMIC_LOAD(&e->next_slot, RELAXED))) {
-        uint32_t *mw = &fm__meta(hs - p->hot.slots_off)[slot];
-        uint32_t m = FM__ATOMIC_LOAD(mw, ACQUIRE);
-        /* Live with a generation below the maximum: negative, below -1. */
-        if (FM__LIKELY((int32_t)m < -1 &&
-                       FM__ATOMIC_CAS_STRONG(mw, &m, (m & FM__GEN_MAX) + 1, ACQ_REL, RELAXED))) {
-            fm__slot_to_free(p, item);
-            fm__tc_push(e, item, (uint32_t)slot);
-            return;
+    if (FM__LIKELY(fm__tc_cur.id == p->id)) {
+        fm__tc_entry *e = fm__tc_cur.entry;
+        uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
+        uint64_t slot = fm__exact_index((uintptr_t)item - hs, p->hot.inv, p->hot.inv_shift);
+        if (FM__LIKELY(slot < p->hot.per_chunk && e->count < FM__TC_SLOTS - 1 &&
+                       !FM__ATOMIC_LOAD(&e->next_slot, RELAXED))) {
+            uint32_t *mw = &fm__meta(hs - p->hot.slots_off)[slot];
+            uint32_t m = FM__ATOMIC_LOAD(mw, ACQUIRE);
+            /* Live with a generation below the maximum: negative, below -1. */
+            if (FM__LIKELY((int32_t)m < -1 && FM__ATOMIC_CAS_STRONG(mw, &m, (m & FM__GEN_MAX) + 1,
+                                                                   ACQ_REL, RELAXED))) {
+                fm__slot_to_free(p, item);
+                fm__tc_push(e, item, (uint32_t)slot);
+                return;
+            }
         }
     }
     fm__tc_free_slow(p, item, op);
@@ -377,14 +425,14 @@ void fm_pool_flush_thread_cache(fm_pool *pool) {
         return;
     }
     if (pool->sync != FM_SYNC_THREAD_CACHE) return;
-    fm__tcache *tc = fm__tc;
-    if (!tc) return;
-    for (uint32_t i = 0; i < tc->n; i++) {
-        fm__tc_entry *e = tc->entries[i];
-        if (FM__ATOMIC_LOAD(&e->id, RELAXED) != pool->id) continue;
+    fm__tc_thread *t = &fm__tc_self;
+    for (uint32_t i = 0; i < t->used; i++) {
+        if (FM__ATOMIC_LOAD(&t->table[i].id, RELAXED) != pool->id) continue;
+        fm__tc_entry *e = t->table[i].entry;
         fm__mutex_lock(&pool->lock);
         fm__tc_settle(e);
         fm__tc_flush_locked(pool, e, e->count);
         fm__mutex_unlock(&pool->lock);
+        return;
     }
 }

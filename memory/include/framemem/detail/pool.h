@@ -16,8 +16,8 @@
  * cur_top and cur_bump 0 here, so NONE's part falls through; a THREAD_CACHE
  * pool (tc_id set) goes to its own part right after an alloc's first test
  * and before a free's index arithmetic. It pops from or pushes onto the
- * calling thread's magazine when its last entry (fm__tc_last) carries the
- * pool's id: an alloc checks the slot is not live and sets the live bit, a
+ * calling thread's magazine when its last entry (fm__tc_cur) is the
+ * pool's: an alloc checks the slot is not live and sets the live bit, a
  * free checks the item is a live slot start of the chunk the thread freed
  * into last and bumps the generation (no CAS: see pool.h's Threads); the
  * thread's other pools, an empty or full magazine, a first use and every
@@ -85,14 +85,23 @@ typedef struct fm__pool_hot {
 } fm__pool_hot;
 
 /* FM_SYNC_THREAD_CACHE: a thread's magazine of free slots of one pool. The
- * library makes, lists and frees these (pool/tcache.c); the inline paths
- * only pop and push on the one fm__tc_last names. */
+ * library makes, lists and frees these (pool/tcache.c: they are the pool's,
+ * from its allocator); the inline paths only pop and push on the one
+ * fm__tc_cur names. */
 #define FM__TC_SLOTS 64
+#define FM__TC_POOLS 256 /* entries a thread holds at once (pool/tcache.c) */
 typedef struct fm__tc_entry fm__tc_entry;
+
+/* A pool's id and the thread's entry for it: fm__tc_cur, and the slots of
+ * the thread's table. */
+typedef struct fm__tc_slot {
+    uint64_t id; /* the pool's unique id; 0: none */
+    fm__tc_entry *entry;
+} fm__tc_slot;
+
 struct fm__tc_entry {
-    /* Written by the owning thread only (but id, hint_slots), read by stats
+    /* Written by the owning thread only (but hint_slots), read by stats
      * and destroy: accessed atomically. */
-    uint64_t id;          /* the pool's id; 0 once the pool is destroyed */
     uint32_t count;       /* slots[0, count) are free slots of the pool */
     uintptr_t hint_slots; /* first slot of a chunk of the pool this thread freed
                              into; trim resets it */
@@ -111,16 +120,19 @@ struct fm__tc_entry {
                              but derived (see pool/tcache.c) */
     uint64_t frees;       /* LOCKFREE: items freed */
     fm_pool *pool;
+    fm__tc_slot *home;    /* the owning thread's table slot for it */
     fm__tc_entry *prev, *next; /* the pool's list, under its lock */
     void *slots[FM__TC_SLOTS];
     uint32_t slot_idx[FM__TC_SLOTS]; /* slots[i]'s index in its chunk: its meta word */
 };
 
-/* The calling thread's entry used last (never NULL: an entry with id 0 when
- * there is none). initial-exec: one %fs-relative load, also if the library is
- * built as a shared object (which then needs static TLS space, as glibc's own
- * variables do). */
-extern __thread fm__tc_entry *fm__tc_last __attribute__((tls_model("initial-exec")));
+/* The calling thread's entry used last and its pool's id ({0, NULL} when
+ * there is none). The id is tested before the entry is touched: an entry
+ * freed by its pool's destroy is never read again, as no call on that pool
+ * may follow and ids are never reused. initial-exec: %fs-relative loads,
+ * also if the library is built as a shared object (which then needs static
+ * TLS space, as glibc's own variables do). */
+extern __thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
 
 void *fm__pool_alloc_slow(fm_pool *pool);
 /* cold: a NONE free outside the current chunk calls it, and the inline free
@@ -237,10 +249,10 @@ static inline void fm__tc_count_alloc(uint64_t *allocs) {
  * next_slot first). */
 static inline void *fm__pool_alloc_tc(fm_pool *pool) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
-    fm__tc_entry *e = fm__tc_last;
     /* A slot found live already was served from another thread's cache too
      * (see Threads): the library drops this copy and reports. */
-    if (__builtin_expect(FM__ATOMIC_LOAD(&e->id, RELAXED) == h->tc_id, 1)) {
+    if (__builtin_expect(fm__tc_cur.id == h->tc_id, 1)) {
+        fm__tc_entry *e = fm__tc_cur.entry;
         uint8_t *slot = (uint8_t *)FM__ATOMIC_LOAD(&e->next_slot, RELAXED);
         if (__builtin_expect(slot != NULL, 1)) {
             if (__builtin_expect(fm__meta_set_live(e->next_meta), 1)) {
@@ -311,26 +323,28 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
  * not a CAS (see pool.h's Threads). */
 static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
-    fm__tc_entry *e = fm__tc_last;
-    uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
-    uint64_t si = fm__exact_index((uintptr_t)item - hs, h->inv, h->inv_shift);
-    if (__builtin_expect(FM__ATOMIC_LOAD(&e->id, RELAXED) == h->tc_id && si < h->per_chunk, 1)) {
-        uint32_t *meta = e->hint_meta + si;
-        uint32_t m = FM__ATOMIC_LOAD(meta, RELAXED);
-        if (__builtin_expect((int32_t)m < -1, 1)) {
-            void *prev = FM__ATOMIC_LOAD(&e->next_slot, RELAXED);
-            if (prev) {
-                /* n < FM__TC_SLOTS - 1: slots[] keeps room for next_slot. */
-                uint32_t n = e->count;
-                if (__builtin_expect(n >= FM__TC_SLOTS - 1, 0)) goto slow;
-                e->slots[n] = prev;
-                e->slot_idx[n] = fm__tc_next_idx(e, h->base_mask);
-                FM__ATOMIC_STORE(&e->count, n + 1, RELAXED);
+    if (__builtin_expect(fm__tc_cur.id == h->tc_id, 1)) {
+        fm__tc_entry *e = fm__tc_cur.entry;
+        uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
+        uint64_t si = fm__exact_index((uintptr_t)item - hs, h->inv, h->inv_shift);
+        if (__builtin_expect(si < h->per_chunk, 1)) {
+            uint32_t *meta = e->hint_meta + si;
+            uint32_t m = FM__ATOMIC_LOAD(meta, RELAXED);
+            if (__builtin_expect((int32_t)m < -1, 1)) {
+                void *prev = FM__ATOMIC_LOAD(&e->next_slot, RELAXED);
+                if (prev) {
+                    /* n < FM__TC_SLOTS - 1: slots[] keeps room for next_slot. */
+                    uint32_t n = e->count;
+                    if (__builtin_expect(n >= FM__TC_SLOTS - 1, 0)) goto slow;
+                    e->slots[n] = prev;
+                    e->slot_idx[n] = fm__tc_next_idx(e, h->base_mask);
+                    FM__ATOMIC_STORE(&e->count, n + 1, RELAXED);
+                }
+                FM__ATOMIC_STORE(meta, m + (FM__META_LIVE + 1u), RELAXED);
+                e->next_meta = meta;
+                FM__ATOMIC_STORE(&e->next_slot, item, RELAXED);
+                return;
             }
-            FM__ATOMIC_STORE(meta, m + (FM__META_LIVE + 1u), RELAXED);
-            e->next_meta = meta;
-            FM__ATOMIC_STORE(&e->next_slot, item, RELAXED);
-            return;
         }
     }
 slow:
