@@ -43,10 +43,10 @@ struct fm_defer_queue {
     char name[];
 };
 
-static void fm__q_lock(fm_defer_queue *q) {
+static void fm__queue_lock(fm_defer_queue *q) {
     if (q->sync != FM_SYNC_NONE) fm__mutex_lock(&q->lock);
 }
-static void fm__q_unlock(fm_defer_queue *q) {
+static void fm__queue_unlock(fm_defer_queue *q) {
     if (q->sync != FM_SYNC_NONE) fm__mutex_unlock(&q->lock);
 }
 
@@ -147,9 +147,9 @@ static bool fm__inbox_push(fm_defer_queue *q, fm__deferred d) {
 
 void fm_defer_queue_destroy(fm_defer_queue *q) {
     if (!q) return;
-    fm__q_lock(q);
+    fm__queue_lock(q);
     if (q->running) {
-        fm__q_unlock(q);
+        fm__queue_unlock(q);
         fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': destroyed during its run", q->name);
         return;
     }
@@ -160,7 +160,7 @@ void fm_defer_queue_destroy(fm_defer_queue *q) {
              q->inbox_tail++)
             fm_closure_release(q->inbox[q->inbox_tail & q->inbox_mask].d.c);
     }
-    fm__q_unlock(q);
+    fm__queue_unlock(q);
     fm__defer_queue_free(q);
 }
 
@@ -172,12 +172,12 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
     if (!fm__closure_take(c)) return false; /* reported */
     fm__deferred d = {c, FM__ATOMIC_LOAD(&q->frame, ACQUIRE) + 1 + delay_frames};
     if (q->inbox && fm__inbox_push(q, d)) return true;
-    fm__q_lock(q);
+    fm__queue_lock(q);
     /* LOCKFREE with a full inbox: what it holds was deferred first. */
     fm__inbox_drain(q, true);
     bool ok = fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items);
     if (ok) q->items[q->n++] = d;
-    fm__q_unlock(q);
+    fm__queue_unlock(q);
     if (!ok) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "defer queue '%s': no memory for another entry", q->name);
         fm_closure_release(c);
@@ -186,9 +186,9 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
 }
 
 uint32_t fm_defer_run(fm_defer_queue *q) {
-    fm__q_lock(q);
+    fm__queue_lock(q);
     if (q->running) {
-        fm__q_unlock(q);
+        fm__queue_unlock(q);
         fm__report(FM_ERR_INVALID_ARG,
                    "defer queue '%s': run while a run is under way (from inside it, or on another "
                    "thread)",
@@ -204,10 +204,10 @@ uint32_t fm_defer_run(fm_defer_queue *q) {
         fm__deferred d = q->items[i]; /* re-read: a defer may move the array */
         if (d.due > frame) continue;
         q->items[i].c = NULL;
-        fm__q_unlock(q);
+        fm__queue_unlock(q);
         fm_closure_call(d.c, NULL);
         fm_closure_release(d.c);
-        fm__q_lock(q);
+        fm__queue_lock(q);
         ran++;
     }
     q->running = false;
@@ -216,18 +216,18 @@ uint32_t fm_defer_run(fm_defer_queue *q) {
         if (q->items[i].c) q->items[out++] = q->items[i];
     }
     q->n = out;
-    fm__q_unlock(q);
+    fm__queue_unlock(q);
     return ran;
 }
 
 uint32_t fm_defer_pending(const fm_defer_queue *q) {
     fm_defer_queue *m = (fm_defer_queue *)q;
-    fm__q_lock(m);
+    fm__queue_lock(m);
     uint32_t n = q->n;
     if (q->inbox) {
         size_t head = FM__ATOMIC_LOAD(&q->inbox_head, ACQUIRE);
         n += (uint32_t)(head - q->inbox_tail); /* reserved pushes count as waiting */
     }
-    fm__q_unlock(m);
+    fm__queue_unlock(m);
     return n;
 }

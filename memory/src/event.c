@@ -46,10 +46,10 @@ struct fm_event {
     char name[];
 };
 
-static void fm__ev_lock(const fm_event *ev) {
+static void fm__event_lock(const fm_event *ev) {
     if (ev->sync != FM_SYNC_NONE) fm__mutex_lock((fm__mutex *)&ev->lock);
 }
-static void fm__ev_unlock(const fm_event *ev) {
+static void fm__event_unlock(const fm_event *ev) {
     if (ev->sync != FM_SYNC_NONE) fm__mutex_unlock((fm__mutex *)&ev->lock);
 }
 
@@ -95,14 +95,14 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
 
 void fm_event_destroy(fm_event *ev) {
     if (!ev) return;
-    fm__ev_lock(ev);
+    fm__event_lock(ev);
     if (ev->emitting) {
-        fm__ev_unlock(ev);
+        fm__event_unlock(ev);
         fm__report(FM_ERR_INVALID_ARG, "event '%s': destroyed during an emit", ev->name);
         return;
     }
     for (uint32_t i = 0; i < ev->n_subs; i++) fm_closure_release(ev->subs[i].c);
-    fm__ev_unlock(ev);
+    fm__event_unlock(ev);
     fm__event_free(ev);
 }
 
@@ -137,9 +137,9 @@ fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
         fm__report(FM_ERR_INVALID_ARG, "event '%s': subscribe(NULL)", ev->name);
         return FM_HANDLE_NULL;
     }
-    fm__ev_lock(ev);
+    fm__event_lock(ev);
     fm_handle h = fm__event_subscribe_locked(ev, c);
-    fm__ev_unlock(ev);
+    fm__event_unlock(ev);
     return h;
 }
 
@@ -173,9 +173,9 @@ static bool fm__event_unsubscribe_locked(fm_event *ev, fm_handle sub) {
 }
 
 bool fm_event_unsubscribe(fm_event *ev, fm_handle sub) {
-    fm__ev_lock(ev);
+    fm__event_lock(ev);
     bool ok = fm__event_unsubscribe_locked(ev, sub);
-    fm__ev_unlock(ev);
+    fm__event_unlock(ev);
     return ok;
 }
 
@@ -195,7 +195,7 @@ static void fm__event_compact(fm_event *ev) {
 }
 
 void fm_event_emit(fm_event *ev, void *arg) {
-    fm__ev_lock(ev);
+    fm__event_lock(ev);
     uint32_t n = ev->n_subs; /* subscribers added during the emit wait for the next */
     ev->emitting++;
     for (uint32_t i = 0; i < n; i++) {
@@ -203,17 +203,17 @@ void fm_event_emit(fm_event *ev, void *arg) {
         if (e.dead) continue;
         /* No lock across the call: the callback may use this event, and a
          * subscriber removed meanwhile stays alive until the emits end. */
-        fm__ev_unlock(ev);
+        fm__event_unlock(ev);
         fm_closure_call(e.c, arg);
-        fm__ev_lock(ev);
+        fm__event_lock(ev);
     }
     if (--ev->emitting == 0 && ev->dirty) fm__event_compact(ev);
-    fm__ev_unlock(ev);
+    fm__event_unlock(ev);
 }
 
 uint32_t fm_event_count(const fm_event *ev) {
-    fm__ev_lock(ev);
+    fm__event_lock(ev);
     uint32_t live = ev->live;
-    fm__ev_unlock(ev);
+    fm__event_unlock(ev);
     return live;
 }

@@ -1,4 +1,9 @@
-/* Internals shared by framemem's modules; never installed. */
+/* Internals shared by framemem's modules; never installed.
+ *
+ * Names: fm__ for internal functions, types and variables, FM__ for macros
+ * (fm__def, STYLE.md's, excepted). A name used beyond its own module carries
+ * the module's name (fm__pool_alloc_slow, fm__arena_busy, fm__closure_take,
+ * fm__os_reserve, fm__mutex_lock); helpers within one module need not. */
 #ifndef FRAMEMEM_INTERNAL_H
 #define FRAMEMEM_INTERNAL_H
 
