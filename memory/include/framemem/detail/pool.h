@@ -245,13 +245,21 @@ static inline void fm__tc_count_alloc(uint64_t *allocs) {
 #endif
 }
 
+/* THREAD_CACHE: the pool's id, to compare with fm__tc_cur's. A relaxed
+ * load (of a word that never changes after create), which the compiler does
+ * not merge with the plain load of the caller's test for NONE: that test
+ * then stays one compare with memory instead of a load kept in a register. */
+static inline uint64_t fm__pool_tc_id(const fm__pool_hot *h) {
+    return FM__ATOMIC_LOAD(&h->tc_id, RELAXED);
+}
+
 /* THREAD_CACHE: a pop from this thread's magazine for the pool (its
  * next_slot first). */
 static inline void *fm__pool_alloc_tc(fm_pool *pool) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     /* A slot found live already was served from another thread's cache too
      * (see Threads): the library drops this copy and reports. */
-    if (__builtin_expect(fm__tc_cur.id == h->tc_id, 1)) {
+    if (__builtin_expect(fm__tc_cur.id == fm__pool_tc_id(h), 1)) {
         fm__tc_entry *e = fm__tc_cur.entry;
         uint8_t *slot = (uint8_t *)FM__ATOMIC_LOAD(&e->next_slot, RELAXED);
         if (__builtin_expect(slot != NULL, 1)) {
@@ -323,7 +331,7 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
  * not a CAS (see pool.h's Threads). */
 static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
-    if (__builtin_expect(fm__tc_cur.id == h->tc_id, 1)) {
+    if (__builtin_expect(fm__tc_cur.id == fm__pool_tc_id(h), 1)) {
         fm__tc_entry *e = fm__tc_cur.entry;
         uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
         uint64_t si = fm__exact_index((uintptr_t)item - hs, h->inv, h->inv_shift);
