@@ -29,6 +29,7 @@ static const struct {
 };
 
 void eng_config_defaults(eng_config *cfg) {
+    ENG__REFUSE_NULL(cfg, "config", );
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < sizeof eng__default_pools / sizeof eng__default_pools[0]; i++) {
         eng_pool_config *p = &cfg->pools[cfg->pool_count++];
@@ -48,14 +49,16 @@ void eng_config_defaults(eng_config *cfg) {
 }
 
 eng_pool_config *eng_config_pool(eng_config *cfg, const char *name) {
-    if (!cfg || !name) return NULL;
+    ENG__REFUSE_NULL(cfg, "config", NULL);
+    if (!name) return NULL;
     for (uint32_t i = 0; i < cfg->pool_count; i++)
         if (strcmp(cfg->pools[i].name, name) == 0) return &cfg->pools[i];
     return NULL;
 }
 
 eng_arena_config *eng_config_arena(eng_config *cfg, const char *name) {
-    if (!cfg || !name) return NULL;
+    ENG__REFUSE_NULL(cfg, "config", NULL);
+    if (!name) return NULL;
     for (uint32_t i = 0; i < cfg->arena_count; i++)
         if (strcmp(cfg->arenas[i].name, name) == 0) return &cfg->arenas[i];
     return NULL;
@@ -366,6 +369,7 @@ int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const ch
     if (!rep) rep = &local;
     rep->problems = 0;
     rep->text[0] = 0;
+    ENG__REFUSE_NULL_ERR(cfg, "config", rep->text, sizeof rep->text, -1);
     eng__parse ps = {
         .cfg = cfg,
         .rep = rep,
@@ -379,6 +383,8 @@ int eng_config_load_mem(eng_config *cfg, const char *data, size_t size, const ch
 }
 
 int eng_config_load(eng_config *cfg, const char *path, eng_config_diag *rep) {
+    if (!cfg && rep) rep->problems = 0;
+    ENG__REFUSE_NULL_ERR(cfg, "config", rep ? rep->text : NULL, sizeof rep->text, -1);
     return eng__config_load(cfg, path, rep, NULL);
 }
 
@@ -429,10 +435,7 @@ static const char *eng__growth_key(fm_growth g) {
 bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *runs,
                             uint32_t run_count, double headroom, const char *path, char *err,
                             size_t err_len) {
-    if (!cfg) {
-        eng__set_err(err, err_len, "no config given");
-        return false;
-    }
+    ENG__REFUSE_NULL_ERR(cfg, "config", err, err_len, false);
     if (!(headroom >= 1.0)) headroom = 1.0;
     char tmp[4096];
     FILE *f = eng__open_temp(path, tmp, sizeof tmp, err, err_len);
@@ -446,7 +449,7 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
         uint32_t seen_in = 0;
         for (uint32_t r = 0; r < run_count; r++) {
             const eng_telemetry *t = runs ? runs[r] : NULL;
-            int s = eng_telemetry_find_source(t, p->name);
+            int s = t ? eng_telemetry_find_source(t, p->name) : -1;
             if (s < 0) continue;
             const eng_source_info *si = eng_telemetry_source(t, (uint32_t)s);
             if (si->kind != ENG_SOURCE_POOL) continue;
@@ -487,7 +490,7 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
         uint64_t hw = 0;
         for (uint32_t r = 0; r < run_count; r++) {
             const eng_telemetry *t = runs ? runs[r] : NULL;
-            int s = eng_telemetry_find_source(t, a->name);
+            int s = t ? eng_telemetry_find_source(t, a->name) : -1;
             if (s < 0) continue;
             for (uint32_t k = 0; k < eng_telemetry_frame_count(t); k++) {
                 const eng_sample *x = eng_telemetry_sample(t, k, (uint32_t)s);

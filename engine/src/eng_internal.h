@@ -19,6 +19,22 @@
 
 /// snprintf into err when err is not NULL.
 ENG__PRINTF(3, 4) void eng__set_err(char *err, size_t err_len, const char *fmt, ...);
+/* NULL object arguments (the rule of framemem/base.h, for engines, telemetry
+ * and configs): reported through framemem's channel as FM_ERR_INVALID_ARG
+ * naming the function ("eng_update: the engine is NULL"), and written to err
+ * too when the function has one; then the caller returns its failure value.
+ * ENG__REFUSE_NULL(e, "engine", false), or nothing after the last comma in a
+ * function returning void. */
+void eng__report_null(const char *fn, const char *what, char *err, size_t err_len);
+#define ENG__REFUSE_NULL(obj, what, ...) ENG__REFUSE_NULL_ERR(obj, what, NULL, 0, __VA_ARGS__)
+#define ENG__REFUSE_NULL_ERR(obj, what, err, err_len, ...)                      \
+    do {                                                                        \
+        if (!(obj)) {                                                           \
+            eng__report_null(__func__, (what), (err), (err_len));               \
+            return __VA_ARGS__;                                                 \
+        }                                                                       \
+    } while (0)
+
 /// Names of sources and config sections: 1-31 of [A-Za-z0-9_.-].
 bool eng__valid_name(const char *name);
 /// A temporary file beside path (written, then renamed by eng__close_temp).

@@ -278,6 +278,7 @@ static double eng__particle_load(const eng *e) {
 }
 
 void eng_frame_begin(eng *e) {
+    ENG__REFUSE_NULL(e, "engine", );
     if (e->in_frame) eng_frame_end(e);
     e->in_frame = true;
     e->t_begin = fm_clock_now();
@@ -288,6 +289,7 @@ void eng_frame_begin(eng *e) {
 }
 
 void eng_update(eng *e, double dt) {
+    ENG__REFUSE_NULL(e, "engine", );
     if (!e->in_frame) eng_frame_begin(e);
     if (!(dt >= 0.0)) dt = 0.0;
     if (dt > 0.1) dt = 0.1;
@@ -298,6 +300,7 @@ void eng_update(eng *e, double dt) {
 }
 
 void eng_frame_end(eng *e) {
+    ENG__REFUSE_NULL(e, "engine", );
     if (!e->in_frame) return;
     uint64_t t0 = fm_clock_now();
     for (int i = 0; i < ENG_ST_COUNT; i++) eng_store_grow_ahead(eng_world_store(e->world, i));
@@ -334,24 +337,36 @@ void eng_frame_end(eng *e) {
 }
 
 void eng_tick(eng *e, double dt) {
+    ENG__REFUSE_NULL(e, "engine", );
     eng_frame_begin(e);
     eng_update(e, dt);
     eng_frame_end(e);
 }
 
-eng_render_list eng_get_render_list(const eng *e) { return eng_world_render_list(e->world); }
+eng_render_list eng_get_render_list(const eng *e) {
+    ENG__REFUSE_NULL(e, "engine", (eng_render_list){0});
+    return eng_world_render_list(e->world);
+}
 
-void eng_set_render_ns(eng *e, uint64_t ns) { eng_telemetry_set_render_ns(e->tel, ns); }
+void eng_set_render_ns(eng *e, uint64_t ns) {
+    ENG__REFUSE_NULL(e, "engine", );
+    eng_telemetry_set_render_ns(e->tel, ns);
+}
 
 /* ------------------------------------------------------------- controls */
 
 void eng_burst(eng *e, double seconds) {
+    ENG__REFUSE_NULL(e, "engine", );
     if (seconds > 0.0 && seconds < 3600.0) e->burst_left = seconds;
 }
 
-void eng_set_scale(eng *e, double scale) { e->scale = eng__clamp_scale(scale); }
+void eng_set_scale(eng *e, double scale) {
+    ENG__REFUSE_NULL(e, "engine", );
+    e->scale = eng__clamp_scale(scale);
+}
 
 void eng_set_growth(eng *e, fm_growth growth) {
+    ENG__REFUSE_NULL(e, "engine", );
     if ((unsigned)growth >= FM_GROWTH_COUNT) return;
     bool was = e->override_growth;
     fm_growth old = e->growth;
@@ -361,23 +376,27 @@ void eng_set_growth(eng *e, fm_growth growth) {
 }
 
 void eng_clear_growth_override(eng *e) {
+    ENG__REFUSE_NULL(e, "engine", );
     if (!e->override_growth) return;
     e->override_growth = false;
     if (!eng__rebuild(e, NULL, 0)) e->override_growth = true;
 }
 
 void eng_set_grow_ahead(eng *e, bool on) {
+    ENG__REFUSE_NULL(e, "engine", );
     e->grow_ahead = on;
     eng_world_set_grow_ahead(e->world, on, &e->cfg);
 }
 
 void eng_set_prefault(eng *e, bool on) {
+    ENG__REFUSE_NULL(e, "engine", );
     if (e->prefault == on) return;
     e->prefault = on;
     if (!eng__rebuild(e, NULL, 0)) e->prefault = !on;
 }
 
 void eng_set_backend(eng *e, eng_backend backend) {
+    ENG__REFUSE_NULL(e, "engine", );
     if ((unsigned)backend >= ENG_BACKEND_COUNT || backend == e->backend) return;
     eng_backend old = e->backend;
     e->backend = backend;
@@ -385,6 +404,7 @@ void eng_set_backend(eng *e, eng_backend backend) {
 }
 
 bool eng_reload_config(eng *e, const char *path, char *err, size_t err_len) {
+    ENG__REFUSE_NULL_ERR(e, "engine", err, err_len, false);
     const char *p = path ? path : (e->has_config ? e->config_path : NULL);
     if (!p) {
         eng__set_err(err, err_len, "engine: no config file to reload (none was given)");
@@ -410,12 +430,14 @@ bool eng_reload_config(eng *e, const char *path, char *err, size_t err_len) {
 
 bool eng_write_tuned_config(eng *e, const char *path, double headroom, char *err,
                             size_t err_len) {
+    ENG__REFUSE_NULL_ERR(e, "engine", err, err_len, false);
     const eng_telemetry *runs[1] = {e->tel};
     return eng_config_write_tuned(&e->cfg, runs, 1, headroom > 0.0 ? headroom : 1.25, path, err,
                                   err_len);
 }
 
 void eng_reset_stats(eng *e) {
+    ENG__REFUSE_NULL(e, "engine", );
     eng_telemetry_clear(e->tel);
     for (int i = 0; i < ENG_ST_COUNT; i++) {
         eng_store *s = eng_world_store(e->world, i);
@@ -426,6 +448,9 @@ void eng_reset_stats(eng *e) {
 /* -------------------------------------------------------------- queries */
 
 void eng_get_info(const eng *e, eng_info *out) {
+    if (!e && out) memset(out, 0, sizeof *out);
+    ENG__REFUSE_NULL(e, "engine", );
+    if (!out) return;
     eng_world_counts c;
     eng_world_counts_get(e->world, &c);
     memset(out, 0, sizeof *out);
@@ -456,14 +481,30 @@ void eng_get_info(const eng *e, eng_info *out) {
     out->failures = e->faults.count;
 }
 
-const char *eng_last_failure(const eng *e) { return e->faults.last; }
+const char *eng_last_failure(const eng *e) {
+    ENG__REFUSE_NULL(e, "engine", "");
+    return e->faults.last;
+}
 
-const eng_telemetry *eng_get_telemetry(const eng *e) { return e->tel; }
-eng_telemetry *eng_get_telemetry_mut(eng *e) { return e->tel; }
-const eng_config *eng_get_config(const eng *e) { return &e->cfg; }
-const char *eng_config_problems(const eng *e) { return e->report.text; }
+const eng_telemetry *eng_get_telemetry(const eng *e) {
+    ENG__REFUSE_NULL(e, "engine", NULL);
+    return e->tel;
+}
+eng_telemetry *eng_get_telemetry_mut(eng *e) {
+    ENG__REFUSE_NULL(e, "engine", NULL);
+    return e->tel;
+}
+const eng_config *eng_get_config(const eng *e) {
+    ENG__REFUSE_NULL(e, "engine", NULL);
+    return &e->cfg;
+}
+const char *eng_config_problems(const eng *e) {
+    ENG__REFUSE_NULL(e, "engine", "");
+    return e->report.text;
+}
 
 const fm_pool *eng_get_pool(const eng *e, const char *name) {
+    ENG__REFUSE_NULL(e, "engine", NULL);
     for (int i = 0; i < ENG_ST_COUNT; i++) {
         if (name && strcmp(eng_store_names[i], name) == 0)
             return eng_world_store(e->world, i)->pool;

@@ -43,6 +43,11 @@ void eng__set_err(char *err, size_t err_len, const char *fmt, ...) {
     va_end(ap);
 }
 
+void eng__report_null(const char *fn, const char *what, char *err, size_t err_len) {
+    fm_report_error(FM_ERR_INVALID_ARG, "%s: the %s is NULL", fn, what);
+    eng__set_err(err, err_len, "%s: the %s is NULL", fn, what);
+}
+
 /* ------------------------------------------------------------ clock overhead */
 
 static pthread_once_t eng__overhead_once = PTHREAD_ONCE_INIT;
@@ -134,7 +139,8 @@ bool eng__valid_name(const char *name) {
 }
 
 int eng_telemetry_find_source(const eng_telemetry *t, const char *name) {
-    if (!t || !name) return -1;
+    ENG__REFUSE_NULL(t, "telemetry", -1);
+    if (!name) return -1;
     for (uint32_t i = 0; i < t->source_count; i++) {
         if (strcmp(t->sources[i].name, name) == 0) return (int)i;
     }
@@ -143,7 +149,8 @@ int eng_telemetry_find_source(const eng_telemetry *t, const char *name) {
 
 int eng_telemetry_add_source(eng_telemetry *t, const char *name, eng_source_kind kind,
                              uint64_t item_size, uint64_t chunk_items) {
-    if (!t || !eng__valid_name(name)) return -1;
+    ENG__REFUSE_NULL(t, "telemetry", -1);
+    if (!eng__valid_name(name)) return -1;
     int found = eng_telemetry_find_source(t, name);
     if (found >= 0) return found;
     if (t->source_count >= t->max_sources || t->pushed > 0) return -1;
@@ -158,16 +165,21 @@ int eng_telemetry_add_source(eng_telemetry *t, const char *name, eng_source_kind
 
 void eng_telemetry_set_source_shape(eng_telemetry *t, uint32_t source, eng_backend backend,
                                     uint64_t item_size, uint64_t chunk_items) {
-    if (!t || source >= t->source_count) return;
+    ENG__REFUSE_NULL(t, "telemetry", );
+    if (source >= t->source_count) return;
     t->sources[source].backend = backend;
     t->sources[source].item_size = item_size;
     t->sources[source].chunk_items = chunk_items ? chunk_items : 1;
 }
 
-uint32_t eng_telemetry_source_count(const eng_telemetry *t) { return t ? t->source_count : 0; }
+uint32_t eng_telemetry_source_count(const eng_telemetry *t) {
+    ENG__REFUSE_NULL(t, "telemetry", 0);
+    return t->source_count;
+}
 
 const eng_source_info *eng_telemetry_source(const eng_telemetry *t, uint32_t i) {
-    return t && i < t->source_count ? &t->sources[i] : NULL;
+    ENG__REFUSE_NULL(t, "telemetry", NULL);
+    return i < t->source_count ? &t->sources[i] : NULL;
 }
 
 /* ------------------------------------------------------------------ frames */
@@ -180,7 +192,8 @@ static uint32_t eng__slot(const eng_telemetry *t, uint32_t i) {
 static void eng__write_frame_rows(const eng_telemetry *t, uint32_t i, FILE *f);
 
 void eng_telemetry_push(eng_telemetry *t, const eng_frame_record *rec, const eng_sample *samples) {
-    if (!t || !rec) return;
+    ENG__REFUSE_NULL(t, "telemetry", );
+    if (!rec) return;
     if (t->stream && t->stream_pending) eng__write_frame_rows(t, t->count - 1, t->stream);
     uint32_t slot;
     if (t->count < t->cap) {
@@ -218,27 +231,39 @@ void eng_telemetry_push(eng_telemetry *t, const eng_frame_record *rec, const eng
     t->stream_pending = t->stream != NULL;
 }
 
-uint32_t eng_telemetry_frame_count(const eng_telemetry *t) { return t ? t->count : 0; }
-uint32_t eng_telemetry_capacity(const eng_telemetry *t) { return t ? t->cap : 0; }
-uint64_t eng_telemetry_frames_pushed(const eng_telemetry *t) { return t ? t->pushed : 0; }
+uint32_t eng_telemetry_frame_count(const eng_telemetry *t) {
+    ENG__REFUSE_NULL(t, "telemetry", 0);
+    return t->count;
+}
+uint32_t eng_telemetry_capacity(const eng_telemetry *t) {
+    ENG__REFUSE_NULL(t, "telemetry", 0);
+    return t->cap;
+}
+uint64_t eng_telemetry_frames_pushed(const eng_telemetry *t) {
+    ENG__REFUSE_NULL(t, "telemetry", 0);
+    return t->pushed;
+}
 
 const eng_frame_record *eng_telemetry_frame(const eng_telemetry *t, uint32_t i) {
-    if (!t || i >= t->count) return NULL;
+    ENG__REFUSE_NULL(t, "telemetry", NULL);
+    if (i >= t->count) return NULL;
     return &t->frames[eng__slot(t, i)];
 }
 
 const eng_sample *eng_telemetry_sample(const eng_telemetry *t, uint32_t i, uint32_t s) {
-    if (!t || i >= t->count || s >= t->source_count) return NULL;
+    ENG__REFUSE_NULL(t, "telemetry", NULL);
+    if (i >= t->count || s >= t->source_count) return NULL;
     return &t->samples[(size_t)eng__slot(t, i) * t->max_sources + s];
 }
 
 void eng_telemetry_set_render_ns(eng_telemetry *t, uint64_t render_ns) {
-    if (!t || !t->count) return;
+    ENG__REFUSE_NULL(t, "telemetry", );
+    if (!t->count) return;
     t->frames[eng__slot(t, t->count - 1)].render_ns = render_ns;
 }
 
 void eng_telemetry_clear(eng_telemetry *t) {
-    if (!t) return;
+    ENG__REFUSE_NULL(t, "telemetry", );
     if (t->stream && t->stream_pending) eng__write_frame_rows(t, t->count - 1, t->stream);
     t->stream_pending = false;
     t->head = t->count = 0;
@@ -279,7 +304,8 @@ static void eng__write_frame_rows(const eng_telemetry *t, uint32_t i, FILE *f) {
 }
 
 bool eng_telemetry_write_csv_file(const eng_telemetry *t, FILE *f) {
-    if (!t || !f) return false;
+    ENG__REFUSE_NULL(t, "telemetry", false);
+    ENG__REFUSE_NULL(f, "stream", false);
     fputs(ENG_CSV_COLUMNS "\n", f);
     for (uint32_t i = 0; i < t->count; i++) eng__write_frame_rows(t, i, f);
     return !ferror(f);
@@ -317,10 +343,7 @@ bool eng__close_temp(FILE *f, bool ok, const char *tmp, const char *path, char *
 }
 
 bool eng_telemetry_write_csv(const eng_telemetry *t, const char *path, char *err, size_t err_len) {
-    if (!t) {
-        eng__set_err(err, err_len, "no telemetry");
-        return false;
-    }
+    ENG__REFUSE_NULL_ERR(t, "telemetry", err, err_len, false);
     char tmp[4096];
     FILE *f = eng__open_temp(path, tmp, sizeof tmp, err, err_len);
     if (!f) return false;
@@ -329,7 +352,7 @@ bool eng_telemetry_write_csv(const eng_telemetry *t, const char *path, char *err
 }
 
 void eng_telemetry_stream_csv(eng_telemetry *t, FILE *f) {
-    if (!t) return;
+    ENG__REFUSE_NULL(t, "telemetry", );
     eng_telemetry_stream_end(t);
     t->stream = f;
     t->stream_pending = false;
@@ -337,7 +360,8 @@ void eng_telemetry_stream_csv(eng_telemetry *t, FILE *f) {
 }
 
 void eng_telemetry_stream_end(eng_telemetry *t) {
-    if (!t || !t->stream) return;
+    ENG__REFUSE_NULL(t, "telemetry", );
+    if (!t->stream) return;
     if (t->stream_pending) eng__write_frame_rows(t, t->count - 1, t->stream);
     fflush(t->stream);
     t->stream = NULL;
@@ -356,10 +380,7 @@ static void eng__trace_x(FILE *f, bool *first, const char *name, int tid, double
 
 bool eng_telemetry_write_trace(const eng_telemetry *t, const char *path, char *err,
                                size_t err_len) {
-    if (!t) {
-        eng__set_err(err, err_len, "no telemetry");
-        return false;
-    }
+    ENG__REFUSE_NULL_ERR(t, "telemetry", err, err_len, false);
     char tmp[4096];
     FILE *f = eng__open_temp(path, tmp, sizeof tmp, err, err_len);
     if (!f) return false;

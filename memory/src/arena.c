@@ -537,16 +537,19 @@ void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align) {
 }
 
 void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align) {
+    FM__REFUSE_NULL(arena, "arena", NULL);
     return FM__ARENA_ALLOC(arena, size, align);
 }
 
 void *fm_arena_alloc_zero(fm_arena *arena, size_t size, size_t align) {
+    FM__REFUSE_NULL(arena, "arena", NULL);
     void *p = FM__ARENA_ALLOC(arena, size, align);
     if (p) memset(p, 0, size);
     return p;
 }
 
 void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t align) {
+    FM__REFUSE_NULL(arena, "arena", NULL);
     if (size && count > SIZE_MAX / size) {
         fm__count_failed(arena);
         fm__report(FM_ERR_INVALID_ARG, "arena '%s': array of %zu x %zu bytes overflows",
@@ -559,6 +562,7 @@ void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t al
 /* ================================================== marks, rewind, reset */
 
 fm_arena_mark fm_arena_get_mark(const fm_arena *arena) {
+    FM__REFUSE_NULL(arena, "arena", (fm_arena_mark){0});
     fm__lock(arena);
     fm_arena_mark m = {.arena = arena, .pos = fm__arena_pos(arena), .serial = arena->cut_serial};
     fm__unlock(arena);
@@ -659,6 +663,7 @@ static void fm__arena_rewind_locked(fm_arena *a, fm_arena_mark mark) {
 }
 
 void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark) {
+    FM__REFUSE_NULL(arena, "arena", );
     if (!fm__arena_quiet(arena, "rewind")) return;
     fm__lock(arena);
     fm__arena_rewind_locked(arena, mark);
@@ -666,6 +671,7 @@ void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark) {
 }
 
 void fm_arena_reset(fm_arena *arena) {
+    FM__REFUSE_NULL(arena, "arena", );
     if (!fm__arena_quiet(arena, "reset")) return;
     fm__lock(arena);
     fm__arena_cut(arena, 0);
@@ -711,6 +717,7 @@ static size_t fm__arena_decommit_locked(fm_arena *a, size_t keep_bytes) {
 }
 
 size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes) {
+    FM__REFUSE_NULL(arena, "arena", 0);
     if (!fm__arena_quiet(arena, "decommit")) return 0;
     fm__lock(arena);
     size_t released = fm__arena_decommit_locked(arena, keep_bytes);
@@ -721,12 +728,9 @@ size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes) {
 /* ================================================================ queries */
 
 void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    FM__REFUSE_NULL(arena, "arena", );
     if (!out) return;
-    memset(out, 0, sizeof *out);
-    if (!arena) {
-        fm__report(FM_ERR_INVALID_ARG, "arena: fm_arena_get_stats(NULL)");
-        return;
-    }
     const fm_arena *a = arena;
     fm__lock(a);
     uint64_t pos = fm__arena_pos(a);
@@ -747,14 +751,14 @@ void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out) {
 }
 
 fm_arena_desc fm_arena_get_desc(const fm_arena *arena) {
-    if (!arena) {
-        fm__report(FM_ERR_INVALID_ARG, "arena: fm_arena_get_desc(NULL)");
-        return (fm_arena_desc){0};
-    }
+    FM__REFUSE_NULL(arena, "arena", (fm_arena_desc){0});
     return arena->desc;
 }
 
-const char *fm_arena_name(const fm_arena *arena) { return arena ? arena->name : "(null)"; }
+const char *fm_arena_name(const fm_arena *arena) {
+    FM__REFUSE_NULL(arena, "arena", "(null)");
+    return arena->name;
+}
 
 static bool fm__arena_owns_locked(const fm_arena *arena, uintptr_t p, size_t size) {
     uintptr_t top = fm__top(arena);
@@ -774,7 +778,8 @@ static bool fm__arena_owns_locked(const fm_arena *arena, uintptr_t p, size_t siz
 }
 
 bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size) {
-    if (!arena || !ptr) return false;
+    FM__REFUSE_NULL(arena, "arena", false);
+    if (!ptr) return false;
     fm__lock(arena);
     bool owns = fm__arena_owns_locked(arena, (uintptr_t)ptr, size);
     fm__unlock(arena);

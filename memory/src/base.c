@@ -52,11 +52,8 @@ void fm_set_error_handler(fm_error_fn fn, void *user) {
     fm__mutex_unlock(&fm__handler_lock);
 }
 
-void fm__report(fm_error err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+static void fm__vreport(fm_error err, const char *fmt, va_list ap) {
     vsnprintf(fm__last_message, sizeof fm__last_message, fmt, ap);
-    va_end(ap);
     fm__last_error = err;
 
     fm__mutex_lock(&fm__handler_lock);
@@ -69,6 +66,24 @@ void fm__report(fm_error err, const char *fmt, ...) {
     } else {
         fprintf(stderr, "framemem: %s: %s\n", fm_error_name(err), fm__last_message);
     }
+}
+
+void fm__report(fm_error err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fm__vreport(err, fmt, ap);
+    va_end(ap);
+}
+
+void fm_report_error(fm_error err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fm__vreport(err, fmt ? fmt : "", ap);
+    va_end(ap);
+}
+
+void fm__report_null(const char *fn, const char *what) {
+    fm__report(FM_ERR_INVALID_ARG, "%s: the %s is NULL", fn, what);
 }
 
 /* ----------------------------------------------------------------- names */
@@ -96,7 +111,13 @@ const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockfree) {
 
 /* ------------------------------------------------------ backing memory */
 
+bool fm_allocator_valid(const fm_allocator *a) {
+    FM__REFUSE_NULL(a, "allocator", false);
+    return (a->alloc == NULL) == (a->free == NULL);
+}
+
 void *fm_allocator_alloc(const fm_allocator *a, size_t size, size_t align) {
+    FM__REFUSE_NULL(a, "allocator", NULL);
     if (align < sizeof(void *)) align = sizeof(void *);
     if (!fm__allocator_is_system(a)) return a->alloc(size, align, a->user);
     return fm__os_heap_alloc(size, align);
@@ -104,6 +125,7 @@ void *fm_allocator_alloc(const fm_allocator *a, size_t size, size_t align) {
 
 void fm_allocator_free(const fm_allocator *a, void *ptr, size_t size) {
     if (!ptr) return;
+    FM__REFUSE_NULL(a, "allocator", );
     if (!fm__allocator_is_system(a)) {
         a->free(ptr, size, a->user);
     } else {

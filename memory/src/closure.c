@@ -149,38 +149,53 @@ FM__COLD fm_closure *fm__closure_refuse_frame(fm_closure_fn fn, const void *capt
     return NULL;
 }
 
+/* The library's makes check their owner (closure.h's inline ones take it as
+ * a precondition). */
 fm_closure *(fm_closure_make)(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
                               size_t capture_size) {
+    FM__REFUSE_NULL(cp, "closure pool", NULL);
     return fm__closure_pooled(cp, fn, capture, capture_size, true);
 }
 
 fm_closure *(fm_closure_alloc)(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
                                size_t capture_size) {
+    FM__REFUSE_NULL(cp, "closure pool", NULL);
     return fm__closure_pooled(cp, fn, capture, capture_size, false);
 }
 
 fm_closure *(fm_closure_make_frame)(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
                                     size_t capture_size) {
+    FM__REFUSE_NULL(fa, "frame arena", NULL);
     return fm__closure_framed(fa, fn, capture, capture_size, true);
 }
 
 fm_closure *(fm_closure_alloc_frame)(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
                                      size_t capture_size) {
+    FM__REFUSE_NULL(fa, "frame arena", NULL);
     return fm__closure_framed(fa, fn, capture, capture_size, false);
 }
 
-void (fm_closure_call)(const fm_closure *c, void *arg) { c->h.fn((void *)c->capture, arg); }
+void (fm_closure_call)(const fm_closure *c, void *arg) {
+    FM__REFUSE_NULL(c, "closure", );
+    c->h.fn((void *)c->capture, arg);
+}
 
-void *(fm_closure_capture)(fm_closure *c) { return c->capture; }
+void *(fm_closure_capture)(fm_closure *c) {
+    FM__REFUSE_NULL(c, "closure", NULL);
+    return c->capture;
+}
 
-size_t fm_closure_capture_size(const fm_closure *c) { return c->h.capture_size; }
+size_t fm_closure_capture_size(const fm_closure *c) {
+    FM__REFUSE_NULL(c, "closure", 0);
+    return c->h.capture_size;
+}
 
 /* The class pool of a pooled closure; NULL for a frame closure, or with a
  * report for something that is not a live closure. */
 static fm_pool *fm__closure_home(fm_closure *c, const char *op, bool *ok) {
     *ok = false;
     if (!c) {
-        fm__report(FM_ERR_INVALID_ARG, "closure: %s(NULL)", op);
+        fm__report(FM_ERR_INVALID_ARG, "fm_closure_%s: the closure is NULL", op);
         return NULL;
     }
 #ifdef FM__ASAN
@@ -259,12 +274,9 @@ bool (fm_closure_release)(fm_closure *c) {
 }
 
 void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    FM__REFUSE_NULL(cp, "closure pool", );
     if (!out) return;
-    memset(out, 0, sizeof *out);
-    if (!cp) {
-        fm__report(FM_ERR_INVALID_ARG, "closure pool: fm_closure_pool_get_stats(NULL)");
-        return;
-    }
     out->name = cp->name;
     out->classes = cp->hot.n_classes;
     out->refused = FM__ATOMIC_LOAD(&cp->refused, RELAXED);

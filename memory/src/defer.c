@@ -165,6 +165,7 @@ void fm_defer_queue_destroy(fm_defer_queue *q) {
 }
 
 bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
+    FM__REFUSE_NULL(q, "defer queue", false);
     if (!c) {
         fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': defer(NULL)", q->name);
         return false;
@@ -186,6 +187,7 @@ bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
 }
 
 uint32_t fm_defer_run(fm_defer_queue *q) {
+    FM__REFUSE_NULL(q, "defer queue", 0);
     fm__queue_lock(q);
     if (q->running) {
         fm__queue_unlock(q);
@@ -221,6 +223,7 @@ uint32_t fm_defer_run(fm_defer_queue *q) {
 }
 
 uint32_t fm_defer_pending(const fm_defer_queue *q) {
+    FM__REFUSE_NULL(q, "defer queue", 0);
     fm_defer_queue *m = (fm_defer_queue *)q;
     fm__queue_lock(m);
     uint32_t n = q->n;

@@ -25,9 +25,21 @@ typedef struct fm__sub {
     bool dead;     /* unsubscribed during an emit; removed when it ends */
 } fm__sub;
 
+/* A subscription slot's generation counts its uses: odd while in use, even
+ * while free. The handle carries it, so a handle is stale once its
+ * subscription ends. A slot whose generation reaches the event's gen_max (odd)
+ * is retired at that unsubscribe, never to be used again: a wrap would bring
+ * back the generations of long-stale handles, which would then unsubscribe a
+ * stranger (pools retire a slot at generation wrap likewise). New
+ * subscriptions take new slots; when slots_max slots are in use or retired,
+ * subscribe fails (FM_ERR_POOL_FULL). At the full 32 bits that takes 2^31
+ * subscriptions on each of 2^32 - 1 slots: never, in practice. */
+#define FM__EV_GEN_MAX UINT32_MAX
+#define FM__EV_SLOTS_MAX (UINT32_MAX - 1u) /* a handle's low word is slot + 1, never 0 */
+
 typedef struct fm__sub_slot {
-    uint32_t gen;  /* odd while in use */
-    uint32_t pos;  /* index in subs while in use; next free slot otherwise */
+    uint32_t gen;  /* odd while in use; even while free or retired */
+    uint32_t pos;  /* index in subs while in use; next free slot while free */
 } fm__sub_slot;
 
 struct fm_event {
@@ -36,6 +48,9 @@ struct fm_event {
     fm__sub_slot *slots;
     uint32_t n_slots, slots_cap, free_slot;
     uint32_t live;
+    uint32_t retired;  /* slots retired at their last generation */
+    uint32_t gen_max;  /* a slot's last generation (FM__EV_GEN_MAX; tests lower it) */
+    uint32_t slots_max; /* slots that may ever exist (FM__EV_SLOTS_MAX; tests lower it) */
     uint32_t emitting; /* emits under way, on any thread */
     uint32_t salt; /* xored into handles: another event's handles do not match */
     bool dirty;
@@ -82,6 +97,8 @@ fm_event *fm_event_create(const fm_event_desc *desc) {
     ev->sync = desc->sync;
     fm__mutex_init(&ev->lock, false);
     ev->free_slot = UINT32_MAX;
+    ev->gen_max = FM__EV_GEN_MAX;
+    ev->slots_max = FM__EV_SLOTS_MAX;
     ev->salt = (uint32_t)((((uint64_t)(uintptr_t)ev ^ fm_clock_now()) * 0x9E3779B97F4A7C15ull) >> 32);
     uint32_t cap = fm__def(desc->initial_capacity, 8u);
     if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, cap, sizeof *ev->subs) ||
@@ -106,8 +123,20 @@ void fm_event_destroy(fm_event *ev) {
     fm__event_free(ev);
 }
 
+void fm__event_set_limits(fm_event *ev, uint32_t gen_bits, uint32_t slots_max) {
+    if (gen_bits >= 2 && gen_bits <= 32) ev->gen_max = (uint32_t)(((uint64_t)1 << gen_bits) - 1u);
+    if (slots_max && slots_max <= FM__EV_SLOTS_MAX) ev->slots_max = slots_max;
+}
+
 static fm_handle fm__event_subscribe_locked(fm_event *ev, fm_closure *c) {
     uint32_t slot = ev->free_slot;
+    if (slot == UINT32_MAX && ev->n_slots >= ev->slots_max) {
+        fm__report(FM_ERR_POOL_FULL,
+                   "event '%s': subscribe: all %u subscription slots are in use or retired "
+                   "(%u retired at their last generation)",
+                   ev->name, ev->n_slots, ev->retired);
+        return FM_HANDLE_NULL;
+    }
     if (!fm__closure_take(c)) return FM_HANDLE_NULL; /* reported */
     if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, ev->n_subs + 1,
                         sizeof *ev->subs) ||
@@ -133,6 +162,7 @@ static fm_handle fm__event_subscribe_locked(fm_event *ev, fm_closure *c) {
 }
 
 fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
+    FM__REFUSE_NULL(ev, "event", FM_HANDLE_NULL);
     if (!c) {
         fm__report(FM_ERR_INVALID_ARG, "event '%s': subscribe(NULL)", ev->name);
         return FM_HANDLE_NULL;
@@ -152,9 +182,13 @@ static bool fm__event_unsubscribe_locked(fm_event *ev, fm_handle sub) {
     }
     fm__sub_slot *s = &ev->slots[slot];
     fm__sub *e = &ev->subs[s->pos];
-    s->gen++; /* even: free; the handle is stale from now on */
-    s->pos = ev->free_slot;
-    ev->free_slot = slot;
+    if (s->gen == ev->gen_max) {
+        ev->retired++; /* its generation is spent: never used again */
+    } else {
+        s->pos = ev->free_slot;
+        ev->free_slot = slot;
+    }
+    s->gen++; /* even (retired: 0 or gen_max + 1): the handle is stale from now on */
     ev->live--;
     if (ev->emitting) {
         /* Not called again in this emit; its closure may be running now, so
@@ -173,6 +207,7 @@ static bool fm__event_unsubscribe_locked(fm_event *ev, fm_handle sub) {
 }
 
 bool fm_event_unsubscribe(fm_event *ev, fm_handle sub) {
+    FM__REFUSE_NULL(ev, "event", false);
     fm__event_lock(ev);
     bool ok = fm__event_unsubscribe_locked(ev, sub);
     fm__event_unlock(ev);
@@ -195,6 +230,7 @@ static void fm__event_compact(fm_event *ev) {
 }
 
 void fm_event_emit(fm_event *ev, void *arg) {
+    FM__REFUSE_NULL(ev, "event", );
     fm__event_lock(ev);
     uint32_t n = ev->n_subs; /* subscribers added during the emit wait for the next */
     ev->emitting++;
@@ -212,6 +248,7 @@ void fm_event_emit(fm_event *ev, void *arg) {
 }
 
 uint32_t fm_event_count(const fm_event *ev) {
+    FM__REFUSE_NULL(ev, "event", 0);
     fm__event_lock(ev);
     uint32_t live = ev->live;
     fm__event_unlock(ev);

@@ -65,12 +65,17 @@ void fm_frame_arena_destroy(fm_frame_arena *fa) {
 
 /* Parenthesised: optimised builds define fm_frame_alloc as a macro. */
 void *(fm_frame_alloc)(fm_frame_arena *fa, size_t size, size_t align) {
+    FM__REFUSE_NULL(fa, "frame arena", NULL);
     return FM__ARENA_ALLOC(fa->hot.current, size, align);
 }
 
-fm_arena *fm_frame_arena_current(fm_frame_arena *fa) { return fa->hot.current; }
+fm_arena *fm_frame_arena_current(fm_frame_arena *fa) {
+    FM__REFUSE_NULL(fa, "frame arena", NULL);
+    return fa->hot.current;
+}
 
 void fm_frame_arena_advance(fm_frame_arena *fa) {
+    FM__REFUSE_NULL(fa, "frame arena", );
     /* Shared frame arenas: the jobs of the frame must be done (arena.h). */
     for (uint32_t i = 0; i < fa->frames; i++) {
         if (fm__arena_busy(fa->arenas[i])) {
@@ -96,12 +101,9 @@ void fm_frame_arena_advance(fm_frame_arena *fa) {
 }
 
 void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    FM__REFUSE_NULL(fa, "frame arena", );
     if (!out) return;
-    memset(out, 0, sizeof *out);
-    if (!fa) {
-        fm__report(FM_ERR_INVALID_ARG, "frame arena: fm_frame_arena_get_stats(NULL)");
-        return;
-    }
     out->name = fa->name;
     out->frame = fa->frame;
     for (uint32_t i = 0; i < fa->frames; i++) {

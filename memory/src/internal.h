@@ -36,6 +36,19 @@
 /* Sets the thread's last error, formats the message and calls the handler. */
 void fm__report(fm_error err, const char *fmt, ...) FM__PRINTF(2, 3);
 
+/* NULL object arguments (base.h): FM_ERR_INVALID_ARG naming the function
+ * and what was NULL ("fm_pool_free: the pool is NULL"), then the caller
+ * returns its failure value: FM__REFUSE_NULL(pool, "pool", NULL), or with
+ * nothing after the last comma in a function returning void. */
+FM__COLD void fm__report_null(const char *fn, const char *what);
+#define FM__REFUSE_NULL(obj, what, ...)                                         \
+    do {                                                                        \
+        if (FM__UNLIKELY(!(obj))) {                                             \
+            fm__report_null(__func__, (what));                                  \
+            return __VA_ARGS__;                                                 \
+        }                                                                       \
+    } while (0)
+
 /* ---------------------------------------------------------- descs */
 
 /* Why an object offering NONE, MUTEX and (lockfree) LOCKFREE refuses sync,
@@ -129,6 +142,18 @@ bool fm__closure_take(struct fm_closure *c);
 #else
 #define FM__ARENA_ALLOC fm__arena_alloc_slow
 #endif
+
+/* ------------------------------------------------------------ test hooks */
+
+/* Limits too large for a test to reach, lowered for one object (tests only;
+ * the library never calls these). An event's slots retire after
+ * 2^gen_bits / 2 subscriptions each (2..32; default 32) and at most
+ * slots_max slots ever exist (0: unchanged). A pool holds at most max_chunks
+ * chunks (lowered only: the encodable limit, pool.h, stays the ceiling). */
+struct fm_event;
+struct fm_pool;
+void fm__event_set_limits(struct fm_event *ev, uint32_t gen_bits, uint32_t slots_max);
+void fm__pool_set_max_chunks(struct fm_pool *pool, uint32_t max_chunks);
 
 /* Debug fill bytes (STYLE.md): freed pool slots. */
 #define FM__FILL_FREED 0xDF

@@ -1,7 +1,7 @@
 # Engine suites (tests/engine/): included from tests/CMakeLists.txt when the
 # engine library exists. Paths are relative to tests/.
 if(TARGET framemem_engine)
-  foreach(suite telemetry config engine faults)
+  foreach(suite telemetry config engine faults null_args)
     fm_add_test(test_eng_${suite} engine/test_${suite}.c engine_${suite})
     target_link_libraries(test_eng_${suite} PRIVATE framemem_engine)
     target_include_directories(test_eng_${suite} PRIVATE ${PROJECT_SOURCE_DIR}/engine/src)
@@ -9,6 +9,8 @@ if(TARGET framemem_engine)
     set_tests_properties(engine_${suite} PROPERTIES
       WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   endforeach()
+  # The NULL-object table is checked against the headers under the source tree.
+  target_compile_definitions(test_eng_null_args PRIVATE FM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   # The telemetry-vs-pool-stats check, shared by the engine and fault suites.
   foreach(suite engine faults)
     target_sources(test_eng_${suite} PRIVATE engine/eng_test.c)

@@ -5,6 +5,7 @@
 #include "fm_test.h"
 
 #include "framemem/framemem.h"
+#include "internal.h" /* fm__event_set_limits: generations short enough to spend */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,6 +392,104 @@ static void test_event_unsubscribe_of_null_or_garbage_handle_is_stale(void **sta
     assert_int_equal(fm_event_count(fx.ev), 4);
     fixture_emit(&fx, NULL);
     ASSERT_ORDER(&fx, 0, 1, 2, 3);
+    fixture_finish(&fx);
+}
+
+/* A slot whose generation is spent retires: with 3-bit generations a slot
+ * serves 4 subscriptions (generations 1, 3, 5, 7), where a wrap would hand
+ * generation 1 out again and let the first handle remove a stranger. */
+static void test_event_stale_handle_after_generation_wrap_is_stale_and_new_subscriber_stays(
+    void **state) {
+    fixture fx;
+    fixture_init(&fx, *state);
+    fm__event_set_limits(fx.ev, 3, 0);
+    fixture_add(&fx, 0, ACT_NONE, 0);
+    fm_handle first = fx.sub[0];
+    assert_true(fm_event_unsubscribe(fx.ev, first));
+    fixture_make(&fx, 1, ACT_NONE, 0);
+    for (int i = 0; i < 3; i++) { /* the slot's generations 3, 5 and 7 */
+        fm_handle h = fm_event_subscribe(fx.ev, fx.cl[1]);
+        assert_false(fm_handle_is_null(h));
+        assert_false(fm_handle_equal(h, first));
+        assert_true(fm_event_unsubscribe(fx.ev, h));
+    }
+    assert_int_equal(fx.env->errors.count, 0);
+    fixture_add(&fx, 2, ACT_NONE, 0);
+    if (fm_handle_equal(fx.sub[2], first)) print_error("a wrapped generation revived a handle\n");
+    assert_false(fm_handle_equal(fx.sub[2], first));
+
+    int errors = fx.env->errors.count;
+    fm_clear_error();
+    assert_false(fm_event_unsubscribe(fx.ev, first));
+    expect_error(fx.env, errors, FM_ERR_STALE_HANDLE);
+    assert_int_equal(fm_event_count(fx.ev), 1);
+    fixture_emit(&fx, NULL);
+    ASSERT_ORDER(&fx, 2);
+
+    /* Many slots, each used past its generations, in a shuffled order: no
+     * handle ever given out matches a later subscriber. */
+    enum { OLD = 200, NEW = 12 };
+    fm_handle old[OLD];
+    fm_handle live[4] = {0};
+    uint64_t seed = 7;
+    for (int i = 0; i < OLD; i++) {
+        int k = (int)(rng_next(&seed) % 4);
+        if (!fm_handle_is_null(live[k])) assert_true(fm_event_unsubscribe(fx.ev, live[k]));
+        live[k] = old[i] = fm_event_subscribe(fx.ev, fx.cl[1]);
+        assert_false(fm_handle_is_null(old[i]));
+    }
+    for (int k = 0; k < 4; k++) assert_true(fm_event_unsubscribe(fx.ev, live[k]));
+    for (int i = 0; i < NEW; i++) fixture_add(&fx, 3 + i, ACT_NONE, 0);
+    errors = fx.env->errors.count;
+    for (int i = 0; i < OLD; i++) {
+        fm_clear_error();
+        assert_false(fm_event_unsubscribe(fx.ev, old[i]));
+        assert_int_equal(fm_last_error(), FM_ERR_STALE_HANDLE);
+    }
+    assert_int_equal(fx.env->errors.count, errors + OLD);
+    assert_int_equal(fm_event_count(fx.ev), 1 + NEW);
+    fixture_emit(&fx, NULL);
+    ASSERT_ORDER(&fx, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14);
+    fixture_finish(&fx);
+}
+
+/* With every slot in use or retired, subscribe refuses (FM_ERR_POOL_FULL,
+ * naming the event) without taking a reference, and the subscribers stay. */
+static void test_event_subscribe_with_every_slot_retired_or_in_use_is_pool_full(void **state) {
+    fixture fx;
+    fixture_init(&fx, *state);
+    fm__event_set_limits(fx.ev, 2, 2); /* 2 subscriptions per slot, 2 slots */
+    fixture_make(&fx, 0, ACT_NONE, 0);
+    for (int i = 0; i < 2; i++) { /* slot 0: generations 1 and 3, then retired */
+        fm_handle h = fm_event_subscribe(fx.ev, fx.cl[0]);
+        assert_false(fm_handle_is_null(h));
+        assert_true(fm_event_unsubscribe(fx.ev, h));
+    }
+    fixture_add(&fx, 1, ACT_NONE, 0); /* slot 1 */
+    fixture_make(&fx, 2, ACT_NONE, 0);
+    int errors = fx.env->errors.count;
+    fm_clear_error();
+    assert_true(fm_handle_is_null(fm_event_subscribe(fx.ev, fx.cl[2])));
+    expect_error(fx.env, errors, FM_ERR_POOL_FULL);
+    assert_true(fm_test_contains(fx.env->errors.message, "on_hit"));
+    assert_int_equal(fm_event_count(fx.ev), 1);
+    fixture_emit(&fx, NULL);
+    ASSERT_ORDER(&fx, 1);
+
+    /* Slot 1 freed: its second generation serves closure 2, then it retires. */
+    assert_true(fm_event_unsubscribe(fx.ev, fx.sub[1]));
+    fx.sub[2] = fm_event_subscribe(fx.ev, fx.cl[2]);
+    assert_false(fm_handle_is_null(fx.sub[2]));
+    fixture_emit(&fx, NULL);
+    ASSERT_ORDER(&fx, 2);
+    assert_true(fm_event_unsubscribe(fx.ev, fx.sub[2]));
+    errors = fx.env->errors.count;
+    assert_true(fm_handle_is_null(fm_event_subscribe(fx.ev, fx.cl[2])));
+    expect_error(fx.env, errors, FM_ERR_POOL_FULL);
+    assert_int_equal(fm_event_count(fx.ev), 0);
+    /* No reference was kept by the refused subscribes: the test's is the last. */
+    fx.held[2] = false;
+    assert_true(fm_closure_release(fx.cl[2]));
     fixture_finish(&fx);
 }
 
@@ -1174,6 +1273,8 @@ int main(void) {
         T(test_event_unsubscribe_returns_true_once_then_false_with_stale_handle),
         T(test_event_unsubscribe_of_null_or_garbage_handle_is_stale),
         T(test_event_unsubscribe_with_another_events_handle_is_stale),
+        T(test_event_stale_handle_after_generation_wrap_is_stale_and_new_subscriber_stays),
+        T(test_event_subscribe_with_every_slot_retired_or_in_use_is_pool_full),
         T(test_event_keeps_its_own_reference_to_each_closure),
         T(test_event_callback_unsubscribing_itself_is_not_called_again),
         T(test_event_unsubscribing_a_later_subscriber_skips_it_in_the_same_emit),

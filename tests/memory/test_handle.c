@@ -5,6 +5,7 @@
 #include "fm_test.h"
 
 #include "framemem/framemem.h"
+#include "internal.h" /* fm__pool_set_max_chunks: a chunk limit a test can reach */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -706,6 +707,114 @@ static void test_handle_to_a_slot_retired_at_generation_wrap_is_null_for_good(vo
     destroy_clean(env, pool);
 }
 
+/* ====================================================== the chunk limit
+ *
+ * A handle's low 32 bits are (record + 1) << slot_bits | slot, slot_bits =
+ * ceil(log2(items_per_chunk)): a pool can hold 2^(32 - slot_bits) - 1
+ * chunks (at most 2^29 - 1), the limit pool.h documents. */
+
+static uint64_t handle_chunk_limit(const fm_pool_stats *s) {
+    uint32_t bits = 1;
+    while ((1ull << bits) < s->items_per_chunk) bits++;
+    uint64_t chunks = (1ull << (32 - bits)) - 1;
+    return chunks < (1ull << 29) - 1 ? chunks : (1ull << 29) - 1;
+}
+
+static void test_pool_growth_past_the_chunks_its_handles_address_is_pool_full_for_any_size(
+    void **state) {
+    fm_test_env *env = *state;
+    static const struct {
+        size_t size, align;
+    } shapes[] = {{4, 4}, {12, 4}, {16, 0}, {100, 4}, {5000, 8}, {(size_t)1 << 20, 0}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "vast",
+                                                           .item_size = shapes[i].size,
+                                                           .item_align = shapes[i].align});
+        fm_pool_stats before = stats_of(pool);
+        uint64_t limit = handle_chunk_limit(&before) * before.items_per_chunk;
+        print_message("%zu-byte items: %llu per chunk, at most %llu chunks, %llu items\n",
+                      shapes[i].size, (unsigned long long)before.items_per_chunk,
+                      (unsigned long long)handle_chunk_limit(&before), (unsigned long long)limit);
+        assert_true(limit < UINT32_MAX); /* reserve can ask for more */
+
+        /* One item more than the handles address: refused before any memory
+         * is asked for, the pool as it was. (The backing allocator refuses
+         * everything meanwhile: a growth that went ahead fails fast.) */
+        fm_test_allocator_fail_from(&env->alloc, 1);
+        uint64_t calls = env->alloc.alloc_calls;
+        int errors = env->errors.count;
+        fm_clear_error();
+        assert_false(fm_pool_reserve(pool, (uint32_t)limit + 1));
+        assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+        assert_int_equal(env->errors.count, errors + 1);
+        assert_true(fm_test_contains(env->errors.message, "vast"));
+        assert_int_equal(env->alloc.alloc_calls, calls);
+        fm_pool_stats after = stats_of(pool);
+        assert_stats_same(&before, &after, 0);
+
+        /* Exactly the limit passes the check (and then meets the backing
+         * allocator, refused here: tens of GiB). */
+        assert_false(fm_pool_reserve(pool, (uint32_t)limit));
+        assert_int_equal(fm_last_error(), FM_ERR_OUT_OF_MEMORY);
+        fm_test_allocator_recover(&env->alloc);
+        after = stats_of(pool);
+        assert_stats_same(&before, &after, 0);
+        void *item = alloc_ok(pool);
+        fm_pool_free(pool, item);
+        destroy_clean(env, pool);
+    }
+}
+
+static void test_pool_at_its_chunk_limit_is_full_intact_and_every_handle_resolves(void **state) {
+    fm_test_env *env = *state;
+    static const fm_sync syncs[] = {FM_SYNC_NONE, FM_SYNC_MUTEX, FM_SYNC_THREAD_CACHE,
+                                    FM_SYNC_LOCKFREE};
+    for (size_t k = 0; k < sizeof syncs / sizeof syncs[0]; k++) {
+        fm_pool *pool = create_counted(
+            env, (fm_pool_desc){.name = "capped", .item_size = 16, .sync = syncs[k]});
+        fm__pool_set_max_chunks(pool, 3);
+        uint64_t per = stats_of(pool).items_per_chunk;
+        size_t n = (size_t)(3 * per);
+        void **items = malloc(n * sizeof *items);
+        fm_handle *hs = malloc(n * sizeof *hs);
+        assert_non_null(items);
+        assert_non_null(hs);
+        for (int round = 0; round < 2; round++) {
+            /* Geometric growth from 1 chunk: 2, then the 1 chunk left (not 4). */
+            for (size_t i = 0; i < n; i++) {
+                items[i] = alloc_ok(pool);
+                hs[i] = handle_ok(env, pool, items[i]);
+            }
+            fm_pool_stats full = stats_of(pool);
+            assert_int_equal(full.chunk_count, 3);
+            assert_int_equal(full.capacity, n);
+            int errors = env->errors.count;
+            fm_clear_error();
+            assert_null(fm_pool_alloc(pool));
+            assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+            assert_int_equal(env->errors.count, errors + 1);
+            assert_true(fm_test_contains(env->errors.message, "capped"));
+            assert_false(fm_pool_reserve(pool, (uint32_t)n + 1));
+            assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+            fm_pool_stats after = stats_of(pool);
+            assert_int_equal(after.failed_allocs, full.failed_allocs + 1);
+            after.failed_allocs = full.failed_allocs;
+            assert_stats_same(&full, &after, 0);
+            assert_int_equal(fm_pool_check(pool), FM_OK);
+            for (size_t i = 0; i < n; i++) assert_resolves_to(env, pool, hs[i], items[i]);
+            /* Freed and trimmed back to one chunk, it grows to the limit again
+             * on the records it gave back. */
+            for (size_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
+            for (size_t i = 0; i < n; i += 97) assert_resolves_null(env, pool, hs[i]);
+            fm_pool_trim(pool);
+            assert_int_equal(stats_of(pool).chunk_count, 1);
+        }
+        free(items);
+        free(hs);
+        destroy_clean(env, pool);
+    }
+}
+
 /* ==================================================================== scale */
 
 static void test_handles_of_100k_items_resolve_and_freed_half_is_null(void **state) {
@@ -777,6 +886,8 @@ int main(void) {
         T(test_resolve_survives_growth_of_the_record_array),
         T(test_resolve_of_garbage_bits_is_null_or_a_live_item),
         T(test_handle_to_a_slot_retired_at_generation_wrap_is_null_for_good),
+        T(test_pool_growth_past_the_chunks_its_handles_address_is_pool_full_for_any_size),
+        T(test_pool_at_its_chunk_limit_is_full_intact_and_every_handle_resolves),
         T(test_handles_of_100k_items_resolve_and_freed_half_is_null),
 #undef T
     };

@@ -15,6 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef FM_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 
 typedef fm_test_child child_result;
 
@@ -108,6 +112,51 @@ static void test_pool_reused_slot_is_usable_after_poisoning(void **state) {
     fm_pool_destroy(p);
 }
 
+/* 12-byte items with 4-byte alignment: stride 12 would put two items in one
+ * 8-byte shadow granule, where ASan cannot poison one and not the other. */
+typedef struct item12 {
+    int32_t a, b, c;
+} item12;
+
+static void test_pool_freed_12_byte_item_is_poisoned_at_every_offset(void **state) {
+    (void)state;
+    fm_pool *p = fm_pool_create(&FM_POOL_DESC(item12, .name = "twelve"));
+    assert_non_null(p);
+    fm_pool_stats st;
+    fm_pool_get_stats(p, &st);
+    assert_int_equal(st.item_size, 12);
+    enum { N = 32 };
+    unsigned char *items[N];
+    for (int i = 0; i < N; i++) {
+        items[i] = fm_pool_alloc(p);
+        assert_non_null(items[i]);
+        memset(items[i], 0x11, 12);
+    }
+    /* Every other item freed: freed items sit between live ones, at every
+     * phase of their addresses mod 8. */
+    for (int i = 0; i < N; i += 2) fm_pool_free(p, items[i]);
+#ifdef FM_TEST_ASAN
+    assert_int_equal(st.stride % 8, 0);
+    for (int i = 0; i < N; i++) {
+        for (int k = 0; k < 12; k++) {
+            bool poisoned = __asan_address_is_poisoned(items[i] + k) != 0;
+            if (poisoned != (i % 2 == 0))
+                print_error("item %d (%s), byte %d: %spoisoned\n", i, i % 2 ? "live" : "freed", k,
+                            poisoned ? "" : "not ");
+            assert_true(poisoned == (i % 2 == 0));
+        }
+    }
+#else
+    /* Without ASan the slots stay tight. */
+    assert_int_equal(st.stride, 12);
+    for (int i = 1; i < N; i += 2)
+        for (int k = 0; k < 12; k++) assert_int_equal(items[i][k], 0x11);
+#endif
+    for (int i = 1; i < N; i += 2) fm_pool_free(p, items[i]);
+    assert_int_equal(fm_pool_check(p), FM_OK);
+    fm_pool_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "uaf") == 0) {
         use_after_free();
@@ -117,6 +166,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pool_freed_slot_is_reported_or_filled),
         cmocka_unit_test(test_pool_never_used_slots_are_poisoned_under_asan),
         cmocka_unit_test(test_pool_reused_slot_is_usable_after_poisoning),
+        cmocka_unit_test(test_pool_freed_12_byte_item_is_poisoned_at_every_offset),
     };
     return cmocka_run_group_tests_name("pool_debug", tests, NULL, NULL);
 }

@@ -19,6 +19,10 @@
  * syntax, a line over 200 characters. A section is parsed into a staging copy
  * and applied only when it had no problem, so a pool is never half-configured;
  * a section that appears twice is applied twice (the later values win).
+ *
+ * NULL: a NULL eng_config is reported as framemem does (base.h:
+ * FM_ERR_INVALID_ARG naming the function, also in rep or err) and the
+ * function returns its failure value (NULL, -1, false; nothing written).
  */
 #ifndef ENGINE_CONFIG_H
 #define ENGINE_CONFIG_H

@@ -30,6 +30,12 @@
  * frame number (telemetry keeps its frames). Scale, burst and grow-ahead act
  * on the running world.
  *
+ * NULL: every function reports a NULL engine as framemem does (base.h:
+ * FM_ERR_INVALID_ARG through fm_last_error and the error handler, naming the
+ * function; also in err where the function has one) and returns its failure
+ * value (false, NULL, "", a zeroed result; nothing changes). eng_destroy(NULL)
+ * does nothing. A NULL desc is not a NULL object: it means every default.
+ *
  * Threads: one thread at a time.
  */
 #ifndef ENGINE_ENGINE_H
@@ -96,8 +102,9 @@ typedef struct eng_desc {
                                  tables; zero = system (malloc backend items stay malloc) */
 } eng_desc;
 
-/// Creates the engine and its world. NULL with a message in err for: a desc
-/// out of range (unknown scene or backend, half an allocator), a config file
+/// Creates the engine and its world (desc NULL: every default). NULL with a
+/// message in err for: a desc out of range (unknown scene or backend, half
+/// an allocator), a config file
 /// that cannot be read, out of memory (the message names what could not be
 /// made; nothing is left allocated). Problems inside a readable config do not
 /// fail: they are kept (eng_config_problems) and defaults stay for the bad

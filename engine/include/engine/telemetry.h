@@ -52,6 +52,12 @@
  * The last six are per frame and repeat on every row of that frame. Numbers
  * are unsigned decimal integers. Extra columns are ignored by the reader;
  * column order is free.
+ *
+ * NULL: every function reports a NULL telemetry object (or stream) as
+ * framemem does (base.h: FM_ERR_INVALID_ARG naming the function, also in err
+ * where there is one) and returns its failure value (false, NULL, 0, -1;
+ * nothing written). eng_telemetry_destroy(NULL) does nothing; a NULL desc
+ * means every default.
  */
 #ifndef ENGINE_TELEMETRY_H
 #define ENGINE_TELEMETRY_H
@@ -143,7 +149,8 @@ typedef struct eng_telemetry_desc {
     uint32_t max_sources; /* 0 = ENG_TELEMETRY_MAX_SOURCES (also the limit) */
 } eng_telemetry_desc;
 
-/// NULL when out of memory or desc.max_sources above ENG_TELEMETRY_MAX_SOURCES.
+/// desc NULL: every default. NULL when out of memory or desc.max_sources above
+/// ENG_TELEMETRY_MAX_SOURCES.
 eng_telemetry *eng_telemetry_create(const eng_telemetry_desc *desc);
 /// Flushes a CSV stream (not closing its FILE) and frees everything. NULL: no-op.
 void eng_telemetry_destroy(eng_telemetry *t);

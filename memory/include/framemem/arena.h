@@ -55,6 +55,12 @@
  * - FM_SYNC_THREAD_CACHE is a pool policy: create rejects it
  *   (FM_ERR_INVALID_ARG), as it does unknown values.
  *
+ * NULL (base.h): every function reports a NULL arena or frame arena
+ * (FM_ERR_INVALID_ARG) and returns its failure value; destroy(NULL) does
+ * nothing. The inline fm_arena_alloc and fm_frame_alloc of optimised builds
+ * (detail/arena.h) take a non-NULL arena as a precondition; debug and sanitizer
+ * builds, and (fm_arena_alloc)(...) in any build, check it.
+ *
  * Debug aids: under AddressSanitizer everything above the top and everything
  * released by rewind, reset and frame advance is poisoned; Valgrind builds
  * describe the arena as a mempool; with desc.poison, debug builds fill
@@ -121,7 +127,7 @@ void fm_arena_destroy(fm_arena *arena);
 /// to 4096), not zeroed; size 0 gives a valid aligned pointer. NULL with
 /// FM_ERR_INVALID_ARG (bad align, the end would pass the address space),
 /// FM_ERR_ARENA_FULL (past reserve_bytes, or the allocator refused a block)
-/// or FM_ERR_OUT_OF_MEMORY (the OS refused to commit). arena != NULL.
+/// or FM_ERR_OUT_OF_MEMORY (the OS refused to commit).
 void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align);
 /// fm_arena_alloc, then zero-filled.
 void *fm_arena_alloc_zero(fm_arena *arena, size_t size, size_t align);
@@ -151,9 +157,12 @@ void fm_arena_reset(fm_arena *arena);
 /// released.
 size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes);
 
+/// Fills out with the arena's counters; all zero for a NULL arena (reported).
 void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out);
-/// The desc with every default resolved (name points into the arena).
+/// The desc with every default resolved (name points into the arena); a zero
+/// desc for a NULL arena (reported).
 fm_arena_desc fm_arena_get_desc(const fm_arena *arena);
+/// The arena's name; "(null)" for a NULL arena (reported).
 const char *fm_arena_name(const fm_arena *arena);
 /// true when [ptr, ptr + size) lies below the top of this arena.
 bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size);

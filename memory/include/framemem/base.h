@@ -25,6 +25,16 @@
  *   through an fm_allocator; the zero value means the system allocator.
  * - Policies shared by pools, arenas and closures: sync and growth.
  *
+ * - NULL objects: every function that takes a framemem object (a pool,
+ *   arena, frame arena, closure pool, closure, event, defer queue or
+ *   allocator) reports a NULL one as FM_ERR_INVALID_ARG, naming the
+ *   function, and returns its failure value; destroy functions take NULL as
+ *   a no-op, like free. The one exception is the inline fast paths of
+ *   optimised builds (pool.h: alloc, free, resolve; arena.h: arena and frame
+ *   alloc; closure.h: make, alloc, call, capture): there a non-NULL object
+ *   is a precondition, as for memcpy. Debug and sanitizer builds, and the
+ *   functions themselves when called as (fm_pool_alloc)(pool), check it.
+ *
  * Thread safety: fm_last_error/fm_clear_error are per thread;
  * fm_set_error_handler may be called from any thread (it swaps atomically).
  */
@@ -83,6 +93,14 @@ const char *fm_last_error_message(void);
 /// Installs the process-wide error handler; NULL restores the default (stderr).
 /// The message passed to fn lives only for the duration of the call.
 void fm_set_error_handler(fm_error_fn fn, void *user);
+/// Reports err as framemem's own failing calls do: sets the calling thread's
+/// last error and message (printf-style) and calls the error handler. For
+/// layers built on framemem (the engine) whose errors belong in the same place.
+void fm_report_error(fm_error err, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* -------------------------------------------------------- backing allocator */
 
@@ -96,13 +114,16 @@ typedef struct fm_allocator {
 } fm_allocator;
 
 /// true for the zero allocator (the system's) and for one that sets both
-/// alloc and free; descs with only one of them are refused.
-static inline bool fm_allocator_valid(const fm_allocator *a);
+/// alloc and free; descs with only one of them are refused. a NULL: false,
+/// FM_ERR_INVALID_ARG.
+bool fm_allocator_valid(const fm_allocator *a);
 /// size bytes aligned to align (a power of two; at least pointer alignment
 /// is used) from a, or from the C heap when a is zero; NULL when refused.
-/// Nothing is reported: callers say what they were making.
+/// A refusal is not reported (callers say what they were making); a NULL a
+/// is (FM_ERR_INVALID_ARG).
 void *fm_allocator_alloc(const fm_allocator *a, size_t size, size_t align);
-/// Gives back ptr, size bytes from fm_allocator_alloc with the same a. NULL: no-op.
+/// Gives back ptr, size bytes from fm_allocator_alloc with the same a. ptr
+/// NULL: no-op. a NULL: FM_ERR_INVALID_ARG, nothing freed.
 void fm_allocator_free(const fm_allocator *a, void *ptr, size_t size);
 
 /* --------------------------------------------------------------- policies */

@@ -59,6 +59,13 @@
  *   matching policy: events and queues release their references on whatever
  *   thread removes or runs them.
  * Other values are rejected with FM_ERR_INVALID_ARG naming the object.
+ *
+ * NULL (base.h): every function reports a NULL closure pool, frame arena,
+ * closure, event or defer queue (FM_ERR_INVALID_ARG) and returns its failure
+ * value; destroy(NULL) does nothing. The inline make, alloc, make_frame,
+ * alloc_frame, call and capture of optimised builds (detail/closure.h) take
+ * a non-NULL owner or closure as a precondition (retain and release test it
+ * anyway).
  */
 #ifndef FRAMEMEM_CLOSURE_H
 #define FRAMEMEM_CLOSURE_H
@@ -166,11 +173,18 @@ fm_event *fm_event_create(const fm_event_desc *desc);
 /// FM_ERR_INVALID_ARG, nothing destroyed).
 void fm_event_destroy(fm_event *ev);
 /// Subscribes c (the event retains it); the handle unsubscribes. Null handle
-/// with FM_ERR_INVALID_ARG (NULL closure) or FM_ERR_OUT_OF_MEMORY.
+/// with FM_ERR_INVALID_ARG (NULL closure), FM_ERR_OUT_OF_MEMORY or
+/// FM_ERR_POOL_FULL (every subscription slot in use or retired, see below;
+/// no reference taken).
 fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c);
 /// false + FM_ERR_STALE_HANDLE for an unknown or already removed
 /// subscription. Releases the event's reference (during an emit, when the
 /// outermost emit of this event ends: the closure may be the one running).
+/// A handle never matches a later subscription: each subscription slot
+/// counts its uses in a 32-bit generation, and a slot whose generation is
+/// spent (2^31 subscriptions) is retired for good instead of wrapping; new
+/// subscriptions then take new slots, and once 2^32 - 2 slots are in use or
+/// retired subscribe reports FM_ERR_POOL_FULL.
 bool fm_event_unsubscribe(fm_event *ev, fm_handle sub);
 /// Calls every subscriber with arg, in subscription order.
 void fm_event_emit(fm_event *ev, void *arg);

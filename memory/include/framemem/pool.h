@@ -26,30 +26,38 @@
  * Threads (desc.sync, chosen per pool):
  * - FM_SYNC_NONE: one thread at a time, no atomics, no lock. The creating
  *   thread owns it; fm_pool_release_owner_thread / fm_pool_set_owner_thread
- *   hand it over (with the usual happens-before: join, a mutex, a queue).
- *   Debug and sanitizer builds report other threads' calls as
- *   FM_ERR_WRONG_THREAD and change nothing; release builds do not check.
+ *   hand it over (with a happens-before). Debug and sanitizer builds report
+ *   other threads' calls (FM_ERR_WRONG_THREAD, nothing changed).
  * - FM_SYNC_MUTEX: every call takes the pool's lock (recursive: a dtor or a
  *   foreach callback, run with it held, may call back into the pool).
- * - FM_SYNC_THREAD_CACHE: each thread caches up to 64 free slots per pool,
- *   traded 32 at a time with the pool under its lock; a slot freed on another
- *   thread joins that thread's cache. They go back at thread exit or
- *   fm_pool_flush_thread_cache (a thread may see FM_ERR_POOL_FULL at
- *   max_capacity while other caches hold slots). A cache is a block of the
- *   pool's allocator; a thread has caches in up to 256 pools at once (in
- *   further ones each call takes the lock). A free of a dead item is
- *   always reported; of two frees of one item racing at the same instant,
- *   the inline free of optimised builds (no CAS) may let both pass: the
- *   first thread to find that slot in use reports and drops it.
+ * - FM_SYNC_THREAD_CACHE: each thread caches up to 64 free slots per pool
+ *   (a block of the pool's allocator; in up to 256 pools at once, further
+ *   ones lock per call), traded 32 at a time under the pool's lock; a slot
+ *   freed on another thread joins that thread's cache. They go back at thread
+ *   exit or fm_pool_flush_thread_cache (meanwhile a thread may see
+ *   FM_ERR_POOL_FULL at max_capacity). A dead item's free is always reported,
+ *   but of two frees racing at the same instant the inline free of optimised
+ *   builds (no CAS) may let both pass: who finds the slot in use reports it.
  * - FM_SYNC_LOCKFREE: one shared lock-free stack of free slots (ABA-safe,
  *   tagged 64-bit CAS), refilled in batches under the lock, where growth is.
- * Other policies than NONE take any call from any thread at any time, except
- * destroy (no other call may run or follow) and a resolve of a handle or bad
- * pointer racing a trim that releases its chunk. Stats are exact once threads
- * are quiet; peak_live counts cached slots as used.
+ * Other policies take any call from any thread at any time but destroy (no
+ * other call may run or follow) and a resolve racing a trim of its chunk.
+ * Stats are exact once threads are quiet; peak_live counts cached slots.
  *
  * Defaults (zero fields): name "pool", item_align alignof(max_align_t),
  * initial_capacity one chunk, unbounded, geometric growth by 2.0.
+ *
+ * NULL (base.h): every function but destroy (a no-op) reports a NULL pool as
+ * FM_ERR_INVALID_ARG; the inline alloc, free and resolve of optimised builds
+ * take a non-NULL pool as a precondition ((fm_pool_alloc)(p) checks it).
+ *
+ * Limit: a handle names chunk and slot in 32 bits (ceil(log2(items_per_chunk))
+ * for the slot), so a pool holds at most 2^(32 - slot bits) - 1 chunks, never
+ * above 2^29 - 1: 2^31 to 2^32 items. Growth past it fails (FM_ERR_POOL_FULL,
+ * nothing changed); growth by policy near it adds the chunks that are left.
+ *
+ * AddressSanitizer builds poison every free slot, the stride rounded up to
+ * whole 8-byte granules (a 12-byte item takes 16; stats.stride says so).
  */
 #ifndef FRAMEMEM_POOL_H
 #define FRAMEMEM_POOL_H
@@ -63,9 +71,9 @@ extern "C" {
 typedef struct fm_pool fm_pool;
 typedef void (*fm_item_fn)(void *item, void *user);
 
-/* A weak reference to a pool item; zero is the null handle. It resolves to
- * the item while it lives, and to NULL forever after it is freed, its chunk
- * trimmed or its pool destroyed (another pool's: NULL but with p = 2^-31). */
+/* A weak reference to a pool item (zero: null). It resolves to NULL for good
+ * once the item is freed, its chunk trimmed or its pool destroyed, and to NULL
+ * in another pool but with probability 2^-31. */
 typedef struct fm_handle {
     uint64_t bits;
 } fm_handle;
@@ -139,21 +147,19 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc);
 /// byte to the backing allocator. NULL is a no-op.
 void fm_pool_destroy(fm_pool *pool);
 
-/// An uninitialised item, or NULL with FM_ERR_POOL_FULL (FIXED and full, or at
-/// max_capacity) or FM_ERR_OUT_OF_MEMORY (growth refused). O(1). pool != NULL.
+/// An uninitialised item in O(1), or NULL with FM_ERR_POOL_FULL (FIXED and full,
+/// max_capacity, the chunk limit) or FM_ERR_OUT_OF_MEMORY (growth refused).
 void *fm_pool_alloc(fm_pool *pool);
 /// Returns item to the pool; NULL is a no-op. A double free, foreign or
 /// interior pointer is reported and changes nothing. O(1), no search.
 void fm_pool_free(fm_pool *pool, void *item);
-/// Allocates up to n items into out[0, n), returning how many: fewer when one
-/// could not be had (reported once as fm_pool_alloc would; out[got, n) left as
-/// it was). Faster than n calls (NONE, MUTEX: one loop, one lock). out == NULL
-/// with n > 0: FM_ERR_INVALID_ARG.
+/// Up to n items into out[0, n), faster than n calls (NONE, MUTEX: one loop and
+/// lock); returns how many: fewer when one could not be had (reported once,
+/// out[got, n) untouched). out == NULL with n > 0: FM_ERR_INVALID_ARG.
 size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n);
-/// Frees items[0, n) exactly as n fm_pool_free calls in order would (NULLs
-/// skipped, bad pointers reported), faster (NONE, MUTEX: one loop, one lock).
-/// items == NULL with n > 0: FM_ERR_INVALID_ARG. (NONE, debug builds: a call
-/// from a non-owner thread is reported once, FM_ERR_WRONG_THREAD, frees nothing.)
+/// Frees items[0, n) as n fm_pool_free calls in order would, faster. items ==
+/// NULL with n > 0: FM_ERR_INVALID_ARG. (NONE, debug builds: a call from a
+/// non-owner thread is reported once, FM_ERR_WRONG_THREAD, and frees nothing.)
 void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n);
 /// fm_pool_alloc, then the ctor (if any).
 void *fm_pool_new(fm_pool *pool);
@@ -167,46 +173,42 @@ size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file,
 void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
 
 /// Grows now until capacity >= the argument (prefaulting if the desc says so).
-/// false, the pool unchanged: FM_ERR_POOL_FULL (FIXED, above max_capacity) or
-/// FM_ERR_OUT_OF_MEMORY.
+/// false, the pool unchanged: FM_ERR_POOL_FULL (FIXED, above max_capacity or
+/// past the chunk limit) or FM_ERR_OUT_OF_MEMORY.
 bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
-/// Gives empty chunks back to the backing allocator, never below
-/// initial_capacity; returns the bytes released. THREAD_CACHE flushes the
-/// caller's cache first, LOCKFREE the shared stack (not other threads' caches).
+/// Returns empty chunks down to initial_capacity; the bytes released. First
+/// THREAD_CACHE flushes the caller's cache, LOCKFREE the shared stack.
 size_t fm_pool_trim(fm_pool *pool);
 /// true when item is a live item of this pool (no error is reported). O(1).
 bool fm_pool_owns(const fm_pool *pool, const void *item);
-/// Calls fn on every live item. fn may free the item it is given; items
-/// allocated during the walk may or may not be visited.
+/// Calls fn on every live item; fn may free it (items allocated meanwhile may
+/// or may not be visited).
 void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user);
-/// Fills out with the pool's counters (see FM_POOL_STATS_FIELDS).
+/// Fills out with the pool's counters (FM_POOL_STATS_FIELDS); zeros for NULL.
 void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
-/// The desc with every default resolved (name points into the pool).
+/// The desc, every default resolved (name points into the pool); zero for NULL.
 fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
+/// The pool's name; "(null)" for a NULL pool (reported).
 const char *fm_pool_name(const fm_pool *pool);
 
-/// The handle of a live item; FM_HANDLE_NULL and FM_ERR_FOREIGN_POINTER for
-/// anything else (a freed item included; FM_ERR_INTERIOR_POINTER for a
-/// pointer inside an item). O(1).
+/// The handle of a live item in O(1); FM_HANDLE_NULL and FM_ERR_FOREIGN_POINTER
+/// for anything else, a freed item too (FM_ERR_INTERIOR_POINTER inside one).
 fm_handle fm_pool_handle(const fm_pool *pool, const void *item);
-/// The item h refers to, or NULL when it is gone (freed, reused, trimmed) or
-/// h is null or of another pool. NULL is the expected answer of a weak
-/// reference, so nothing is reported. O(1), no search.
+/// The item h refers to in O(1), or NULL (not reported: a weak reference's
+/// answer) when it is gone (freed, reused, trimmed) or h null or another's.
 void *fm_pool_resolve(const fm_pool *pool, fm_handle h);
 
-/// Adds a reference (items start with 1, counted beside the slot, never in the
-/// item). FM_ERR_REFCOUNT for a freed item, FM_ERR_FOREIGN_POINTER for one not
-/// of this pool, FM_ERR_OUT_OF_MEMORY without count storage; nothing changes.
+/// Adds a reference (items start with 1, counted beside the slot). Unchanged on
+/// FM_ERR_REFCOUNT (freed), FM_ERR_FOREIGN_POINTER, FM_ERR_OUT_OF_MEMORY.
 void fm_pool_retain(fm_pool *pool, void *item);
 /// Drops a reference; at zero runs the dtor and frees the item, returning
 /// true. Errors as fm_pool_retain (returns false, nothing freed).
 bool fm_pool_release(fm_pool *pool, void *item);
-/// The item's count; 0 with FM_ERR_REFCOUNT / FM_ERR_FOREIGN_POINTER for an
-/// item that is not live.
+/// The item's count; 0 with FM_ERR_REFCOUNT / FM_ERR_FOREIGN_POINTER if not live.
 uint32_t fm_pool_refcount(const fm_pool *pool, const void *item);
 
-/// FM_SYNC_NONE: the calling thread becomes the pool's owner (see Threads).
-/// No effect under other policies or in release builds.
+/// FM_SYNC_NONE: the calling thread becomes the owner (see Threads); a no-op
+/// under other policies or in release builds.
 void fm_pool_set_owner_thread(fm_pool *pool);
 /// FM_SYNC_NONE, called by the owner: the pool has no owner until a thread
 /// next uses it. FM_ERR_WRONG_THREAD (debug builds) from a non-owner.
@@ -215,20 +217,18 @@ void fm_pool_release_owner_thread(fm_pool *pool);
 /// pool (so trim can release their chunks). Other policies: nothing to do.
 void fm_pool_flush_thread_cache(fm_pool *pool);
 
-/// Walks every chunk and checks the pool's invariants (counts, free stacks,
-/// live bits); FM_OK or the first problem found, reported. O(capacity).
+/// Checks every invariant (counts, free stacks, live bits) in O(capacity):
+/// FM_OK, or the first problem found, reported.
 fm_error fm_pool_check(const fm_pool *pool);
 
-/* FM_POOL_DESC(particle, .initial_capacity = 4096): a desc value whose size
- * and align come from the type, named after it unless .name is given. */
+/* FM_POOL_DESC(particle, .initial_capacity = 4096): size, align and name from T. */
 #define FM_POOL_DESC(T, ...)                                                    \
     (fm_pool_desc) {                                                            \
         .type_name = #T, .item_size = sizeof(T), .item_align = alignof(T), __VA_ARGS__ \
     }
 
-/* FM_POOL_DECLARE_TYPED(particle, particle_pool) declares
- * particle *particle_pool_alloc(fm_pool *), particle_pool_free,
- * particle_pool_new and particle_pool_delete. */
+/* FM_POOL_DECLARE_TYPED(particle, particle_pool) declares particle_pool_alloc,
+ * particle_pool_free, particle_pool_new and particle_pool_delete, typed. */
 #define FM_POOL_DECLARE_TYPED(T, prefix)                                        \
     FM__MAYBE_UNUSED static inline T *prefix##_alloc(fm_pool *pool) {           \
         return (T *)fm_pool_alloc(pool);                                        \

@@ -18,10 +18,6 @@
     } while (0)
 
 static fm_error fm__check_core(const fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_check(NULL)");
-        return FM_ERR_INVALID_ARG;
-    }
     const fm_pool *p = pool;
     uint64_t live = 0, capacity = 0, retired = 0, held = 0;
     uint64_t in_state[FM__CHUNK_FULL + 1] = {0};

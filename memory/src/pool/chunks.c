@@ -409,9 +409,15 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
     /* Whole chunks, except where max_capacity cuts the last one short. */
     slots = k64 * p->hot.per_chunk;
     if (max && held + slots > max) slots = max - held;
-    if (k64 > (UINT32_MAX >> 3) - p->chunk_top) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': growth by %llu items is too large",
-                   p->name, (unsigned long long)slots);
+    /* Every record below chunk_top holds a chunk or is reused before a new
+     * one is taken, so at most max_chunks records exist while at most
+     * max_chunks chunks are held. */
+    if (k64 > p->max_chunks - p->chunk_count) {
+        fm__report(FM_ERR_POOL_FULL,
+                   "pool '%s': growth by %llu chunk(s) would pass the %u chunks (%llu items) "
+                   "that its handles can address",
+                   p->name, (unsigned long long)k64, p->max_chunks,
+                   (unsigned long long)p->max_chunks * p->hot.per_chunk);
         return false;
     }
     fm__growth_plan g = {.k = (uint32_t)k64};
@@ -495,9 +501,15 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
 /* How many slots the growth policy adds when an allocation finds no room. */
 static uint64_t fm__policy_slots(const fm_pool *p) {
     uint64_t held = p->capacity + p->retired;
-    if (p->desc.growth == FM_GROWTH_LINEAR) return p->desc.grow_step;
-    uint64_t add = (uint64_t)((double)held * ((double)p->desc.grow_factor - 1.0) + 0.999);
-    return add > p->hot.per_chunk ? add : p->hot.per_chunk;
+    uint64_t add = p->desc.grow_step;
+    if (p->desc.growth != FM_GROWTH_LINEAR) {
+        add = (uint64_t)((double)held * ((double)p->desc.grow_factor - 1.0) + 0.999);
+        if (add < p->hot.per_chunk) add = p->hot.per_chunk;
+    }
+    /* Near the chunk limit a growth takes what is left (none left: one
+     * chunk, which fm__grow refuses and reports). */
+    uint64_t room = (uint64_t)(p->max_chunks - p->chunk_count) * p->hot.per_chunk;
+    return add <= room || room == 0 ? add : room;
 }
 
 /* Parks the exhausted current chunk and makes another one current, growing
@@ -615,6 +627,10 @@ static void fm__geometry(fm_pool *p) {
     const size_t per_slot_meta = per_slot_head;
 #endif
     uint32_t stride = p->hot.stride;
+    size_t slot_align = p->item_align;
+#ifdef FM__ASAN
+    if (slot_align < 8) slot_align = 8; /* whole shadow granules: see fm_pool_create */
+#endif
     uint32_t min_slots = stride >= (1u << 20) ? 4 : stride >= (1u << 16) ? 16 : 32;
     size_t want = (stride + per_slot_meta) * min_slots + p->item_align;
     size_t cb = (size_t)64 << 10;
@@ -624,7 +640,7 @@ static void fm__geometry(fm_pool *p) {
         size_t stack = (size_t)per * sizeof(uint32_t);
         size_t sites = fm_align_up(stack + (size_t)per * sizeof(uint16_t), sizeof(void *));
         size_t meta_end = sites + (per_slot_meta - per_slot_head) * per;
-        size_t off = fm_align_up(meta_end, p->item_align);
+        size_t off = fm_align_up(meta_end, slot_align);
         if (off + (size_t)per * stride <= cb) {
             p->stack_off = (uint32_t)stack;
             p->sites_off = (uint32_t)sites;
@@ -640,6 +656,12 @@ static void fm__geometry(fm_pool *p) {
     p->hot.base_mask = p->base_mask;
     p->hot.slot_bits = 1;
     while ((1u << p->hot.slot_bits) < per) p->hot.slot_bits++;
+    /* A handle's low word is (record + 1) << slot_bits | slot, and the
+     * LOCKFREE stack's index record << slot_bits | slot (never UINT32_MAX,
+     * its empty mark): records [0, 2^(32 - slot_bits) - 1) fit both. Record
+     * arrays stay below 2^29 entries. */
+    uint64_t records = ((uint64_t)1 << (32 - p->hot.slot_bits)) - 1u;
+    p->max_chunks = (uint32_t)(records < (UINT32_MAX >> 3) ? records : (UINT32_MAX >> 3));
     p->hot.inv_shift = fm__ctz32(p->hot.stride);
     uint64_t odd = p->hot.stride >> p->hot.inv_shift, inv = odd;
     for (int i = 0; i < 6; i++) inv *= 2u - odd * inv; /* Newton: odd * inv == 1 mod 2^64 */
@@ -649,10 +671,6 @@ static void fm__geometry(fm_pool *p) {
 /* ====================================================== reserve and trim */
 
 static bool fm__reserve_core(fm_pool *pool, uint32_t capacity) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_reserve(NULL)");
-        return false;
-    }
     if (capacity <= pool->capacity) return true;
     if (pool->desc.growth == FM_GROWTH_FIXED) {
         fm__report(FM_ERR_POOL_FULL, "pool '%s': FIXED pool cannot grow to %u items (capacity %llu)",
@@ -674,10 +692,6 @@ static bool fm__trimmable(const fm_pool *p, uint32_t idx) {
 }
 
 static size_t fm__trim_core(fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_trim(NULL)");
-        return 0;
-    }
     fm_pool *p = pool;
     fm__settle_next(p); /* a parked slot's chunk may be empty now */
     size_t before = p->bytes_reserved;

@@ -67,30 +67,21 @@ static bool fm__owner_ok(const fm_pool *p, const char *op) {
 /* Around the single-threaded code of an entry point: the owner check (NONE)
  * or the lock (every other policy). false: refused and reported. */
 static bool fm__enter(const fm_pool *p, const char *op) {
-    if (!p) return true; /* the core reports the NULL pool */
     if (p->sync == FM_SYNC_NONE) return fm__owner_ok(p, op);
     fm__lock(p);
     return true;
 }
-static void fm__leave(const fm_pool *p) {
-    if (p) fm__unlock(p);
-}
+static void fm__leave(const fm_pool *p) { fm__unlock(p); }
 
 void fm_pool_set_owner_thread(fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_set_owner_thread(NULL)");
-        return;
-    }
+    FM__REFUSE_NULL(pool, "pool", );
 #ifdef FM__THREAD_CHECKS
     FM__ATOMIC_STORE(&pool->owner, fm__self(), RELEASE);
 #endif
 }
 
 void fm_pool_release_owner_thread(fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_release_owner_thread(NULL)");
-        return;
-    }
+    FM__REFUSE_NULL(pool, "pool", );
 #ifdef FM__THREAD_CHECKS
     if (!fm__owner_ok(pool, "release_owner_thread")) return;
     FM__ATOMIC_STORE(&pool->owner, (uintptr_t)0, RELEASE);
@@ -163,6 +154,7 @@ void *fm__pool_alloc_slow(fm_pool *pool) {
 }
 
 void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
     void *item = fm__pool_alloc_slow(pool);
 #ifdef FM_TRACK_SITES
     bool lock = !fm__cached_policy(pool);
@@ -177,6 +169,7 @@ void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line) {
 }
 
 void *fm_pool_alloc(fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
 #ifdef FM_TRACK_SITES
     return fm_pool_alloc_at(pool, NULL, 0);
 #else
@@ -206,6 +199,7 @@ static size_t fm__alloc_n(fm_pool *pool, void **out, size_t n) {
 }
 
 size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file, int line) {
+    FM__REFUSE_NULL(pool, "pool", 0);
     size_t got = fm__alloc_n(pool, out, n);
 #ifdef FM_TRACK_SITES
     bool lock = !fm__cached_policy(pool);
@@ -220,6 +214,7 @@ size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file,
 }
 
 size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n) {
+    FM__REFUSE_NULL(pool, "pool", 0);
 #ifdef FM_TRACK_SITES
     return fm_pool_alloc_n_at(pool, out, n, NULL, 0);
 #else
@@ -242,6 +237,7 @@ void fm__pool_free_slow(fm_pool *pool, void *item) {
  * debug fill and sanitizer annotations. Under sync != NONE hot's current
  * chunk is empty, so every free goes through fm__pool_free_slow. */
 void fm_pool_free(fm_pool *pool, void *item) {
+    FM__REFUSE_NULL(pool, "pool", );
 #ifdef FM__THREAD_CHECKS
     if (pool->hot.sync == FM_SYNC_NONE && !fm__owner_ok(pool, "free")) return;
 #endif
@@ -257,6 +253,7 @@ void fm_pool_free(fm_pool *pool, void *item) {
 }
 
 void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
+    FM__REFUSE_NULL(pool, "pool", );
     if (n && !items) {
         fm__report(FM_ERR_INVALID_ARG, "pool '%s': fm_pool_free_n of %zu items from NULL",
                    pool->name, n);
@@ -272,12 +269,14 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
 }
 
 void *fm_pool_new_at(fm_pool *pool, const char *file, int line) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
     void *item = fm_pool_alloc_at(pool, file, line);
     if (item && pool->desc.ctor) pool->desc.ctor(item, pool->desc.user);
     return item;
 }
 
 void *fm_pool_new(fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
     void *item = fm_pool_alloc(pool);
     if (item && pool->desc.ctor) pool->desc.ctor(item, pool->desc.user);
     return item;
@@ -327,6 +326,14 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     size_t min_slot = sizeof(uint32_t);
     p->hot.stride = (uint32_t)fm_align_up(p->item_size > min_slot ? p->item_size : min_slot,
                                           p->item_align);
+#ifdef FM__ASAN
+    /* ASan keeps one shadow byte per 8-byte granule, telling how many of its
+     * first bytes are addressable, so items sharing a granule cannot be
+     * poisoned apart: a freed 12-byte item's bytes 8..11 stayed writable
+     * while the item after it lived. Slots of whole granules, at granule
+     * starts (fm__geometry), are poisoned whole. */
+    p->hot.stride = (uint32_t)fm_align_up(p->hot.stride, 8);
+#endif
     fm__geometry(p);
     p->desc.grow_step = fm__def(desc->grow_step, p->hot.per_chunk);
     p->desc.initial_capacity = fm__def(desc->initial_capacity, p->hot.per_chunk);
@@ -374,6 +381,12 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
         return NULL;
     }
     return p;
+}
+
+void fm__pool_set_max_chunks(fm_pool *pool, uint32_t max_chunks) {
+    /* Never above what handles encode, never below the records in use. */
+    if (max_chunks < pool->max_chunks) pool->max_chunks = max_chunks;
+    if (pool->max_chunks < pool->chunk_top) pool->max_chunks = pool->chunk_top;
 }
 
 /* ================================================================ destroy */
@@ -460,16 +473,14 @@ void fm_pool_destroy(fm_pool *pool) {
 /* ================================================================ queries */
 
 static bool fm__owns_core(const fm_pool *pool, const void *item) {
-    if (!pool || !item) return false;
     fm__loc loc;
     if (fm__cached_policy(pool)) return fm__locate_shared(pool, item, &loc) == FM_OK;
     return fm__locate(pool, item, &loc) == FM_OK;
 }
 
 static void fm__foreach_core(fm_pool *pool, fm_item_fn fn, void *user) {
-    if (!pool || !fn) {
-        fm__report(FM_ERR_INVALID_ARG, "pool '%s': fm_pool_foreach needs a pool and a function",
-                   pool ? pool->name : "?");
+    if (!fn) {
+        fm__report(FM_ERR_INVALID_ARG, "pool '%s': fm_pool_foreach needs a function", pool->name);
         return;
     }
     /* Indices, not pointers: fn may allocate, and growth moves the records. */
@@ -489,10 +500,6 @@ static void fm__foreach_core(fm_pool *pool, fm_item_fn fn, void *user) {
 static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
     if (!out) return;
     memset(out, 0, sizeof *out);
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_get_stats(NULL)");
-        return;
-    }
     const fm_pool *p = pool;
     out->name = p->name;
     out->item_size = p->item_size;
@@ -518,14 +525,14 @@ static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
 }
 
 fm_pool_desc fm_pool_get_desc(const fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_get_desc(NULL)");
-        return (fm_pool_desc){0};
-    }
+    FM__REFUSE_NULL(pool, "pool", (fm_pool_desc){0});
     return pool->desc;
 }
 
-const char *fm_pool_name(const fm_pool *pool) { return pool ? pool->name : "(null)"; }
+const char *fm_pool_name(const fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", "(null)");
+    return pool->name;
+}
 
 /* ============================================================ entry points
  *
@@ -536,19 +543,21 @@ const char *fm_pool_name(const fm_pool *pool) { return pool ? pool->name : "(nul
 /* Entry points whose THREAD_CACHE and LOCKFREE paths take no lock: one call
  * site of the core function each, so it is inlined. */
 static inline bool fm__enter_unlocked(const fm_pool *p, const char *op) {
-    return (p && fm__cached_policy(p)) || fm__enter(p, op);
+    return fm__cached_policy(p) || fm__enter(p, op);
 }
 static inline void fm__leave_unlocked(const fm_pool *p) {
-    if (p && !fm__cached_policy(p)) fm__leave(p);
+    if (!fm__cached_policy(p)) fm__leave(p);
 }
 
 void fm_pool_delete(fm_pool *pool, void *item) {
+    FM__REFUSE_NULL(pool, "pool", );
     if (!item || !fm__enter_unlocked(pool, "delete")) return;
     fm__delete_core(pool, item);
     fm__leave_unlocked(pool);
 }
 
 bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
+    FM__REFUSE_NULL(pool, "pool", false);
     if (!fm__enter(pool, "reserve")) return false;
     bool ok = fm__reserve_core(pool, capacity);
     fm__leave(pool);
@@ -556,39 +565,44 @@ bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
 }
 
 size_t fm_pool_trim(fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", 0);
     if (!fm__enter(pool, "trim")) return 0;
     /* Free slots held outside the core go back first: the caller's own
      * magazine, or the whole shared stack. */
-    if (pool && pool->sync == FM_SYNC_THREAD_CACHE) {
+    if (pool->sync == FM_SYNC_THREAD_CACHE) {
         fm_pool_flush_thread_cache(pool);
         fm__tc_forget_hints(pool);
     }
-    if (pool && pool->sync == FM_SYNC_LOCKFREE) fm__lf_drain(pool);
+    if (pool->sync == FM_SYNC_LOCKFREE) fm__lf_drain(pool);
     size_t released = fm__trim_core(pool);
     fm__leave(pool);
     return released;
 }
 
 bool fm_pool_owns(const fm_pool *pool, const void *item) {
-    if (!pool || !item || !fm__enter_unlocked(pool, "owns")) return false;
+    FM__REFUSE_NULL(pool, "pool", false);
+    if (!item || !fm__enter_unlocked(pool, "owns")) return false;
     bool owns = fm__owns_core(pool, item);
     fm__leave_unlocked(pool);
     return owns;
 }
 
 void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user) {
+    FM__REFUSE_NULL(pool, "pool", );
     if (!fm__enter(pool, "foreach")) return;
     fm__foreach_core(pool, fn, user);
     fm__leave(pool);
 }
 
 void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
+    if (!pool && out) memset(out, 0, sizeof *out);
+    FM__REFUSE_NULL(pool, "pool", );
     if (!fm__enter(pool, "get_stats")) {
         if (out) memset(out, 0, sizeof *out);
         return;
     }
     fm__stats_core(pool, out);
-    if (pool && out && fm__cached_policy(pool)) {
+    if (out && fm__cached_policy(pool)) {
         /* The user's view; capacity and peak_live count slots out of the
          * depot (live items plus free slots held by caches or the stack). */
         uint64_t allocs, frees;
@@ -602,6 +616,7 @@ void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
 }
 
 fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
+    FM__REFUSE_NULL(pool, "pool", FM_HANDLE_NULL);
     if (!fm__enter_unlocked(pool, "handle")) return FM_HANDLE_NULL;
     fm_handle h = fm__handle_core(pool, item);
     fm__leave_unlocked(pool);
@@ -609,18 +624,21 @@ fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
 }
 
 void *fm_pool_resolve(const fm_pool *pool, fm_handle h) {
+    FM__REFUSE_NULL(pool, "pool", NULL);
     if (pool->sync != FM_SYNC_NONE) return fm__pool_resolve_at(pool, h, true);
     if (!fm__owner_ok(pool, "resolve")) return NULL;
     return fm__pool_resolve_at(pool, h, false);
 }
 
 void fm_pool_retain(fm_pool *pool, void *item) {
+    FM__REFUSE_NULL(pool, "pool", );
     if (!fm__enter_unlocked(pool, "retain")) return;
     fm__retain_core(pool, item);
     fm__leave_unlocked(pool);
 }
 
 bool fm_pool_release(fm_pool *pool, void *item) {
+    FM__REFUSE_NULL(pool, "pool", false);
     if (!fm__enter_unlocked(pool, "release")) return false;
     bool freed = fm__release_core(pool, item);
     fm__leave_unlocked(pool);
@@ -628,6 +646,7 @@ bool fm_pool_release(fm_pool *pool, void *item) {
 }
 
 uint32_t fm_pool_refcount(const fm_pool *pool, const void *item) {
+    FM__REFUSE_NULL(pool, "pool", 0);
     if (!fm__enter_unlocked(pool, "refcount")) return 0;
     uint32_t count = fm__refcount_core(pool, item);
     fm__leave_unlocked(pool);
@@ -635,6 +654,7 @@ uint32_t fm_pool_refcount(const fm_pool *pool, const void *item) {
 }
 
 fm_error fm_pool_check(const fm_pool *pool) {
+    FM__REFUSE_NULL(pool, "pool", FM_ERR_INVALID_ARG);
     if (!fm__enter(pool, "check")) return FM_ERR_WRONG_THREAD;
     fm_error err = fm__check_core(pool);
     fm__leave(pool);

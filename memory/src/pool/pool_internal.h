@@ -143,6 +143,7 @@ struct fm_pool {
     uint32_t chunk_cap;    /* records allocated */
     uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
     uint32_t chunk_count;  /* records holding memory */
+    uint32_t max_chunks;   /* records a handle can name (see fm__geometry) */
     uint32_t unused_head; /* stack of UNUSED records below chunk_top (via next) */
     fm__list partial;     /* FIFO: a chunk waits longest, gathers most frees */
     fm__list empty;       /* used last, so they stay empty for fm_pool_trim */

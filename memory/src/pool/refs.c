@@ -10,10 +10,6 @@
 /* ============================================================ handles */
 
 static fm_handle fm__handle_core(const fm_pool *pool, const void *item) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_handle(NULL, ...)");
-        return FM_HANDLE_NULL;
-    }
     fm__loc loc;
     fm_error err = item ? fm__locate_policy(pool, item, &loc) : FM_ERR_FOREIGN_POINTER;
     if (err != FM_OK) {

@@ -420,10 +420,7 @@ static void fm__tc_forget_hints(fm_pool *p) {
 }
 
 void fm_pool_flush_thread_cache(fm_pool *pool) {
-    if (!pool) {
-        fm__report(FM_ERR_INVALID_ARG, "pool: fm_pool_flush_thread_cache(NULL)");
-        return;
-    }
+    FM__REFUSE_NULL(pool, "pool", );
     if (pool->sync != FM_SYNC_THREAD_CACHE) return;
     fm__tc_thread *t = &fm__tc_self;
     for (uint32_t i = 0; i < t->used; i++) {

@@ -10,7 +10,8 @@
  * hot.limit is 0, failing the test for every size, in shared arenas (MUTEX,
  * LOCKFREE: their top and limit live in atomics) and for memory that ends
  * within FM__ARENA_INLINE_MAX bytes of the top of the address space, where
- * p + size could wrap.
+ * p + size could wrap. The arena is not tested for NULL here (a
+ * precondition, base.h); the library's functions test it.
  */
 #ifndef FRAMEMEM_DETAIL_ARENA_H
 #define FRAMEMEM_DETAIL_ARENA_H

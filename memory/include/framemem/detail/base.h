@@ -10,9 +10,6 @@
 extern "C" {
 #endif
 
-static inline bool fm_allocator_valid(const fm_allocator *a) {
-    return (a->alloc == NULL) == (a->free == NULL);
-}
 static inline size_t fm_align_up(size_t v, size_t align) {
     return (v + (align - 1)) & ~(align - 1);
 }

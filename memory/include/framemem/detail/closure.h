@@ -7,7 +7,9 @@
  * too, so a capture of constant size picks its class and is copied at
  * compile time. The library's functions run the same code and stay callable
  * as (fm_closure_make)(...). Every refusal and every misuse goes into the
- * library, which reports it: the inline make calls it with the arguments it
+ * library, which reports it (a NULL closure pool, frame arena or closure is
+ * a precondition here, as in pool.h's inline paths; the library's functions
+ * check it): the inline make calls it with the arguments it
  * refused, or after the class pool or arena returned NULL (and reported
  * why); the inline retain and release only touch a live closure of an
  * FM_SYNC_NONE pool (its tag says so) and hand anything else, frame, shared,

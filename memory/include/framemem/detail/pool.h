@@ -12,7 +12,9 @@
  * free slot indices, with the live bit, double-free and foreign-pointer
  * checks and the counters exactly as the library keeps them. Everything
  * else calls into the library; the functions stay callable as
- * (fm_pool_alloc)(pool). Pools with sync != NONE keep cur_next_slot NULL and
+ * (fm_pool_alloc)(pool). The pool is not tested for NULL here (a
+ * precondition, base.h): the test would cost every call an instruction; the
+ * library's functions test it. Pools with sync != NONE keep cur_next_slot NULL and
  * cur_top and cur_bump 0 here, so NONE's part falls through; a THREAD_CACHE
  * pool (tc_id set) goes to its own part right after an alloc's first test
  * and before a free's index arithmetic. It pops from or pushes onto the
@@ -80,7 +82,7 @@ typedef struct fm__pool_hot {
     uint32_t salt;           /* xored into the generation bits of this pool's handles */
     uint32_t sync;           /* the fm_sync policy: the library dispatches on it */
     /* THREAD_CACHE's inline paths */
-    uint64_t tc_id;          /* the pool's unique id; UINT64_MAX (no entry's) under other policies */
+    uint64_t tc_id;          /* the pool's unique id; UINT64_MAX (no thread's) otherwise */
     uintptr_t base_mask;     /* ptr & base_mask: the chunk (its meta words) of an item */
 } fm__pool_hot;
 
