@@ -131,7 +131,9 @@ static void fm__unlock(const fm_arena *a) {
 
 static void fm__count_failed(fm_arena *a) {
     if (a->shared) FM__ATOMIC_FETCH_ADD(&a->failed_allocs, 1, RELAXED);
-    else FM__ATOMIC_STORE(&a->failed_allocs, FM__ATOMIC_LOAD(&a->failed_allocs, RELAXED) + 1, RELAXED);
+    else
+        FM__ATOMIC_STORE(&a->failed_allocs, FM__ATOMIC_LOAD(&a->failed_allocs, RELAXED) + 1,
+                         RELAXED);
 }
 
 /* The position of a top value (which lies in the current block). */
@@ -427,7 +429,8 @@ static void fm__arena_hand_out(fm_arena *a, uintptr_t p, size_t size) {
 
 /* NONE, and MUTEX under the lock. `shared` is a constant at each call, so
  * the NONE copy works on the hot struct with no policy test. */
-static inline FM__ALWAYS_INLINE void *fm__alloc_serial(fm_arena *a, size_t size, size_t al, bool shared) {
+static inline FM__ALWAYS_INLINE void *fm__alloc_serial(fm_arena *a, size_t size, size_t al,
+                                                       bool shared) {
     uintptr_t top = shared ? FM__ATOMIC_LOAD(&a->top, RELAXED) : a->hot.top;
     uintptr_t limit = FM__ATOMIC_LOAD(&a->limit, RELAXED);
     uintptr_t p = fm_align_up(top, al);

@@ -156,7 +156,8 @@ void fm_defer_queue_destroy(fm_defer_queue *q) {
     for (uint32_t i = 0; i < q->n; i++) fm_closure_release(q->items[i].c);
     if (q->inbox) {
         /* Entries items could not take (no memory) are still references. */
-        for (; FM__ATOMIC_LOAD(&q->inbox[q->inbox_tail & q->inbox_mask].seq, ACQUIRE) == q->inbox_tail + 1;
+        for (; FM__ATOMIC_LOAD(&q->inbox[q->inbox_tail & q->inbox_mask].seq, ACQUIRE) ==
+               q->inbox_tail + 1;
              q->inbox_tail++)
             fm_closure_release(q->inbox[q->inbox_tail & q->inbox_mask].d.c);
     }

@@ -135,7 +135,7 @@ static const fm_sync cached_policies[] = {FM_SYNC_THREAD_CACHE, FM_SYNC_LOCKFREE
  * LOCKFREE) is one block of the pool's allocator, counted in bytes_reserved;
  * destroy, while the threads still live, returns every block, and their
  * exits afterwards touch nothing of the pool. */
-static void test_thread_entries_come_from_the_pools_allocator_and_destroy_returns_them_while_threads_live(
+static void test_thread_caches_are_the_pools_allocations_and_destroy_frees_them_while_threads_live(
     void **state) {
     fm_test_env *env = *state;
     for (int p = 0; p < 2; p++) {
@@ -338,7 +338,7 @@ static void test_a_thread_past_its_table_of_entries_serves_the_further_pools_unc
 int main(void) {
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
-        T(test_thread_entries_come_from_the_pools_allocator_and_destroy_returns_them_while_threads_live),
+        T(test_thread_caches_are_the_pools_allocations_and_destroy_frees_them_while_threads_live),
         T(test_entries_of_exited_threads_go_back_to_the_pools_allocator),
         T(test_a_refused_thread_entry_is_reported_and_the_call_goes_on_without_it),
         T(test_a_thread_past_its_table_of_entries_serves_the_further_pools_uncached),

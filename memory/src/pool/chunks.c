@@ -140,7 +140,8 @@ static uint32_t fm__hash(const fm_pool *p, uintptr_t base, uint32_t cap) {
 static bool fm__table_insert(uint32_t *table, uint32_t cap, const fm_pool *p, uint32_t idx) {
     uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, cap);
     uint32_t e;
-    while ((e = FM__ATOMIC_LOAD(&table[i], RELAXED)) != FM__NONE && e != FM__TOMB) i = (i + 1) & (cap - 1);
+    while ((e = FM__ATOMIC_LOAD(&table[i], RELAXED)) != FM__NONE && e != FM__TOMB)
+        i = (i + 1) & (cap - 1);
     FM__ATOMIC_STORE(&table[i], idx, RELEASE);
     return e == FM__NONE;
 }

@@ -413,7 +413,8 @@ static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const 
         if (err != FM_OK) fm__misuse(p, err, item, op);
         return err == FM_OK ? FM__FREED_RETIRED : FM__NOT_FREED;
     }
-    if (!FM__ATOMIC_CAS_STRONG(&fm__meta(base)[loc->slot], &m, (m & FM__GEN_MAX) + 1, ACQ_REL, RELAXED)) {
+    if (!FM__ATOMIC_CAS_STRONG(&fm__meta(base)[loc->slot], &m, (m & FM__GEN_MAX) + 1, ACQ_REL,
+                               RELAXED)) {
         fm__misuse(p, FM_ERR_DOUBLE_FREE, item, op);
         return FM__NOT_FREED;
     }

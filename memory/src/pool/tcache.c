@@ -246,7 +246,8 @@ FM__NOINLINE static fm__tc_entry *fm__tc_find(fm_pool *p, bool *uncached) {
 /* The calling thread's entry for p, settled (see fm__tc_settle) and with
  * room; NULL as fm__tc_find. */
 static inline fm__tc_entry *fm__tc_entry_of(fm_pool *p, bool *uncached) {
-    fm__tc_entry *e = FM__LIKELY(fm__tc_cur.id == p->id) ? fm__tc_cur.entry : fm__tc_find(p, uncached);
+    fm__tc_entry *e =
+        FM__LIKELY(fm__tc_cur.id == p->id) ? fm__tc_cur.entry : fm__tc_find(p, uncached);
     if (FM__UNLIKELY(e == NULL)) return NULL;
     fm__tc_settle(e);
     /* Between calls count stays below FM__TC_SLOTS, the last place being
@@ -375,7 +376,8 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
     }
     int done = fm__live_to_cached(p, item, &loc, op);
     if (done != FM__FREED_TO_CACHE) {
-        if (done == FM__FREED_RETIRED) FM__ATOMIC_STORE(&e->taken, e->taken - 1, RELAXED); /* back in the depot */
+        /* Retired: the slot went back to the depot. */
+        if (done == FM__FREED_RETIRED) FM__ATOMIC_STORE(&e->taken, e->taken - 1, RELAXED);
         return;
     }
     e->hint_meta = fm__meta((uintptr_t)item & p->base_mask);
