@@ -1,9 +1,9 @@
 /* platform/thread.h: threads as framemem uses them, one spelling per
  * platform: mutexes (optionally recursive), run-once, a thread-exit hook, the
- * thread-local storage class and yield. POSIX threads here; a Windows
- * section (SRWLOCK / CRITICAL_SECTION, InitOnceExecuteOnce, an FLS callback,
- * SwitchToThread) implements the same names. Nothing else in memory/src
- * includes a thread header.
+ * thread-local storage class and yield. POSIX threads only, so far; a
+ * Windows section (SRWLOCK or CRITICAL_SECTION, InitOnceExecuteOnce, an FLS
+ * callback, SwitchToThread) is to implement the same names. Nothing else in
+ * memory/src includes a thread header.
  *
  * The lock and unlock wrappers are inline: MUTEX pools and arenas take the
  * lock on every call, and a wrapper call would cost instructions there. */
