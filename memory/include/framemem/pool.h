@@ -104,9 +104,12 @@ typedef struct fm_pool_desc {
     fm_item_fn dtor;           /* run by fm_pool_delete and on live items at destroy */
     void *user;                /* passed to ctor and dtor */
     fm_allocator allocator;    /* zero = system (virtual memory where available) */
+    size_t chunk_bytes;        /* 0 = default; else a power of two, 4 KiB .. 1 GiB: see Memory */
 } fm_pool_desc;
 
 #define FM_POOL_MAX_ITEM_SIZE ((size_t)1 << 24)
+#define FM_POOL_MIN_CHUNK_BYTES ((size_t)4096)
+#define FM_POOL_MAX_CHUNK_BYTES ((size_t)1 << 30)
 
 /* X(field, description): one list for the struct, CSV writers and tests. */
 #define FM_POOL_STATS_FIELDS(X)                                                  \
@@ -128,6 +131,7 @@ typedef struct fm_pool_desc {
     X(grow_ns_max, "nanoseconds of the slowest growth")                          \
     X(trim_events, "trim calls that released memory")                            \
     X(bytes_trimmed, "bytes given back by trim since create")                    \
+    X(resets, "fm_pool_reset calls (their frees are in total_frees)")            \
     X(bytes_reserved, "bytes taken from the backing allocator, held now")        \
     X(bytes_overhead, "bytes_reserved minus capacity * item_size")
 
@@ -184,6 +188,12 @@ bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
 /// Returns empty chunks down to initial_capacity; the bytes released. First
 /// THREAD_CACHE flushes the caller's cache, LOCKFREE the shared stack.
 size_t fm_pool_trim(fm_pool *pool);
+/// Frees every live item at once (the dtor, if any, runs on each first) and
+/// keeps the chunks: capacity unchanged, no page faults when they fill again.
+/// Every handle made before goes stale. O(chunks) without a dtor (see Reset).
+/// Refused (FM_ERR_INVALID_ARG, nothing freed) inside fm_pool_foreach or a
+/// dtor the reset runs.
+void fm_pool_reset(fm_pool *pool);
 /// true when item is a live item of this pool (no error is reported). O(1).
 bool fm_pool_owns(const fm_pool *pool, const void *item);
 /// Calls fn on every live item; fn may free it (items allocated meanwhile may
@@ -195,6 +205,19 @@ void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
 fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
 /// The pool's name; "(null)" for a NULL pool (reported).
 const char *fm_pool_name(const fm_pool *pool);
+
+/// The pool holding the chunk ptr points into (any address inside it, the
+/// item dead or alive), or NULL, reported to no one. O(1); reads only the
+/// process-wide chunk map, never the memory at ptr (see Owners).
+fm_pool *fm_pool_of(const void *ptr);
+/// Frees ptr into the pool fm_pool_of finds, as fm_pool_free would (its
+/// reports: a dead item is a double free, a pointer inside one interior);
+/// NULL is a no-op; a pointer in no pool's chunk is FM_ERR_FOREIGN_POINTER.
+/// Thread rules: the owning pool's.
+void fm_free(void *ptr);
+/// Bytes the chunk map behind fm_pool_of has taken from the OS so far (its
+/// 512 KiB first level, zero-filled static storage, not included).
+size_t fm_pool_map_bytes(void);
 
 /// The handle of a live item in O(1); FM_HANDLE_NULL and FM_ERR_FOREIGN_POINTER
 /// for anything else, a freed item too (FM_ERR_INTERIOR_POINTER inside one).

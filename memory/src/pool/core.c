@@ -51,6 +51,40 @@ FM__COLD static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const
 
 /* ======================================================= alloc and free */
 
+/* The bump index over slots that a reset found handed out (below cur_hw,
+ * see pool/reset.c): their meta words are left as the reset found them. A
+ * retired slot is passed over; a word still saying live (an item the reset
+ * freed) goes on to the next generation, so no reference count of that item
+ * applies to the new one (a slot with no generation left retires now); a
+ * free slot's word keeps its generation, already above every handle to its
+ * items. The slot becomes live; FM__NONE (bump at the limit) when none is
+ * left. */
+FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
+    fm__pool_hot *h = p->cs;
+    while (h->cur_bump < h->cur_limit) {
+        uint32_t idx = (uint32_t)h->cur_bump++;
+        if (idx >= p->cur_hw) {
+            fm__meta_set(h->cur_base, idx, FM__LIVE | p->cur_gen_floor);
+            return idx;
+        }
+        uint32_t m = fm__meta_get(h->cur_base, idx);
+        if (m == FM__RETIRED) continue;
+        if (m & FM__LIVE) {
+            if ((m & FM__GEN_MAX) == FM__GEN_MAX) {
+                fm__meta_set(h->cur_base, idx, FM__RETIRED);
+                p->chunks[p->cur_idx].retired++;
+                p->retired++;
+                p->capacity--;
+                continue;
+            }
+            m = (m & FM__GEN_MAX) + 1;
+        }
+        fm__meta_set(h->cur_base, idx, FM__LIVE | m);
+        return idx;
+    }
+    return FM__NONE;
+}
+
 /* Takes a slot of the current chunk: its free stack first, then never-used
  * slots. NULL when the chunk is exhausted (or there is none). */
 static inline void *fm__alloc_fast(fm_pool *p) {
@@ -69,9 +103,14 @@ static inline void *fm__alloc_fast(fm_pool *p) {
         }
         FM__ATOMIC_STORE(meta, FM__ATOMIC_LOAD(meta, RELAXED) | FM__LIVE, RELAXED);
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
-        idx = (uint32_t)h->cur_bump++;
+        if (FM__LIKELY(h->cur_bump >= p->cur_hw)) {
+            idx = (uint32_t)h->cur_bump++;
+            fm__meta_set(h->cur_base, idx, FM__LIVE | p->cur_gen_floor); /* first use */
+        } else {
+            idx = fm__bump_reused(p);
+            if (idx == FM__NONE) return NULL;
+        }
         slot = h->cur_slots + (size_t)idx * h->stride;
-        fm__meta_set(h->cur_base, idx, FM__LIVE | p->cur_gen_floor); /* first use */
     } else {
         return NULL;
     }

@@ -79,7 +79,8 @@ typedef struct fm__pool_hot {
     uint32_t slot_bits;      /* handle bits 0..slot_bits-1: slot; above: record + 1 */
     uint32_t per_chunk;
     uint32_t slots_off;
-    uint32_t salt;           /* xored into the generation bits of this pool's handles */
+    uint32_t gen_key;        /* a handle's generation bits are the slot's minus this
+                                (mod 2^31): random per pool, one lower per reset */
     uint32_t sync;           /* the fm_sync policy: the library dispatches on it */
     /* THREAD_CACHE's inline paths */
     uint64_t tc_id;          /* the pool's unique id; UINT64_MAX (no thread's) otherwise */
@@ -202,9 +203,13 @@ static inline bool fm__meta_kill(uint32_t *w, bool shared) {
 #define FM__POOL_READ(shared, ptr) ((shared) ? FM__ATOMIC_LOAD((ptr), ACQUIRE) : *(ptr))
 
 /* Handle bits: 0..31 location ((record + 1) << slot_bits | slot), 32..62 the
- * slot's generation xor the pool's salt. shared: read as another thread may
- * be growing the pool (every policy but NONE): n_bases before bases, so the
- * array read is at least as large as n_bases says. */
+ * slot's generation minus the pool's gen_key (mod 2^31; bit 63, never set
+ * by the library, is not looked at). A random key per pool makes another
+ * pool's handles miss; fm_pool_reset lowers it by one, so every handle made
+ * before a reset asks for a generation one below the slot's (see
+ * pool/reset.c). shared: read as another thread may be growing the pool
+ * (every policy but NONE): n_bases before bases, so the array read is at
+ * least as large as n_bases says. */
 static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool shared) {
     const fm__pool_hot *hot = (const fm__pool_hot *)(const void *)pool;
     uint32_t loc = (uint32_t)h.bits;
@@ -214,11 +219,36 @@ static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool s
     uint8_t **bases = FM__POOL_READ(shared, &hot->bases);
     uint8_t *base = FM__POOL_READ(shared, &bases[rec]);
     if (!base) return NULL;
-    /* xor, not or: a handle with bit 63 set (never made) cannot match. */
-    uint32_t want = FM__META_LIVE ^ ((uint32_t)(h.bits >> 32) ^ hot->salt);
+    uint32_t want = FM__META_LIVE | ((uint32_t)(h.bits >> 32) + hot->gen_key);
     if (FM__POOL_READ(shared, &((uint32_t *)(void *)base)[slot]) != want) return NULL;
     return base + hot->slots_off + (size_t)slot * hot->stride;
 }
+
+/* The process-wide chunk map (pool/map.c): per 4 GiB region of addresses
+ * below 2^48 a table of the owners of its 64 KiB granules (an entry with bit
+ * 0 set: a table of its sixteen 4 KiB pages). */
+#if UINTPTR_MAX > 0xFFFFFFFFu
+#define FM__MAP_L1 65536u
+#else
+#define FM__MAP_L1 1u
+#endif
+extern uintptr_t *fm__pool_map[FM__MAP_L1];
+
+/* fm_pool_of: two or three loads from the map, never from ptr. */
+static inline fm_pool *fm__pool_of_at(const void *ptr) {
+    uint64_t a = (uint64_t)(uintptr_t)ptr;
+    if (a >> 32 >= FM__MAP_L1) return NULL;
+    const uintptr_t *table = FM__ATOMIC_LOAD(&fm__pool_map[a >> 32], ACQUIRE);
+    if (!table) return NULL;
+    uintptr_t e = FM__ATOMIC_LOAD(&table[(uint32_t)a >> 16], ACQUIRE);
+    if (__builtin_expect(e & 1u, 0))
+        e = FM__ATOMIC_LOAD(&((const uintptr_t *)(e - 1u))[((uint32_t)a >> 12) & 15u], ACQUIRE);
+    return (fm_pool *)e;
+}
+
+/* fm_free of a pointer no pool holds: NULL is a no-op, anything else is
+ * reported. */
+__attribute__((cold)) void fm__free_unowned(void *ptr);
 
 /* ------------------------------------------------------ the inline paths */
 
@@ -385,6 +415,12 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
     fm__pool_free_tc(pool, item);
 }
 
+static inline void fm__free_inline(void *ptr) {
+    fm_pool *pool = fm__pool_of_at(ptr);
+    if (__builtin_expect(pool != NULL, 1)) fm__pool_free_inline(pool, ptr);
+    else fm__free_unowned(ptr);
+}
+
 #endif /* FM__INLINE && !FM_TRACK_SITES */
 #endif /* FM__GNU */
 
@@ -414,6 +450,8 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
 #define fm_pool_alloc(pool) fm__pool_alloc_inline(pool)
 #define fm_pool_free(pool, item) fm__pool_free_inline((pool), (item))
 #define fm_pool_resolve(pool, h) fm__pool_resolve_at((pool), (h), false)
+#define fm_pool_of(ptr) fm__pool_of_at(ptr)
+#define fm_free(ptr) fm__free_inline(ptr)
 #endif
 #endif
 
