@@ -1145,11 +1145,8 @@ static void op_reset(model *m, fz_input *in) {
     }
     m->resets++;
     m->capacity = after.capacity;
-    while (m->count) {
-        uint8_t *p = m->live[m->count - 1].ptr;
-        remove_live(m, m->count - 1);
-        item_gone(m, p);
-    }
+    memset(g_doomed, 1, m->count); /* all out of the model first: see doomed_gone */
+    doomed_gone(m);
     check_handles(m);
 }
 

@@ -94,6 +94,7 @@ static void fm__park_current(fm_pool *p) {
     p->cs->cur_stack = NULL;
     p->cs->cur_bump = 0;
     p->cs->cur_limit = 0;
+    p->cs->cur_fresh_end = 0;
 }
 
 static void fm__make_current(fm_pool *p, uint32_t idx) {
@@ -116,8 +117,9 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
     p->cs->cur_limit = c->limit;
     /* Every slot handed out has a generation of at least gen_budget (see
      * pool/reset.c). */
-    p->cur_gen_floor = c->gen_floor > p->gen_budget ? c->gen_floor : p->gen_budget;
+    p->cs->cur_fresh_word = FM__LIVE | (c->gen_floor > p->gen_budget ? c->gen_floor : p->gen_budget);
     p->cur_hw = c->hw;
+    p->cs->cur_fresh_end = c->bump >= c->hw ? c->limit : 0;
     p->live_other -= c->live;
 }
 

@@ -61,15 +61,12 @@ FM__COLD static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const
  * left. */
 FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
     fm__pool_hot *h = p->cs;
-    while (h->cur_bump < h->cur_limit) {
+    uint32_t found = FM__NONE;
+    while (found == FM__NONE && h->cur_bump < h->cur_limit) {
         uint32_t idx = (uint32_t)h->cur_bump++;
-        if (idx >= p->cur_hw) {
-            fm__meta_set(h->cur_base, idx, FM__LIVE | p->cur_gen_floor);
-            return idx;
-        }
-        uint32_t m = fm__meta_get(h->cur_base, idx);
+        uint32_t m = idx < p->cur_hw ? fm__meta_get(h->cur_base, idx) : h->cur_fresh_word;
         if (m == FM__RETIRED) continue;
-        if (m & FM__LIVE) {
+        if (idx < p->cur_hw && (m & FM__LIVE)) {
             if ((m & FM__GEN_MAX) == FM__GEN_MAX) {
                 fm__meta_set(h->cur_base, idx, FM__RETIRED);
                 p->chunks[p->cur_idx].retired++;
@@ -80,9 +77,11 @@ FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
             m = (m & FM__GEN_MAX) + 1;
         }
         fm__meta_set(h->cur_base, idx, FM__LIVE | m);
-        return idx;
+        found = idx;
     }
-    return FM__NONE;
+    /* Past the slots the reset left: the inline alloc bumps again. */
+    if (h->cur_bump >= p->cur_hw) h->cur_fresh_end = h->cur_limit;
+    return found;
 }
 
 /* Takes a slot of the current chunk: its free stack first, then never-used
@@ -102,14 +101,13 @@ static inline void *fm__alloc_fast(fm_pool *p) {
             meta = fm__meta(h->cur_base) + idx;
         }
         FM__ATOMIC_STORE(meta, FM__ATOMIC_LOAD(meta, RELAXED) | FM__LIVE, RELAXED);
-    } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
-        if (FM__LIKELY(h->cur_bump >= p->cur_hw)) {
-            idx = (uint32_t)h->cur_bump++;
-            fm__meta_set(h->cur_base, idx, FM__LIVE | p->cur_gen_floor); /* first use */
-        } else {
-            idx = fm__bump_reused(p);
-            if (idx == FM__NONE) return NULL;
-        }
+    } else if (FM__LIKELY(h->cur_bump < h->cur_fresh_end)) {
+        idx = (uint32_t)h->cur_bump++;
+        fm__meta_set(h->cur_base, idx, h->cur_fresh_word); /* first use */
+        slot = h->cur_slots + (size_t)idx * h->stride;
+    } else if (h->cur_bump < h->cur_limit) {
+        idx = fm__bump_reused(p);
+        if (idx == FM__NONE) return NULL;
         slot = h->cur_slots + (size_t)idx * h->stride;
     } else {
         return NULL;

@@ -9,13 +9,13 @@
  * Optimised builds of the caller (FM__INLINE, see detail/base.h, without
  * FM_TRACK_SITES) inline the common case of fm_pool_alloc, fm_pool_free and
  * fm_pool_resolve: a pop from or a push onto the current chunk's stack of
- * free slot indices, with the live bit, double-free and foreign-pointer
+ * free slot indices (an alloc also takes a slot never handed out), with the live bit, double-free and foreign-pointer
  * checks and the counters exactly as the library keeps them. Everything
  * else calls into the library; the functions stay callable as
  * (fm_pool_alloc)(pool). The pool is not tested for NULL here (a
  * precondition, base.h): the test would cost every call an instruction; the
  * library's functions test it. Pools with sync != NONE keep cur_next_slot NULL and
- * cur_top and cur_bump 0 here, so NONE's part falls through; a THREAD_CACHE
+ * cur_top, cur_bump and cur_fresh_end 0 here, so NONE's part falls through; a THREAD_CACHE
  * pool (tc_id set) goes to its own part right after an alloc's first test
  * and before a free's index arithmetic. It pops from or pushes onto the
  * calling thread's magazine when its last entry (fm__tc_cur) is the
@@ -64,6 +64,9 @@ typedef struct fm__pool_hot {
     uint32_t cur_top;        /* free indices on its stack below cur_next */
     uint16_t *cur_stack;     /* the current chunk's stack: [0, cur_top) */
     uint32_t cur_limit;
+    uint32_t cur_fresh_end;  /* cur_bump below it: the next slot was never handed out
+                                (cur_limit, or 0 while the bump index walks slots
+                                a reset left: see pool/reset.c) */
     uintptr_t cur_base;      /* current chunk, or 1 when there is none */
     uint8_t *cur_slots;      /* its first slot */
     uint64_t cur_bump;       /* slots [0, cur_bump) have been handed out */
@@ -82,6 +85,8 @@ typedef struct fm__pool_hot {
     uint32_t gen_key;        /* a handle's generation bits are the slot's minus this
                                 (mod 2^31): random per pool, one lower per reset */
     uint32_t sync;           /* the fm_sync policy: the library dispatches on it */
+    uint32_t cur_fresh_word; /* a never-used slot's meta word once handed out:
+                                live | the current chunk's first generation */
     /* THREAD_CACHE's inline paths */
     uint64_t tc_id;          /* the pool's unique id; UINT64_MAX (no thread's) otherwise */
     uintptr_t base_mask;     /* ptr & base_mask: the chunk (its meta words) of an item */
@@ -344,6 +349,17 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
         size_t idx = h->cur_stack[--h->cur_top];
         slot = h->cur_slots + idx * h->stride;
         meta = (uint32_t *)h->cur_base + idx;
+    } else if (h->cur_bump < h->cur_fresh_end) {
+        /* A slot never handed out: the first allocations of a fresh chunk
+         * cost what later ones do. */
+        size_t idx = h->cur_bump++;
+        ((uint32_t *)h->cur_base)[idx] = h->cur_fresh_word;
+        h->total_allocs++;
+        if (__builtin_expect(fm__headroom_taken(&h->headroom), 0)) {
+            h->headroom = 0;
+            h->peak_live++;
+        }
+        return h->cur_slots + idx * h->stride;
     } else {
         return fm__pool_alloc_slow(pool);
     }
