@@ -190,7 +190,7 @@ static void test_pool_of_tells_apart_small_chunks_of_two_pools_in_one_granule(vo
     assert_non_null(odd);
     /* Turns: even, odd, even, ... each a new chunk, all in the region. */
     size_t pe = (size_t)stats_of(even).items_per_chunk, po = (size_t)stats_of(odd).items_per_chunk;
-    void *ie[6 * 64], *io[6 * 64];
+    void *ie[16 * 80], *io[16 * 80]; /* at most 16 chunks of at most 80 items */
     size_t ne = 0, no = 0;
     for (int round = 0; round < 5; round++) {
         for (size_t i = 0; i < pe; i++) assert_non_null(ie[ne++] = fm_pool_alloc(even));

@@ -58,7 +58,8 @@ FM__COLD static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const
  * applies to the new one (a slot with no generation left retires now); a
  * free slot's word keeps its generation, already above every handle to its
  * items. The slot becomes live; FM__NONE (bump at the limit) when none is
- * left. */
+ * left. detail/pool.h's inline alloc does the same for every slot but a
+ * retired or spent one. */
 FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
     fm__pool_hot *h = p->cs;
     uint32_t found = FM__NONE;
@@ -79,8 +80,11 @@ FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
         fm__meta_set(h->cur_base, idx, FM__LIVE | m);
         found = idx;
     }
-    /* Past the slots the reset left: the inline alloc bumps again. */
-    if (h->cur_bump >= p->cur_hw) h->cur_fresh_end = h->cur_limit;
+    /* Past the slots the reset left: never-used ones from here on. */
+    if (h->cur_bump >= p->cur_hw) {
+        h->cur_fresh_end = h->cur_limit;
+        h->cur_reset_end = 0;
+    }
     return found;
 }
 

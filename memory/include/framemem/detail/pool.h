@@ -15,7 +15,7 @@
  * (fm_pool_alloc)(pool). The pool is not tested for NULL here (a
  * precondition, base.h): the test would cost every call an instruction; the
  * library's functions test it. Pools with sync != NONE keep cur_next_slot NULL and
- * cur_top, cur_bump and cur_fresh_end 0 here, so NONE's part falls through; a THREAD_CACHE
+ * cur_top, cur_bump and the ends 0 here, so NONE's part falls through; a THREAD_CACHE
  * pool (tc_id set) goes to its own part right after an alloc's first test
  * and before a free's index arithmetic. It pops from or pushes onto the
  * calling thread's magazine when its last entry (fm__tc_cur) is the
@@ -67,6 +67,8 @@ typedef struct fm__pool_hot {
     uint32_t cur_fresh_end;  /* cur_bump below it: the next slot was never handed out
                                 (cur_limit, or 0 while the bump index walks slots
                                 a reset left: see pool/reset.c) */
+    uint32_t cur_reset_end;  /* cur_bump below it: the next slot is one a reset left
+                                (the slots it found handed out; 0 past them) */
     uintptr_t cur_base;      /* current chunk, or 1 when there is none */
     uint8_t *cur_slots;      /* its first slot */
     uint64_t cur_bump;       /* slots [0, cur_bump) have been handed out */
@@ -354,6 +356,23 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
          * cost what later ones do. */
         size_t idx = h->cur_bump++;
         ((uint32_t *)h->cur_base)[idx] = h->cur_fresh_word;
+        h->total_allocs++;
+        if (__builtin_expect(fm__headroom_taken(&h->headroom), 0)) {
+            h->headroom = 0;
+            h->peak_live++;
+        }
+        return h->cur_slots + idx * h->stride;
+    } else if (h->cur_bump < h->cur_reset_end) {
+        /* A slot a reset left (pool/reset.c): a word still saying live goes
+         * on to its next generation, a free one keeps its own; a retired
+         * slot (0) and a spent one (live, the last generation) go to the
+         * library. */
+        size_t idx = h->cur_bump;
+        uint32_t *w = (uint32_t *)h->cur_base + idx;
+        uint32_t m = *w;
+        if (__builtin_expect(m - 1u > 0xFFFFFFFDu, 0)) return fm__pool_alloc_slow(pool);
+        h->cur_bump = idx + 1;
+        *w = (m + (m >> 31)) | FM__META_LIVE;
         h->total_allocs++;
         if (__builtin_expect(fm__headroom_taken(&h->headroom), 0)) {
             h->headroom = 0;
