@@ -45,7 +45,46 @@
  * Stats are exact once threads are quiet; peak_live counts cached slots.
  *
  * Defaults (zero fields): name "pool", item_align alignof(max_align_t),
- * initial_capacity one chunk, unbounded, geometric growth by 2.0.
+ * initial_capacity one chunk, unbounded, geometric growth by 2.0, the
+ * default chunk size (below).
+ *
+ * Memory: chunks of desc.chunk_bytes, a power of two from 4 KiB to 1 GiB
+ * that holds at least one item and its 6 bytes of metadata (22 with
+ * FM_TRACK_SITES); 0 picks the smallest power of two from 64 KiB that holds
+ * 32 items (16 from 64 KiB items, 4 from 1 MiB), which get_desc and stats
+ * report. A chunk holds at most 65536 items. Chunks whose size is a multiple
+ * of the page come from the OS (the system allocator), smaller ones from
+ * the C heap. Besides its chunks a pool holds about 3.8 KiB on 64-bit
+ * targets (the pool object, 8 chunk records and a 16-entry chunk table,
+ * growing with the chunk count; stats.bytes_reserved counts them all), so
+ * 24 door thinkers of 80 bytes need a 4 KiB chunk and 3.8 KiB. A pool's
+ * first chunk becomes current at create and, when it is mapped for the pool
+ * and at most 64 KiB, resident (its pages touched), so that the first
+ * allocations of a fresh pool cost what later ones do; bigger chunks are
+ * touched as used, or at growth with desc.prefault.
+ *
+ * Reset: fm_pool_reset frees every live item at once and keeps the chunks,
+ * for a level's objects. Without a dtor it costs O(chunks), whatever the
+ * number of items (NONE, MUTEX; THREAD_CACHE and LOCKFREE clear 4 bytes of
+ * metadata per slot used); with one, the dtor runs on each live item first.
+ * Every handle made before it goes stale (generations advance; a slot whose
+ * generations run out retires, as at any wrap; once every 65536 resets a
+ * reset renumbers them in O(slots)); frees of the items it freed are double
+ * frees; total_frees counts them and stats.resets the call. Like destroy it
+ * must not overlap another call on the pool from another thread (MUTEX:
+ * any time); THREAD_CACHE and LOCKFREE drop every thread's cached slots,
+ * and threads allocate afresh after it. Refused inside fm_pool_foreach.
+ *
+ * Owners: fm_pool_of(ptr) finds the pool whose chunk holds ptr from a
+ * process-wide map of chunk addresses (two levels over the address's 64 KiB
+ * granule, a third for chunks under 64 KiB), updated at growth and release,
+ * read without a lock and never through ptr: O(1), a few loads; NULL for
+ * memory no pool holds (the map covers addresses below 2^48). fm_free(ptr)
+ * frees into that pool. The map's memory comes from the OS (its first level
+ * is 512 KiB of zero-filled static storage; then 512 KiB of address space
+ * per 4 GiB region that held a chunk, pages touched where entries are, and
+ * 128 bytes per 64 KiB granule that held a chunk under 64 KiB), is never
+ * freed and never allocated on a free path; fm_pool_map_bytes counts it.
  *
  * NULL (base.h): every function but destroy (a no-op) reports a NULL pool as
  * FM_ERR_INVALID_ARG; the inline alloc, free and resolve of optimised builds
