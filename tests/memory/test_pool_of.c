@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static const fm_sync policies[] = {FM_SYNC_NONE, FM_SYNC_MUTEX, FM_SYNC_THREAD_CACHE,
                                    FM_SYNC_LOCKFREE};
@@ -484,6 +485,44 @@ static void test_pool_with_4_kib_chunks_works_under_every_policy(void **state) {
     }
 }
 
+static uint64_t minor_faults(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)ru.ru_minflt;
+}
+
+/* Cold small pools: a fresh pool's first chunk (64 KiB by default) is
+ * resident at create, so filling it takes no page fault; a first chunk
+ * above 64 KiB is touched as it is used. */
+static void test_pool_first_chunk_of_a_fresh_small_pool_takes_no_page_fault(void **state) {
+    fm_test_env *env = *state;
+    if (fm_test_under_valgrind()) skip(); /* Valgrind's own memory faults in */
+    const size_t chunks[] = {0, 4096, 65536, 131072};
+    for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+        fm_pool *pool = fm_pool_create(&(fm_pool_desc){.name = "cold", .item_size = 120,
+                                                       .chunk_bytes = chunks[k]});
+        assert_non_null(pool);
+        size_t n = (size_t)stats_of(pool).items_per_chunk;
+        void **items = malloc(n * sizeof *items);
+        assert_non_null(items);
+        uint64_t before = minor_faults();
+        for (size_t i = 0; i < n; i++) {
+            assert_non_null(items[i] = fm_pool_alloc(pool));
+            memset(items[i], 0x3C, 120);
+        }
+        uint64_t faults = minor_faults() - before;
+        print_message("chunk_bytes %zu: %llu minor faults filling the first chunk (%zu items)\n",
+                      chunks[k], (unsigned long long)faults, n);
+        if (chunks[k] <= 65536) assert_int_equal(faults, 0);
+        else assert_true(faults >= 16); /* 128 KiB: its pages come in as used */
+        assert_int_equal(stats_of(pool).chunk_count, 1);
+        for (size_t i = 0; i < n; i++) fm_free(items[i]);
+        free(items);
+        fm_pool_destroy(pool);
+    }
+    assert_int_equal(env->errors.count, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
@@ -498,6 +537,7 @@ int main(void) {
         T(test_pool_of_24_door_thinkers_lives_in_one_4_kib_chunk),
         T(test_pool_desc_check_and_create_refuse_a_bad_chunk_bytes),
         T(test_pool_with_4_kib_chunks_works_under_every_policy),
+        T(test_pool_first_chunk_of_a_fresh_small_pool_takes_no_page_fault),
 #undef T
     };
     return cmocka_run_group_tests_name("pool_of", tests, NULL, NULL);
