@@ -16,7 +16,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 static const fm_sync policies[] = {FM_SYNC_NONE, FM_SYNC_MUTEX, FM_SYNC_THREAD_CACHE,
                                    FM_SYNC_LOCKFREE};
@@ -485,12 +484,6 @@ static void test_pool_with_4_kib_chunks_works_under_every_policy(void **state) {
     }
 }
 
-static uint64_t minor_faults(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (uint64_t)ru.ru_minflt;
-}
-
 /* Cold small pools: a fresh pool's first chunk (64 KiB by default) is
  * resident at create, so filling it takes no page fault; a first chunk
  * above 64 KiB is touched as it is used. */
@@ -505,12 +498,12 @@ static void test_pool_first_chunk_of_a_fresh_small_pool_takes_no_page_fault(void
         size_t n = (size_t)stats_of(pool).items_per_chunk;
         void **items = malloc(n * sizeof *items);
         assert_non_null(items);
-        uint64_t before = minor_faults();
+        uint64_t before = fm_test_minor_faults();
         for (size_t i = 0; i < n; i++) {
             assert_non_null(items[i] = fm_pool_alloc(pool));
             memset(items[i], 0x3C, 120);
         }
-        uint64_t faults = minor_faults() - before;
+        uint64_t faults = fm_test_minor_faults() - before;
         print_message("chunk_bytes %zu: %llu minor faults filling the first chunk (%zu items)\n",
                       chunks[k], (unsigned long long)faults, n);
         if (chunks[k] <= 65536) assert_int_equal(faults, 0);

@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #ifdef FM_TEST_ASAN
 #include <sanitizer/asan_interface.h>
@@ -425,12 +424,6 @@ static void test_pool_reset_leaves_meta_words_alone_except_under_cached_policies
     }
 }
 
-static uint64_t minor_faults(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (uint64_t)ru.ru_minflt;
-}
-
 /* The next level fills the chunks again without a page fault. */
 static void test_pool_refill_after_reset_takes_no_page_fault(void **state) {
     fm_test_env *env = *state;
@@ -441,13 +434,13 @@ static void test_pool_refill_after_reset_takes_no_page_fault(void **state) {
     void **items = malloc(4000 * sizeof *items);
     assert_non_null(items);
     for (int level = 0; level < 3; level++) {
-        uint64_t before = minor_faults();
+        uint64_t before = fm_test_minor_faults();
         for (size_t i = 0; i < 4000; i++) {
             items[i] = fm_pool_alloc(pool);
             assert_non_null(items[i]);
             memset(items[i], level, 200);
         }
-        uint64_t faults = minor_faults() - before;
+        uint64_t faults = fm_test_minor_faults() - before;
         print_message("level %d: %llu minor faults filling 4000 x 200 bytes\n", level,
                       (unsigned long long)faults);
         if (level == 0) assert_true(faults > 50); /* the pages came in as used */
