@@ -38,7 +38,8 @@ static void assert_chunks_owned(fm_pool *pool, void **items, size_t n) {
         uintptr_t chunk = (uintptr_t)items[i] & ~(uintptr_t)(cb - 1);
         if (chunk == last_chunk) continue;
         last_chunk = chunk;
-        for (size_t off = 0; off < cb; off += 64) assert_ptr_equal(fm_pool_of((void *)(chunk + off)), pool);
+        for (size_t off = 0; off < cb; off += 64)
+            assert_ptr_equal(fm_pool_of((void *)(chunk + off)), pool);
         assert_ptr_equal(fm_pool_of((void *)(chunk + cb - 1)), pool);
     }
 }
@@ -68,7 +69,8 @@ static void test_pool_of_names_the_pool_of_every_address_in_its_chunks(void **st
             n[k] = (size_t)s.items_per_chunk * 3 + 1; /* several chunks */
             items[k] = malloc(n[k] * sizeof *items[k]);
             assert_non_null(items[k]);
-            for (size_t i = 0; i < n[k]; i++) assert_non_null(items[k][i] = fm_pool_alloc(pools[k]));
+            for (size_t i = 0; i < n[k]; i++)
+                assert_non_null(items[k][i] = fm_pool_alloc(pools[k]));
         }
         for (int k = 0; k < SHAPES; k++) {
             assert_chunks_owned(pools[k], items[k], n[k]);
@@ -159,7 +161,8 @@ static void *granule_alloc_fn(size_t size, size_t align, void *user) {
         return NULL;
     }
     void *p = NULL;
-    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) == 0 ? p : NULL;
+    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) == 0 ? p
+                                                                                          : NULL;
 }
 
 static void granule_free_fn(void *ptr, size_t size, void *user) {

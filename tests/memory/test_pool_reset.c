@@ -173,7 +173,8 @@ static void test_pool_calls_on_an_item_the_reset_freed_are_reported_and_change_n
         }
         fm_pool_delete(pool, items[5] == keep ? items[6] : items[5]);
         assert_int_equal(fm_last_error(), FM_ERR_DOUBLE_FREE);
-        assert_true(fm_handle_is_null(fm_pool_handle(pool, items[7] == keep ? items[8] : items[7])));
+        assert_true(
+            fm_handle_is_null(fm_pool_handle(pool, items[7] == keep ? items[8] : items[7])));
         assert_int_equal(fm_last_error(), FM_ERR_FOREIGN_POINTER);
         assert_int_equal(fm_pool_refcount(pool, items[3] == keep ? items[4] : items[3]), 0);
         assert_int_equal(fm_last_error(), FM_ERR_REFCOUNT);
@@ -276,7 +277,8 @@ static void test_pool_reset_inside_foreach_is_reported_and_changes_nothing(void 
         fm_pool_stats after = stats_of(pool);
         fm_test_assert_pool_stats_same(&before, &after, 100);
         for (size_t i = 0; i < 100; i++) assert_true(fm_pool_owns(pool, items[i]));
-        for (size_t i = 0; i < 100; i++) assert_true(fm_test_check_fill(items[i], 16, (uint32_t)i + 1));
+        for (size_t i = 0; i < 100; i++)
+            assert_true(fm_test_check_fill(items[i], 16, (uint32_t)i + 1));
         /* Outside the walk it works. */
         fm_pool_reset(pool);
         assert_int_equal(stats_of(pool).live, 0);
@@ -514,7 +516,8 @@ static void test_pool_reset_drops_every_threads_cached_slots(void **state) {
         assert_int_equal(after.capacity, before.capacity);
         assert_int_equal(fm_pool_check(pool), FM_OK);
         pthread_barrier_wait(&barrier);
-        for (size_t i = 0; i < MAIN2; i++) assert_non_null(all[THREADS * PHASE2 + i] = fm_pool_alloc(pool));
+        for (size_t i = 0; i < MAIN2; i++)
+            assert_non_null(all[THREADS * PHASE2 + i] = fm_pool_alloc(pool));
         pthread_barrier_wait(&barrier);
         size_t n = THREADS * PHASE2 + MAIN2;
         assert_int_equal(stats_of(pool).live, n);

@@ -102,7 +102,8 @@ static sp_sched sp_sched_make(uint32_t levels, uint32_t per_level) {
                 for (uint32_t j = 0; j < count; j++) {
                     uint32_t id = s.objects++;
                     s.pool_of[id] = (uint8_t)k;
-                    death[id] = sp_below(&rng, 5) == 0 ? UINT32_MAX : f + 1 + sp_below(&rng, SP_LIFE);
+                    death[id] =
+                        sp_below(&rng, 5) == 0 ? UINT32_MAX : f + 1 + sp_below(&rng, SP_LIFE);
                     s.alloc_id[n_alloc++] = id;
                     live[n_live++] = id;
                 }
@@ -227,10 +228,12 @@ static BENCH_NOINLINE void sp_frees(sp_state *st, const sp_sched *s, uint32_t f,
     }
 }
 
-static BENCH_NOINLINE void sp_teardown(sp_state *st, const sp_sched *s, uint32_t level, void **obj) {
+static BENCH_NOINLINE void sp_teardown(sp_state *st, const sp_sched *s, uint32_t level,
+                                       void **obj) {
     switch (st->kind) {
     case SP_MALLOC:
-        for (uint32_t e = s->end_start[level]; e < s->end_start[level + 1]; e++) free(obj[s->end_id[e]]);
+        for (uint32_t e = s->end_start[level]; e < s->end_start[level + 1]; e++)
+            free(obj[s->end_id[e]]);
         break;
     case SP_ZONE: zone_free_tags(st->z, ZONE_LEVEL, ZONE_PURGELEVEL - 1); break;
     default:
@@ -441,7 +444,9 @@ static BENCH_NOINLINE uint64_t of_loop(void *const *ptrs, uint32_t n, int how, u
 
 /* ================================================================= main */
 
-static void verdict(const char *what, bool met) { printf("- %s: %s\n", what, met ? "met" : "NOT met"); }
+static void verdict(const char *what, bool met) {
+    printf("- %s: %s\n", what, met ? "met" : "NOT met");
+}
 
 void sparse_run(const bench_opts *opts) {
     int runs = bench_repeat(opts);
@@ -449,7 +454,8 @@ void sparse_run(const bench_opts *opts) {
     sp_sched s = sp_sched_make(levels, per_level);
     void **obj = bench_xmalloc((size_t)s.objects * sizeof *obj);
 
-    printf("\n## sparse: a game's pattern: 9 small pools, frees by base pointer, a level reset\n\n");
+    printf(
+        "\n## sparse: a game's pattern: 9 small pools, frees by base pointer, a level reset\n\n");
     printf("9 pools of %zu..%zu-byte items; per frame and pool 0..10 allocations (none in 7 "
            "frames of 10), shuffled across the pools; lives of 1..%d frames or (1 in 5) the "
            "whole level; %u levels of %u frames, each ended by a teardown. %u objects, %u "
@@ -532,13 +538,14 @@ void sparse_run(const bench_opts *opts) {
                v <= COLD_4K ? cmed[v].create_us : 0.0, cmed[v].first_ns,
                (unsigned long long)cmed[v].faults, cmed[v].resident_ns, cmed[v].steady_ns,
                cmed[v].first_ns / cmed[v].steady_ns);
-    printf("\nThe default's first allocations: %.2f ns each, %.2fx the same pools with every page "
-           "resident, %.2fx steady state; a first chunk left untouched: %.2f ns each (%.1fx "
-           "the default), with %llu page faults.\n",
-           cmed[COLD_DEFAULT].first_ns, cmed[COLD_DEFAULT].first_ns / cmed[COLD_DEFAULT].resident_ns,
-           cmed[COLD_DEFAULT].first_ns / cmed[COLD_DEFAULT].steady_ns, cmed[COLD_BIG_FIRST].first_ns,
-           cmed[COLD_BIG_FIRST].first_ns / cmed[COLD_DEFAULT].first_ns,
-           (unsigned long long)cmed[COLD_BIG_FIRST].faults);
+    printf(
+        "\nThe default's first allocations: %.2f ns each, %.2fx the same pools with every page "
+        "resident, %.2fx steady state; a first chunk left untouched: %.2f ns each (%.1fx "
+        "the default), with %llu page faults.\n",
+        cmed[COLD_DEFAULT].first_ns, cmed[COLD_DEFAULT].first_ns / cmed[COLD_DEFAULT].resident_ns,
+        cmed[COLD_DEFAULT].first_ns / cmed[COLD_DEFAULT].steady_ns, cmed[COLD_BIG_FIRST].first_ns,
+        cmed[COLD_BIG_FIRST].first_ns / cmed[COLD_DEFAULT].first_ns,
+        (unsigned long long)cmed[COLD_BIG_FIRST].faults);
 
     /* ---- 3. reset */
     printf("\n### a level's teardown: 1,000 live items\n\n");
@@ -559,7 +566,8 @@ void sparse_run(const bench_opts *opts) {
     for (int r = 0; r < runs; r++)
         for (int v = 0; v < RS_KINDS; v++)
             for (int i = 0; i < reps; i++)
-                per_kind[((size_t)v * runs + r) * reps + i] = rs_once((rs_kind)v, &pools[v], rz, items);
+                per_kind[((size_t)v * runs + r) * reps + i] =
+                    rs_once((rs_kind)v, &pools[v], rz, items);
     for (int v = 0; v < RS_KINDS; v++) {
         memcpy(samples, per_kind + (size_t)v * runs * reps, (size_t)runs * reps * sizeof *samples);
         rs_med[v] = (double)fm_clock_to_ns(bench_median_u64(samples, (size_t)runs * reps));
@@ -632,10 +640,12 @@ void sparse_run(const bench_opts *opts) {
              "fm_pool_reset at least 50x faster than the zone's free-by-tag of the same level: "
              "%.1fx", rs_med[RS_ZONE] / rs_med[RS_RESET]);
     verdict(line, rs_med[RS_ZONE] >= 50.0 * rs_med[RS_RESET]);
-    snprintf(line, sizeof line, "fm_free at most 1.5x fm_pool_free (sparse frees): %.2f / %.2f ns = %.2fx",
+    snprintf(line, sizeof line,
+             "fm_free at most 1.5x fm_pool_free (sparse frees): %.2f / %.2f ns = %.2fx",
              fm->free_ns, fp->free_ns, fm->free_ns / fp->free_ns);
     verdict(line, fm->free_ns <= 1.5 * fp->free_ns);
-    snprintf(line, sizeof line, "fm_pool_of of a foreign pointer at most 5 ns: %.2f ns (the loop alone %.2f)",
+    snprintf(line, sizeof line,
+             "fm_pool_of of a foreign pointer at most 5 ns: %.2f ns (the loop alone %.2f)",
              of_ns[0][0], of_ns[2][0]);
     verdict(line, of_ns[0][0] <= 5.0);
     snprintf(line, sizeof line,

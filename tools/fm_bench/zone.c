@@ -149,12 +149,14 @@ void zone_free_tags(zone *z, int lowtag, int hightag) {
 
 size_t zone_used_blocks(const zone *z) {
     size_t n = 0;
-    for (const zone_block *b = z->blocklist.next; b != &z->blocklist; b = b->next) n += b->owner != NULL;
+    for (const zone_block *b = z->blocklist.next; b != &z->blocklist; b = b->next)
+        n += b->owner != NULL;
     return n;
 }
 
 size_t zone_free_blocks(const zone *z) {
     size_t n = 0;
-    for (const zone_block *b = z->blocklist.next; b != &z->blocklist; b = b->next) n += b->owner == NULL;
+    for (const zone_block *b = z->blocklist.next; b != &z->blocklist; b = b->next)
+        n += b->owner == NULL;
     return n;
 }

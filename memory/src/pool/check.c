@@ -54,7 +54,8 @@ static fm_error fm__check_core(const fm_pool *pool) {
         uint32_t used = fm__chunk_used(p, ci), n_retired_above = 0;
         FM__CHECK(used <= c->limit, "pool '%s': chunk %u used %u past its limit %u", p->name, ci,
                   used, c->limit);
-        for (uint32_t s = bump; s < used; s++) n_retired_above += fm__meta_get(base, s) == FM__RETIRED;
+        for (uint32_t s = bump; s < used; s++)
+            n_retired_above += fm__meta_get(base, s) == FM__RETIRED;
         FM__CHECK(next == FM__NONE ||
                       (p->cs->cur_next_slot == fm__slot(p, c->base, next) &&
                        p->cs->cur_next_meta == fm__meta(base) + next),

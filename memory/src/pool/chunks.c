@@ -118,7 +118,8 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
     p->cs->cur_limit = c->limit;
     /* Every slot handed out has a generation of at least gen_budget (see
      * pool/reset.c). */
-    p->cs->cur_fresh_word = FM__LIVE | (c->gen_floor > p->gen_budget ? c->gen_floor : p->gen_budget);
+    p->cs->cur_fresh_word =
+        FM__LIVE | (c->gen_floor > p->gen_budget ? c->gen_floor : p->gen_budget);
     p->cur_hw = c->hw;
     p->cs->cur_fresh_end = c->bump >= c->hw ? c->limit : 0;
     p->cs->cur_reset_end = c->bump >= c->hw ? 0 : c->hw;

@@ -163,7 +163,8 @@ void fm_pool_reset(fm_pool *pool) {
         fm__leave(pool);
         return;
     }
-    if (pool->desc.dtor && fm__user_live(pool)) fm__foreach_core(pool, pool->desc.dtor, pool->desc.user);
+    if (pool->desc.dtor && fm__user_live(pool))
+        fm__foreach_core(pool, pool->desc.dtor, pool->desc.user);
     if (pool->sync == FM_SYNC_THREAD_CACHE || pool->sync == FM_SYNC_LOCKFREE) fm__tc_drop_all(pool);
     fm__reset_core(pool);
     fm__leave(pool);

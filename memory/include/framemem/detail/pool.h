@@ -9,13 +9,15 @@
  * Optimised builds of the caller (FM__INLINE, see detail/base.h, without
  * FM_TRACK_SITES) inline the common case of fm_pool_alloc, fm_pool_free and
  * fm_pool_resolve: a pop from or a push onto the current chunk's stack of
- * free slot indices (an alloc also takes a slot never handed out), with the live bit, double-free and foreign-pointer
- * checks and the counters exactly as the library keeps them. Everything
- * else calls into the library; the functions stay callable as
- * (fm_pool_alloc)(pool). The pool is not tested for NULL here (a
- * precondition, base.h): the test would cost every call an instruction; the
- * library's functions test it. Pools with sync != NONE keep cur_next_slot NULL and
- * cur_top, cur_bump and the ends 0 here, so NONE's part falls through; a THREAD_CACHE
+ * free slot indices (an alloc also takes the next slot of the bump index:
+ * one never handed out, or one a reset left), with the live bit,
+ * double-free and foreign-pointer checks and the counters exactly as the
+ * library keeps them. Everything else calls into the library; the
+ * functions stay callable as (fm_pool_alloc)(pool). The pool is not tested
+ * for NULL here (a precondition, base.h): the test would cost every call an
+ * instruction; the library's functions test it. Pools with sync != NONE
+ * keep cur_next_slot NULL and cur_top, cur_bump and the bump's ends 0 here,
+ * so NONE's part falls through; a THREAD_CACHE
  * pool (tc_id set) goes to its own part right after an alloc's first test
  * and before a free's index arithmetic. It pops from or pushes onto the
  * calling thread's magazine when its last entry (fm__tc_cur) is the
