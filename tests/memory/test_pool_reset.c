@@ -11,6 +11,8 @@
 #include "internal.h" /* fm__pool_set_gen_budget: a renumbering a test can reach */
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -542,6 +544,54 @@ static void test_pool_reset_drops_every_threads_cached_slots(void **state) {
     }
 }
 
+typedef struct resolver {
+    fm_pool *pool;
+    const fm_handle *handles;
+    size_t n;
+    atomic_bool stop;
+    atomic_size_t found, gone;
+} resolver;
+
+static void *resolve_run(void *arg) {
+    resolver *r = arg;
+    while (!atomic_load(&r->stop)) {
+        for (size_t i = 0; i < r->n; i++) {
+            if (fm_pool_resolve(r->pool, r->handles[i])) atomic_fetch_add(&r->found, 1);
+            else atomic_fetch_add(&r->gone, 1);
+        }
+    }
+    return NULL;
+}
+
+/* MUTEX: a reset may run while other threads resolve (without the lock):
+ * each resolve gives the item or NULL, and once the reset has returned,
+ * NULL for good. */
+static void test_pool_reset_under_mutex_runs_while_other_threads_resolve(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "shared", .item_size = 32,
+                                                       .sync = FM_SYNC_MUTEX});
+    enum { N = 500, LEVELS = 20 };
+    fm_handle *hs = malloc(N * sizeof *hs);
+    assert_non_null(hs);
+    for (int level = 0; level < LEVELS; level++) {
+        void **items = alloc_many(pool, N);
+        for (size_t i = 0; i < N; i++) hs[i] = fm_pool_handle(pool, items[i]);
+        resolver r = {.pool = pool, .handles = hs, .n = N};
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, resolve_run, &r), 0);
+        while (atomic_load(&r.found) + atomic_load(&r.gone) < N) sched_yield();
+        fm_pool_reset(pool);
+        for (size_t i = 0; i < N; i++) assert_null(fm_pool_resolve(pool, hs[i]));
+        atomic_store(&r.stop, true);
+        pthread_join(t, NULL);
+        free(items);
+    }
+    assert_int_equal(stats_of(pool).resets, LEVELS);
+    assert_int_equal(env->errors.count, 0);
+    free(hs);
+    destroy_clean(env, pool);
+}
+
 /* ============================================================= debug aids */
 
 /* A freed item reads as freed to the debug tools: ASan poison, or the debug
@@ -608,6 +658,7 @@ int main(void) {
         T(test_pool_reset_leaves_meta_words_alone_except_under_cached_policies),
         T(test_pool_refill_after_reset_takes_no_page_fault),
         T(test_pool_reset_drops_every_threads_cached_slots),
+        T(test_pool_reset_under_mutex_runs_while_other_threads_resolve),
         T(test_pool_items_freed_by_reset_are_poisoned_or_filled),
         T(test_pool_trim_after_reset_releases_the_emptied_chunks),
 #undef T

@@ -98,7 +98,7 @@ static void fm__renumber(fm_pool *p) {
         }
     }
     p->gen_budget = FM__GEN_BUDGET - 1;
-    p->hot.gen_key += FM__GEN_BUDGET - 1;
+    FM__ATOMIC_STORE(&p->hot.gen_key, p->hot.gen_key + (FM__GEN_BUDGET - 1), RELEASE);
 }
 
 /* THREAD_CACHE and LOCKFREE: every live word of chunk c becomes free with
@@ -122,7 +122,8 @@ static void fm__reset_core(fm_pool *p) {
         fm__renumber(p);
     } else {
         p->gen_budget--;
-        p->hot.gen_key--;
+        /* MUTEX: resolves read it without the lock. */
+        FM__ATOMIC_STORE(&p->hot.gen_key, p->hot.gen_key - 1, RELEASE);
     }
     /* Valgrind forgets every item at once; the slots become inaccessible
      * below. */

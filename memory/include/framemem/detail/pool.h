@@ -228,7 +228,8 @@ static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool s
     uint8_t **bases = FM__POOL_READ(shared, &hot->bases);
     uint8_t *base = FM__POOL_READ(shared, &bases[rec]);
     if (!base) return NULL;
-    uint32_t want = FM__META_LIVE | ((uint32_t)(h.bits >> 32) + hot->gen_key);
+    uint32_t key = FM__POOL_READ(shared, &hot->gen_key);
+    uint32_t want = FM__META_LIVE | ((uint32_t)(h.bits >> 32) + key);
     if (FM__POOL_READ(shared, &((uint32_t *)(void *)base)[slot]) != want) return NULL;
     return base + hot->slots_off + (size_t)slot * hot->stride;
 }
