@@ -27,6 +27,17 @@ enum { POLICIES = sizeof policies / sizeof policies[0] };
 
 static long long g_static_block[16];
 
+#if defined(__SANITIZE_THREAD__)
+#define FM_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FM_TEST_TSAN 1
+#endif
+#endif
+#ifndef FM_TEST_TSAN
+#define FM_TEST_TSAN 0
+#endif
+
 /* Every address of every chunk the items sit in (stepping by 64 bytes, and
  * the first and last byte) belongs to pool. */
 static void assert_chunks_owned(fm_pool *pool, void **items, size_t n) {
@@ -492,7 +503,9 @@ static void test_pool_with_4_kib_chunks_works_under_every_policy(void **state) {
  * above 64 KiB is touched as it is used. */
 static void test_pool_first_chunk_of_a_fresh_small_pool_takes_no_page_fault(void **state) {
     fm_test_env *env = *state;
-    if (fm_test_under_valgrind()) skip(); /* Valgrind's own memory faults in */
+    /* Valgrind's own memory faults in, and ThreadSanitizer's shadow of the
+     * items' bytes on their first use. */
+    if (fm_test_under_valgrind() || FM_TEST_TSAN) skip();
     const size_t chunks[] = {0, 4096, 65536, 131072};
     for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
         fm_pool *pool = fm_pool_create(&(fm_pool_desc){.name = "cold", .item_size = 120,
