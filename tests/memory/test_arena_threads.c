@@ -353,9 +353,10 @@ static void test_lockfree_chained_arena_survives_a_refused_block_under_threads(v
     sync_errors_install(&errors);
     fm_test_allocator backing;
     fm_test_allocator_init(&backing);
-    fm_arena *arena = fm_arena_create(&(fm_arena_desc){.name = "refused", .sync = FM_SYNC_LOCKFREE,
-                                                       .commit_step = 8 * KIB,
-                                                       .allocator = fm_test_allocator_get(&backing)});
+    fm_arena *arena =
+        fm_arena_create(&(fm_arena_desc){.name = "refused", .sync = FM_SYNC_LOCKFREE,
+                                         .commit_step = 8 * KIB,
+                                         .allocator = fm_test_allocator_get(&backing)});
     assert_non_null(arena);
     fm_test_allocator_fail_from(&backing, 1); /* every block from now on */
     worker *w = make_workers(4, 400, 64, arena, false);
@@ -594,8 +595,9 @@ static void test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds(
     sync_errors_install(&errors);
     fm_test_allocator backing;
     fm_test_allocator_init(&backing);
-    fm_arena *arena = fm_arena_create(&(fm_arena_desc){.name = "busy_arena", .sync = FM_SYNC_LOCKFREE,
-                                                       .allocator = fm_test_allocator_get(&backing)});
+    fm_arena *arena =
+        fm_arena_create(&(fm_arena_desc){.name = "busy_arena", .sync = FM_SYNC_LOCKFREE,
+                                         .allocator = fm_test_allocator_get(&backing)});
     assert_non_null(arena);
     void *first = fm_arena_alloc(arena, 100, 0);
     assert_non_null(first);

@@ -389,7 +389,8 @@ static void test_pool_threads_destroy_with_idle_caches_and_recreate_at_same_addr
         for (int r = 0; r < ROUNDS; r++) {
             fm_test_allocator backing;
             fm_test_allocator_init(&backing);
-            pool = make_pool(shared_policies[p], (fm_pool_desc){.allocator = fm_test_allocator_get(&backing)});
+            pool = make_pool(shared_policies[p],
+                             (fm_pool_desc){.allocator = fm_test_allocator_get(&backing)});
             pthread_barrier_wait(&step);
             pthread_barrier_wait(&step);
             fm_pool_stats s = fm_test_pool_stats(pool);

@@ -57,7 +57,9 @@ FM_TEST__PRINTF(2, 3) static void fm_test__problem(fm_test_allocator *a, const c
 
 /* ------------------------------------------------------------ raw blocks */
 
-static size_t fm_test__pages(size_t size) { return (size + FM_TEST__PAGE - 1) & ~(FM_TEST__PAGE - 1); }
+static size_t fm_test__pages(size_t size) {
+    return (size + FM_TEST__PAGE - 1) & ~(FM_TEST__PAGE - 1);
+}
 static size_t fm_test__real_align(size_t align) {
     return align < sizeof(void *) ? sizeof(void *) : align;
 }
@@ -85,8 +87,10 @@ static void *fm_test__raw_alloc(size_t size, size_t align) {
 }
 
 static void fm_test__raw_free(void *p, size_t size, size_t align) {
-    if (fm_test__real_align(align) > FM_TEST__MMAP_ALIGN) munmap(p, fm_test__pages(size ? size : 1));
-    else free(p);
+    if (fm_test__real_align(align) > FM_TEST__MMAP_ALIGN)
+        munmap(p, fm_test__pages(size ? size : 1));
+    else
+        free(p);
 }
 
 /* ----------------------------------------------------------------- cache */
