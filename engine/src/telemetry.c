@@ -798,6 +798,7 @@ eng_telemetry *eng_telemetry_read_csv(const char *path, char *err, size_t err_le
         eng__set_err(err, err_len, "no CSV path given");
         return NULL;
     }
+    /* ENG_CSV_MAX_BYTES, 256 MiB, holds about an hour of the demo at 60 fps. */
     fm_file_data file;
     if (!fm_file_read(path, ENG_CSV_MAX_BYTES, NULL, &file, err, err_len)) return NULL;
     eng_telemetry *t = eng_telemetry_read_csv_mem(file.data, file.size, path, err, err_len);
