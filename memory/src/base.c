@@ -1,9 +1,9 @@
 /* base.c: errors, the error handler, names of policies, system allocator. */
 #include "internal.h"
+#include "platform/os.h"
+#include "platform/thread.h"
 
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- errors */
@@ -29,8 +29,8 @@ const char *fm_error_str(fm_error err) {
     return fm__error_msgs[err];
 }
 
-static _Thread_local fm_error fm__last_error;
-static _Thread_local char fm__last_message[512];
+static FM__THREAD_LOCAL fm_error fm__last_error;
+static FM__THREAD_LOCAL char fm__last_message[512];
 
 fm_error fm_last_error(void) { return fm__last_error; }
 void fm_clear_error(void) {
@@ -41,25 +41,25 @@ const char *fm_last_error_message(void) { return fm__last_message; }
 
 /* The handler and its user pointer change together, so a lock (not two
  * atomics) guards them; it is taken only on error paths. */
-static pthread_mutex_t fm__handler_lock = PTHREAD_MUTEX_INITIALIZER;
+static fm__mutex fm__handler_lock = FM__MUTEX_INIT;
 static fm_error_fn fm__handler;
 static void *fm__handler_user;
 
 void fm_set_error_handler(fm_error_fn fn, void *user) {
-    pthread_mutex_lock(&fm__handler_lock);
+    fm__mutex_lock(&fm__handler_lock);
     fm__handler = fn;
     fm__handler_user = fn ? user : NULL;
-    pthread_mutex_unlock(&fm__handler_lock);
+    fm__mutex_unlock(&fm__handler_lock);
 }
 
 static void fm__vreport(fm_error err, const char *fmt, va_list ap) {
     vsnprintf(fm__last_message, sizeof fm__last_message, fmt, ap);
     fm__last_error = err;
 
-    pthread_mutex_lock(&fm__handler_lock);
+    fm__mutex_lock(&fm__handler_lock);
     fm_error_fn fn = fm__handler;
     void *user = fm__handler_user;
-    pthread_mutex_unlock(&fm__handler_lock);
+    fm__mutex_unlock(&fm__handler_lock);
     /* Called outside the lock: a handler may install another handler. */
     if (fn) {
         fn(err, fm__last_message, user);
@@ -113,6 +113,17 @@ const char *fm_growth_name(fm_growth growth) {
     return (unsigned)growth < FM_GROWTH_COUNT ? names[growth] : "?";
 }
 
+const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockfree) {
+    if ((unsigned)sync >= FM_SYNC_COUNT) return "unknown sync policy";
+    if (pool_policies) return NULL;
+    if (sync == FM_SYNC_THREAD_CACHE)
+        return lockfree ? "FM_SYNC_THREAD_CACHE is a pool policy; take NONE, MUTEX or LOCKFREE"
+                        : "FM_SYNC_THREAD_CACHE is a pool policy; take NONE or MUTEX";
+    if (sync == FM_SYNC_LOCKFREE && !lockfree)
+        return "FM_SYNC_LOCKFREE is not offered here; take NONE or MUTEX";
+    return NULL;
+}
+
 /* ------------------------------------------------------ backing memory */
 
 bool fm_allocator_valid(const fm_allocator *a) {
@@ -124,9 +135,7 @@ void *fm_allocator_alloc(const fm_allocator *a, size_t size, size_t align) {
     FM__REFUSE_NULL(a, "allocator", NULL);
     if (align < sizeof(void *)) align = sizeof(void *);
     if (!fm__allocator_is_system(a)) return a->alloc(size, align, a->user);
-    void *p = NULL;
-    if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
-    return p;
+    return fm__os_heap_alloc(size, align);
 }
 
 void fm_allocator_free(const fm_allocator *a, void *ptr, size_t size) {
@@ -135,7 +144,7 @@ void fm_allocator_free(const fm_allocator *a, void *ptr, size_t size) {
     if (!fm__allocator_is_system(a)) {
         a->free(ptr, size, a->user);
     } else {
-        free(ptr);
+        fm__os_heap_free(ptr);
     }
 }
 
@@ -153,4 +162,18 @@ void *fm__object_new(const fm_allocator *a, size_t size, size_t align, size_t na
     memcpy(obj + name_offset, name, name_len + 1);
     *self_bytes = bytes;
     return obj;
+}
+
+bool fm__grow_array(const fm_allocator *a, void **arr, uint32_t *cap, uint32_t need, size_t elem) {
+    if (need <= *cap) return true;
+    uint64_t n = *cap ? *cap : 8;
+    while (n < need) n *= 2;
+    if (n > UINT32_MAX) return false;
+    void *mem = fm_allocator_alloc(a, (size_t)n * elem, alignof(max_align_t));
+    if (!mem) return false;
+    if (*arr) memcpy(mem, *arr, (size_t)*cap * elem);
+    fm_allocator_free(a, *arr, (size_t)*cap * elem);
+    *arr = mem;
+    *cap = (uint32_t)n;
+    return true;
 }

@@ -1,20 +1,20 @@
-/* clock.c: calibration of the cycle clock against CLOCK_MONOTONIC. */
+/* clock.c: calibration of the cycle clock against the OS's monotonic clock. */
 #include "framemem/clock.h"
 
-#include <pthread.h>
-#include <time.h>
+#include "platform/os.h"
+#include "platform/thread.h"
 
-static uint64_t fm__mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+/* For callers without the inline read (other compilers, or a pointer to
+ * the function): the same counter. */
+uint64_t(fm_clock_now)(void) {
+#ifdef FM_CLOCK_IS_NS
+    return fm__os_now_ns();
+#else
+    return fm__clock_now_inline();
+#endif
 }
 
-#ifdef FM_CLOCK_IS_NS
-uint64_t fm_clock_now(void) { return fm__mono_ns(); }
-#endif
-
-static pthread_once_t fm__clock_once = PTHREAD_ONCE_INIT;
+static fm__once fm__clock_once = FM__ONCE_INIT;
 static double fm__ticks_per_sec = 1e9;
 /* ns = ticks * mul >> 32: a multiply and a shift instead of a float divide. */
 static uint64_t fm__ns_mul = (uint64_t)1 << 32;
@@ -32,13 +32,13 @@ static void fm__clock_calibrate(void) {
     double best = 0.0;
     uint64_t best_err = UINT64_MAX;
     for (int i = 0; i < 2; i++) {
-        uint64_t n0 = fm__mono_ns(), t0 = fm_clock_now(), n0b = fm__mono_ns();
+        uint64_t n0 = fm__os_now_ns(), t0 = fm_clock_now(), n0b = fm__os_now_ns();
         uint64_t target = n0 + 2000000u, n1, t1, n1b;
         do {
-            n1 = fm__mono_ns();
+            n1 = fm__os_now_ns();
         } while (n1 < target);
         t1 = fm_clock_now();
-        n1b = fm__mono_ns();
+        n1b = fm__os_now_ns();
         uint64_t err = (n0b - n0) + (n1b - n1);
         double ns = (double)((n1 + n1b) / 2 - (n0 + n0b) / 2);
         if (err < best_err && ns > 0) {
@@ -51,7 +51,7 @@ static void fm__clock_calibrate(void) {
     fm__ns_mul = (uint64_t)(1e9 / fm__ticks_per_sec * 4294967296.0);
 }
 
-void fm_clock_init(void) { pthread_once(&fm__clock_once, fm__clock_calibrate); }
+void fm_clock_init(void) { fm__call_once(&fm__clock_once, fm__clock_calibrate); }
 
 uint64_t fm_clock_to_ns(uint64_t ticks) {
     fm_clock_init();

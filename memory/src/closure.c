@@ -1,4 +1,5 @@
-/* closure.c: pooled and frame closures, multicast events, deferred calls.
+/* closure.c: pooled and frame closures (events in event.c, deferred calls
+ * in defer.c).
  *
  * A closure is a 32-byte header (fm__closure_hdr, closure.h) and its
  * capture. Pooled closures count their references in the header (the
@@ -6,31 +7,20 @@
  * release is a plain pool free. The pool keeps nothing in a freed slot
  * (Debug builds fill it), so release builds would find a dead closure's
  * header intact: the last release clears its tag, which is what recognises
- * a live closure (with its owner and class). The tag also says which closures need no
- * atomics (those of FM_SYNC_NONE pools), so the common retain and release,
- * inline in callers (closure.h) and first here, test one word. Made and live
- * counts are the class pools' own: a make adds no counter of its own.
+ * a live closure (with its owner and class). The tag also says which
+ * closures need no atomics (those of FM_SYNC_NONE pools), so the common
+ * retain and release, inline in callers (closure.h) and first here, test one
+ * word. Made and live counts are the class pools' own: a make adds no
+ * counter of its own.
  *
  * Threads: a closure pool with sync != NONE builds its class pools with the
  * same policy and counts references with atomic read-modify-writes (NONE:
- * plain loads and stores). Events under MUTEX lock
- * around their arrays and unlock while a subscriber runs, so callbacks may
- * subscribe, unsubscribe and emit (the lock is never held across a call, so
- * no recursive lock is needed). Defer queues under MUTEX lock around their
- * array; under LOCKFREE fm_defer pushes into a bounded inbox (Vyukov's
- * sequence-numbered ring, multi-producer) that fm_defer_run drains under the
- * lock, and a push that finds the inbox full drains it itself, under the
- * lock, before appending: each thread's defers keep their order.
+ * plain loads and stores).
  */
-#define FM__BUILDING_CLOSURE 1
 #include "framemem/closure.h"
 
-#include "framemem/clock.h"
 #include "internal.h"
 
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,7 +34,7 @@ _Static_assert(sizeof(fm__closure_hdr) == 32 && offsetof(struct fm_closure, capt
 struct fm_closure_pool {
     fm__closure_pool_hot hot; /* first: closure.h's inline paths read it */
     fm_sync sync;
-    _Atomic uint64_t refused;
+    uint64_t refused;
     fm_allocator allocator;
     size_t self_bytes;
     char name[];
@@ -64,21 +54,9 @@ static size_t fm__class_capture(uint32_t cls) { return (size_t)16 << cls; }
 
 /* Counters: an atomic add when threads share the object, a plain load and
  * store of the same field when they do not. */
-static void fm__add64(_Atomic uint64_t *v, bool shared) {
-    if (shared) atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
-    else atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
-                               memory_order_relaxed);
-}
-
-static const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockfree) {
-    if ((unsigned)sync >= FM_SYNC_COUNT) return "unknown sync policy";
-    if (pool_policies) return NULL;
-    if (sync == FM_SYNC_THREAD_CACHE)
-        return lockfree ? "FM_SYNC_THREAD_CACHE is a pool policy; take NONE, MUTEX or LOCKFREE"
-                        : "FM_SYNC_THREAD_CACHE is a pool policy; take NONE or MUTEX";
-    if (sync == FM_SYNC_LOCKFREE && !lockfree)
-        return "FM_SYNC_LOCKFREE is not offered here; take NONE or MUTEX";
-    return NULL;
+static void fm__add64(uint64_t *v, bool shared) {
+    if (shared) FM__ATOMIC_FETCH_ADD(v, 1, RELAXED);
+    else FM__ATOMIC_STORE(v, FM__ATOMIC_LOAD(v, RELAXED) + 1, RELAXED);
 }
 
 static void fm__closure_pool_free_all(fm_closure_pool *cp) {
@@ -245,8 +223,7 @@ static fm_pool *fm__closure_home(fm_closure *c, const char *op, bool *ok) {
     return tag == FM__CLOSURE_TAG_FRAME ? NULL : owner->classes[c->h.cls];
 }
 
-/* Takes a reference; false (reported) when none could be taken. */
-static bool fm__closure_take(fm_closure *c) {
+bool fm__closure_take(fm_closure *c) {
 #if FM__CLOSURE_TAG_FIRST
     if (FM__LIKELY(fm__closure_is_local(c) && c->h.refs != UINT32_MAX)) {
         c->h.refs++;
@@ -257,7 +234,7 @@ static bool fm__closure_take(fm_closure *c) {
     fm_pool *home = fm__closure_home(c, "retain", &ok);
     if (!home) return ok; /* frame closures: nothing to count */
     bool shared = c->h.tag == FM__CLOSURE_TAG_SHARED;
-    uint32_t refs = __atomic_load_n(&c->h.refs, __ATOMIC_RELAXED);
+    uint32_t refs = FM__ATOMIC_LOAD(&c->h.refs, RELAXED);
     do {
         if (refs == UINT32_MAX) {
             fm__report(FM_ERR_REFCOUNT, "closure %p: retain: count at its maximum", (void *)c);
@@ -267,28 +244,33 @@ static bool fm__closure_take(fm_closure *c) {
             c->h.refs = refs + 1;
             return true;
         }
-    } while (!__atomic_compare_exchange_n(&c->h.refs, &refs, refs + 1, true, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
+    } while (!FM__ATOMIC_CAS_WEAK(&c->h.refs, &refs, refs + 1, RELAXED, RELAXED));
     return true;
 }
 
 void (fm_closure_retain)(fm_closure *c) { (void)fm__closure_take(c); }
 
-bool (fm_closure_release)(fm_closure *c) {
-#if FM__CLOSURE_TAG_FIRST
-    if (FM__LIKELY(fm__closure_is_local(c))) return fm__closure_release_local(c);
-#endif
+/* Every release but that of a live closure of an FM_SYNC_NONE pool: out of
+ * line, so that the common one below stays a test and a decrement. */
+FM__NOINLINE static bool fm__closure_release_checked(fm_closure *c) {
     bool ok;
     fm_pool *home = fm__closure_home(c, "release", &ok);
     if (!home) return false;
     if (c->h.tag == FM__CLOSURE_TAG_SHARED) {
         /* acq_rel: every write by the other holders is seen before the free. */
-        if (__atomic_fetch_sub(&c->h.refs, 1, __ATOMIC_ACQ_REL) > 1) return false;
+        if (FM__ATOMIC_FETCH_SUB(&c->h.refs, 1, ACQ_REL) > 1) return false;
         c->h.tag = 0;
-        fm_pool_free(home, c);
+        FM__POOL_FREE(home, c);
         return true;
     }
     return fm__closure_release_local(c);
+}
+
+bool (fm_closure_release)(fm_closure *c) {
+#if FM__CLOSURE_TAG_FIRST
+    if (FM__LIKELY(fm__closure_is_local(c))) return fm__closure_release_local(c);
+#endif
+    return fm__closure_release_checked(c);
 }
 
 void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out) {
@@ -297,7 +279,7 @@ void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats 
     if (!out) return;
     out->name = cp->name;
     out->classes = cp->hot.n_classes;
-    out->refused = atomic_load_explicit(&cp->refused, memory_order_relaxed);
+    out->refused = FM__ATOMIC_LOAD(&cp->refused, RELAXED);
     for (uint32_t i = 0; i < cp->hot.n_classes; i++) {
         fm_pool_stats st;
         fm_pool_get_stats(cp->hot.classes[i], &st);
@@ -307,485 +289,4 @@ void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats 
         /* Class pools serve makes only: their allocations are the makes. */
         out->total_made += st.total_allocs;
     }
-}
-
-/* ================================================ growable arrays (events) */
-
-/* Grows *arr (of elem bytes each) to hold at least need elements. */
-static bool fm__grow_array(const fm_allocator *a, void **arr, uint32_t *cap, uint32_t need,
-                           size_t elem) {
-    if (need <= *cap) return true;
-    uint64_t n = *cap ? *cap : 8;
-    while (n < need) n *= 2;
-    if (n > UINT32_MAX) return false;
-    void *mem = fm_allocator_alloc(a, (size_t)n * elem, alignof(max_align_t));
-    if (!mem) return false;
-    if (*arr) memcpy(mem, *arr, (size_t)*cap * elem);
-    fm_allocator_free(a, *arr, (size_t)*cap * elem);
-    *arr = mem;
-    *cap = (uint32_t)n;
-    return true;
-}
-
-/* ================================================================ events */
-
-typedef struct fm__sub {
-    fm_closure *c;
-    uint32_t slot; /* in fm_event.slots */
-    bool dead;     /* unsubscribed during an emit; removed when it ends */
-} fm__sub;
-
-/* A subscription slot's generation counts its uses: odd while in use, even
- * while free. The handle carries it, so a handle is stale once its
- * subscription ends. A slot whose generation reaches the event's gen_max (odd)
- * is retired at that unsubscribe, never to be used again: a wrap would bring
- * back the generations of long-stale handles, which would then unsubscribe a
- * stranger (pools retire a slot at generation wrap likewise). New
- * subscriptions take new slots; when slots_max slots are in use or retired,
- * subscribe fails (FM_ERR_POOL_FULL). At the full 32 bits that takes 2^31
- * subscriptions on each of 2^32 - 1 slots: never, in practice. */
-#define FM__EV_GEN_MAX UINT32_MAX
-#define FM__EV_SLOTS_MAX (UINT32_MAX - 1u) /* a handle's low word is slot + 1, never 0 */
-
-typedef struct fm__sub_slot {
-    uint32_t gen;  /* odd while in use; even while free or retired */
-    uint32_t pos;  /* index in subs while in use; next free slot while free */
-} fm__sub_slot;
-
-struct fm_event {
-    fm__sub *subs;
-    uint32_t n_subs, subs_cap;
-    fm__sub_slot *slots;
-    uint32_t n_slots, slots_cap, free_slot;
-    uint32_t live;
-    uint32_t retired;  /* slots retired at their last generation */
-    uint32_t gen_max;  /* a slot's last generation (FM__EV_GEN_MAX; tests lower it) */
-    uint32_t slots_max; /* slots that may ever exist (FM__EV_SLOTS_MAX; tests lower it) */
-    uint32_t emitting; /* emits under way, on any thread */
-    uint32_t salt; /* xored into handles: another event's handles do not match */
-    bool dirty;
-    fm_sync sync;
-    pthread_mutex_t lock; /* MUTEX: around everything but the callbacks */
-    fm_allocator allocator;
-    size_t self_bytes;
-    char name[];
-};
-
-static void fm__ev_lock(const fm_event *ev) {
-    if (ev->sync != FM_SYNC_NONE) pthread_mutex_lock((pthread_mutex_t *)&ev->lock);
-}
-static void fm__ev_unlock(const fm_event *ev) {
-    if (ev->sync != FM_SYNC_NONE) pthread_mutex_unlock((pthread_mutex_t *)&ev->lock);
-}
-
-static void fm__event_free(fm_event *ev) {
-    fm_allocator a = ev->allocator;
-    pthread_mutex_destroy(&ev->lock);
-    fm_allocator_free(&a, ev->subs, (size_t)ev->subs_cap * sizeof *ev->subs);
-    fm_allocator_free(&a, ev->slots, (size_t)ev->slots_cap * sizeof *ev->slots);
-    fm_allocator_free(&a, ev, ev->self_bytes);
-}
-
-fm_event *fm_event_create(const fm_event_desc *desc) {
-    if (!desc) {
-        fm__report(FM_ERR_INVALID_ARG, "event: fm_event_create(NULL)");
-        return NULL;
-    }
-    const char *name = fm__def(desc->name, "event");
-    const char *why = fm__sync_problem(desc->sync, false, false);
-    if (!why && !fm_allocator_valid(&desc->allocator))
-        why = "allocator needs both alloc and free";
-    if (why) {
-        fm__report(FM_ERR_INVALID_ARG, "event '%s': %s", name, why);
-        return NULL;
-    }
-    size_t self_bytes;
-    fm_event *ev = FM__OBJECT_NEW(fm_event, &desc->allocator, "event", name, &self_bytes);
-    if (!ev) return NULL;
-    ev->self_bytes = self_bytes;
-    ev->allocator = desc->allocator;
-    ev->sync = desc->sync;
-    pthread_mutex_init(&ev->lock, NULL);
-    ev->free_slot = UINT32_MAX;
-    ev->gen_max = FM__EV_GEN_MAX;
-    ev->slots_max = FM__EV_SLOTS_MAX;
-    ev->salt = (uint32_t)((((uint64_t)(uintptr_t)ev ^ fm_clock_now()) * 0x9E3779B97F4A7C15ull) >> 32);
-    uint32_t cap = fm__def(desc->initial_capacity, 8u);
-    if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, cap, sizeof *ev->subs) ||
-        !fm__grow_array(&ev->allocator, (void **)&ev->slots, &ev->slots_cap, cap, sizeof *ev->slots)) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "event '%s': no memory for %u subscribers", name, cap);
-        fm__event_free(ev);
-        return NULL;
-    }
-    return ev;
-}
-
-void fm_event_destroy(fm_event *ev) {
-    if (!ev) return;
-    fm__ev_lock(ev);
-    if (ev->emitting) {
-        fm__ev_unlock(ev);
-        fm__report(FM_ERR_INVALID_ARG, "event '%s': destroyed during an emit", ev->name);
-        return;
-    }
-    for (uint32_t i = 0; i < ev->n_subs; i++) fm_closure_release(ev->subs[i].c);
-    fm__ev_unlock(ev);
-    fm__event_free(ev);
-}
-
-void fm__event_set_limits(fm_event *ev, uint32_t gen_bits, uint32_t slots_max) {
-    if (gen_bits >= 2 && gen_bits <= 32) ev->gen_max = (uint32_t)(((uint64_t)1 << gen_bits) - 1u);
-    if (slots_max && slots_max <= FM__EV_SLOTS_MAX) ev->slots_max = slots_max;
-}
-
-static fm_handle fm__event_subscribe_locked(fm_event *ev, fm_closure *c) {
-    uint32_t slot = ev->free_slot;
-    if (slot == UINT32_MAX && ev->n_slots >= ev->slots_max) {
-        fm__report(FM_ERR_POOL_FULL,
-                   "event '%s': subscribe: all %u subscription slots are in use or retired "
-                   "(%u retired at their last generation)",
-                   ev->name, ev->n_slots, ev->retired);
-        return FM_HANDLE_NULL;
-    }
-    if (!fm__closure_take(c)) return FM_HANDLE_NULL; /* reported */
-    if (!fm__grow_array(&ev->allocator, (void **)&ev->subs, &ev->subs_cap, ev->n_subs + 1,
-                        sizeof *ev->subs) ||
-        (slot == UINT32_MAX &&
-         !fm__grow_array(&ev->allocator, (void **)&ev->slots, &ev->slots_cap, ev->n_slots + 1,
-                         sizeof *ev->slots))) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "event '%s': no memory for another subscriber", ev->name);
-        fm_closure_release(c);
-        return FM_HANDLE_NULL;
-    }
-    if (slot == UINT32_MAX) {
-        slot = ev->n_slots++;
-        ev->slots[slot].gen = 0;
-    } else {
-        ev->free_slot = ev->slots[slot].pos;
-    }
-    fm__sub_slot *s = &ev->slots[slot];
-    s->gen++; /* odd: in use */
-    s->pos = ev->n_subs;
-    ev->subs[ev->n_subs++] = (fm__sub){c, slot, false};
-    ev->live++;
-    return (fm_handle){(uint64_t)(s->gen ^ ev->salt) << 32 | (slot + 1u)};
-}
-
-fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c) {
-    FM__REFUSE_NULL(ev, "event", FM_HANDLE_NULL);
-    if (!c) {
-        fm__report(FM_ERR_INVALID_ARG, "event '%s': subscribe(NULL)", ev->name);
-        return FM_HANDLE_NULL;
-    }
-    fm__ev_lock(ev);
-    fm_handle h = fm__event_subscribe_locked(ev, c);
-    fm__ev_unlock(ev);
-    return h;
-}
-
-static bool fm__event_unsubscribe_locked(fm_event *ev, fm_handle sub) {
-    uint32_t slot = (uint32_t)sub.bits - 1u, gen = (uint32_t)(sub.bits >> 32) ^ ev->salt;
-    if (slot >= ev->n_slots || ev->slots[slot].gen != gen || !(gen & 1u)) {
-        fm__report(FM_ERR_STALE_HANDLE, "event '%s': unsubscribe of an unknown or removed subscription",
-                   ev->name);
-        return false;
-    }
-    fm__sub_slot *s = &ev->slots[slot];
-    fm__sub *e = &ev->subs[s->pos];
-    if (s->gen == ev->gen_max) {
-        ev->retired++; /* its generation is spent: never used again */
-    } else {
-        s->pos = ev->free_slot;
-        ev->free_slot = slot;
-    }
-    s->gen++; /* even (retired: 0 or gen_max + 1): the handle is stale from now on */
-    ev->live--;
-    if (ev->emitting) {
-        /* Not called again in this emit; its closure may be running now, so
-         * it is released when the outermost emit ends. */
-        e->dead = true;
-        ev->dirty = true;
-        return true;
-    }
-    fm_closure *c = e->c;
-    uint32_t pos = (uint32_t)(e - ev->subs);
-    memmove(e, e + 1, (size_t)(ev->n_subs - pos - 1) * sizeof *e);
-    ev->n_subs--;
-    for (uint32_t i = pos; i < ev->n_subs; i++) ev->slots[ev->subs[i].slot].pos = i;
-    fm_closure_release(c);
-    return true;
-}
-
-bool fm_event_unsubscribe(fm_event *ev, fm_handle sub) {
-    FM__REFUSE_NULL(ev, "event", false);
-    fm__ev_lock(ev);
-    bool ok = fm__event_unsubscribe_locked(ev, sub);
-    fm__ev_unlock(ev);
-    return ok;
-}
-
-static void fm__event_compact(fm_event *ev) {
-    uint32_t out = 0;
-    for (uint32_t i = 0; i < ev->n_subs; i++) {
-        fm__sub e = ev->subs[i];
-        if (e.dead) {
-            fm_closure_release(e.c);
-            continue;
-        }
-        ev->slots[e.slot].pos = out;
-        ev->subs[out++] = e;
-    }
-    ev->n_subs = out;
-    ev->dirty = false;
-}
-
-void fm_event_emit(fm_event *ev, void *arg) {
-    FM__REFUSE_NULL(ev, "event", );
-    fm__ev_lock(ev);
-    uint32_t n = ev->n_subs; /* subscribers added during the emit wait for the next */
-    ev->emitting++;
-    for (uint32_t i = 0; i < n; i++) {
-        fm__sub e = ev->subs[i]; /* re-read: a subscribe may move the array */
-        if (e.dead) continue;
-        /* No lock across the call: the callback may use this event, and a
-         * subscriber removed meanwhile stays alive until the emits end. */
-        fm__ev_unlock(ev);
-        fm_closure_call(e.c, arg);
-        fm__ev_lock(ev);
-    }
-    if (--ev->emitting == 0 && ev->dirty) fm__event_compact(ev);
-    fm__ev_unlock(ev);
-}
-
-uint32_t fm_event_count(const fm_event *ev) {
-    FM__REFUSE_NULL(ev, "event", 0);
-    fm__ev_lock(ev);
-    uint32_t live = ev->live;
-    fm__ev_unlock(ev);
-    return live;
-}
-
-/* ========================================================= deferred calls */
-
-typedef struct fm__deferred {
-    fm_closure *c;
-    uint64_t due;
-} fm__deferred;
-
-/* LOCKFREE inbox cell: seq == index when free for the push at that index,
- * index + 1 once that push has published its entry. */
-typedef struct fm__inbox_cell {
-    _Atomic size_t seq;
-    fm__deferred d;
-} fm__inbox_cell;
-
-struct fm_defer_queue {
-    fm__deferred *items;
-    uint32_t n, cap;
-    _Atomic uint64_t frame; /* read by pushes on any thread */
-    bool running;
-    fm_sync sync;
-    pthread_mutex_t lock; /* MUTEX, LOCKFREE: items, n, running, draining */
-    /* LOCKFREE */
-    fm__inbox_cell *inbox;
-    size_t inbox_mask;
-    _Atomic size_t inbox_head; /* next push */
-    size_t inbox_tail;         /* next drain (under the lock) */
-    fm_allocator allocator;
-    size_t self_bytes;
-    char name[];
-};
-
-static void fm__q_lock(fm_defer_queue *q) {
-    if (q->sync != FM_SYNC_NONE) pthread_mutex_lock(&q->lock);
-}
-static void fm__q_unlock(fm_defer_queue *q) {
-    if (q->sync != FM_SYNC_NONE) pthread_mutex_unlock(&q->lock);
-}
-
-static void fm__defer_queue_free(fm_defer_queue *q) {
-    fm_allocator a = q->allocator;
-    pthread_mutex_destroy(&q->lock);
-    if (q->inbox) fm_allocator_free(&a, q->inbox, (q->inbox_mask + 1) * sizeof *q->inbox);
-    fm_allocator_free(&a, q->items, (size_t)q->cap * sizeof *q->items);
-    fm_allocator_free(&a, q, q->self_bytes);
-}
-
-fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc) {
-    if (!desc) {
-        fm__report(FM_ERR_INVALID_ARG, "defer queue: fm_defer_queue_create(NULL)");
-        return NULL;
-    }
-    const char *name = fm__def(desc->name, "defer");
-    const char *why = fm__sync_problem(desc->sync, false, true);
-    if (!why && !fm_allocator_valid(&desc->allocator))
-        why = "allocator needs both alloc and free";
-    if (why) {
-        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': %s", name, why);
-        return NULL;
-    }
-    size_t self_bytes;
-    fm_defer_queue *q =
-        FM__OBJECT_NEW(fm_defer_queue, &desc->allocator, "defer queue", name, &self_bytes);
-    if (!q) return NULL;
-    q->self_bytes = self_bytes;
-    q->allocator = desc->allocator;
-    q->sync = desc->sync;
-    pthread_mutex_init(&q->lock, NULL);
-    uint32_t cap = fm__def(desc->initial_capacity, 64u);
-    bool ok = fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, cap, sizeof *q->items);
-    if (ok && q->sync == FM_SYNC_LOCKFREE) {
-        size_t cells = 2;
-        while (cells < cap && cells < ((size_t)1 << 30)) cells *= 2;
-        q->inbox = fm_allocator_alloc(&q->allocator, cells * sizeof *q->inbox, alignof(fm__inbox_cell));
-        if (q->inbox) {
-            q->inbox_mask = cells - 1;
-            for (size_t i = 0; i < cells; i++) atomic_init(&q->inbox[i].seq, i);
-        }
-        ok = q->inbox != NULL;
-    }
-    if (!ok) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "defer queue '%s': no memory for its entries", name);
-        fm__defer_queue_free(q);
-        return NULL;
-    }
-    return q;
-}
-
-/* LOCKFREE: moves inbox entries to items, oldest first, while items can
- * hold them. Under the lock (the inbox has one consumer at a time). A run
- * stops at an entry still being written; `all` waits for every push that
- * had reserved a cell when it started (a push publishes right after it
- * reserves, without blocking), so an entry appended to items next cannot
- * pass an earlier one of the same thread. */
-static void fm__inbox_drain(fm_defer_queue *q, bool all) {
-    if (!q->inbox) return;
-    size_t head = atomic_load_explicit(&q->inbox_head, memory_order_acquire);
-    for (;;) {
-        fm__inbox_cell *cell = &q->inbox[q->inbox_tail & q->inbox_mask];
-        if (atomic_load_explicit(&cell->seq, memory_order_acquire) != q->inbox_tail + 1) {
-            /* Pushes may refill drained cells meanwhile: the tail can pass head. */
-            if (!all || q->inbox_tail >= head) return;
-            sched_yield();
-            continue;
-        }
-        if (!fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items))
-            return; /* stays in the inbox until items can grow */
-        q->items[q->n++] = cell->d;
-        atomic_store_explicit(&cell->seq, q->inbox_tail + q->inbox_mask + 1, memory_order_release);
-        q->inbox_tail++;
-    }
-}
-
-/* LOCKFREE: publishes d in the inbox; false when it is full. */
-static bool fm__inbox_push(fm_defer_queue *q, fm__deferred d) {
-    size_t pos = atomic_load_explicit(&q->inbox_head, memory_order_relaxed);
-    for (;;) {
-        fm__inbox_cell *cell = &q->inbox[pos & q->inbox_mask];
-        size_t seq = atomic_load_explicit(&cell->seq, memory_order_acquire);
-        intptr_t dif = (intptr_t)seq - (intptr_t)pos;
-        if (dif == 0) {
-            if (atomic_compare_exchange_weak_explicit(&q->inbox_head, &pos, pos + 1,
-                                                      memory_order_relaxed, memory_order_relaxed)) {
-                cell->d = d;
-                atomic_store_explicit(&cell->seq, pos + 1, memory_order_release);
-                return true;
-            }
-        } else if (dif < 0) {
-            return false; /* full: the cell still holds an entry from a lap ago */
-        } else {
-            pos = atomic_load_explicit(&q->inbox_head, memory_order_relaxed);
-        }
-    }
-}
-
-void fm_defer_queue_destroy(fm_defer_queue *q) {
-    if (!q) return;
-    fm__q_lock(q);
-    if (q->running) {
-        fm__q_unlock(q);
-        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': destroyed during its run", q->name);
-        return;
-    }
-    for (uint32_t i = 0; i < q->n; i++) fm_closure_release(q->items[i].c);
-    if (q->inbox) {
-        /* Entries items could not take (no memory) are still references. */
-        for (; atomic_load_explicit(&q->inbox[q->inbox_tail & q->inbox_mask].seq,
-                                    memory_order_acquire) == q->inbox_tail + 1;
-             q->inbox_tail++)
-            fm_closure_release(q->inbox[q->inbox_tail & q->inbox_mask].d.c);
-    }
-    fm__q_unlock(q);
-    fm__defer_queue_free(q);
-}
-
-bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames) {
-    FM__REFUSE_NULL(q, "defer queue", false);
-    if (!c) {
-        fm__report(FM_ERR_INVALID_ARG, "defer queue '%s': defer(NULL)", q->name);
-        return false;
-    }
-    if (!fm__closure_take(c)) return false; /* reported */
-    fm__deferred d = {c, atomic_load_explicit(&q->frame, memory_order_acquire) + 1 + delay_frames};
-    if (q->inbox && fm__inbox_push(q, d)) return true;
-    fm__q_lock(q);
-    /* LOCKFREE with a full inbox: what it holds was deferred first. */
-    fm__inbox_drain(q, true);
-    bool ok = fm__grow_array(&q->allocator, (void **)&q->items, &q->cap, q->n + 1, sizeof *q->items);
-    if (ok) q->items[q->n++] = d;
-    fm__q_unlock(q);
-    if (!ok) {
-        fm__report(FM_ERR_OUT_OF_MEMORY, "defer queue '%s': no memory for another entry", q->name);
-        fm_closure_release(c);
-    }
-    return ok;
-}
-
-uint32_t fm_defer_run(fm_defer_queue *q) {
-    FM__REFUSE_NULL(q, "defer queue", 0);
-    fm__q_lock(q);
-    if (q->running) {
-        fm__q_unlock(q);
-        fm__report(FM_ERR_INVALID_ARG,
-                   "defer queue '%s': run while a run is under way (from inside it, or on another "
-                   "thread)",
-                   q->name);
-        return 0;
-    }
-    fm__inbox_drain(q, false);
-    uint64_t frame = atomic_load_explicit(&q->frame, memory_order_relaxed) + 1;
-    atomic_store_explicit(&q->frame, frame, memory_order_release);
-    uint32_t n = q->n, ran = 0; /* entries added while running wait */
-    q->running = true;
-    for (uint32_t i = 0; i < n; i++) {
-        fm__deferred d = q->items[i]; /* re-read: a defer may move the array */
-        if (d.due > frame) continue;
-        q->items[i].c = NULL;
-        fm__q_unlock(q);
-        fm_closure_call(d.c, NULL);
-        fm_closure_release(d.c);
-        fm__q_lock(q);
-        ran++;
-    }
-    q->running = false;
-    uint32_t out = 0;
-    for (uint32_t i = 0; i < q->n; i++) {
-        if (q->items[i].c) q->items[out++] = q->items[i];
-    }
-    q->n = out;
-    fm__q_unlock(q);
-    return ran;
-}
-
-uint32_t fm_defer_pending(const fm_defer_queue *q) {
-    FM__REFUSE_NULL(q, "defer queue", 0);
-    fm_defer_queue *m = (fm_defer_queue *)q;
-    fm__q_lock(m);
-    uint32_t n = q->n;
-    if (q->inbox) {
-        size_t head = atomic_load_explicit(&q->inbox_head, memory_order_acquire);
-        n += (uint32_t)(head - q->inbox_tail); /* reserved pushes count as waiting */
-    }
-    fm__q_unlock(m);
-    return n;
 }

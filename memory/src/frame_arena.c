@@ -23,7 +23,7 @@ struct fm_frame_arena {
 };
 
 fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc *d, char *msg, size_t msg_len) {
-    if (!d) return fm__desc_verdict("frame arena: fm_frame_arena_desc_check", NULL, msg, msg_len);
+    if (!d) return fm__desc_verdict("fm_frame_arena_desc_check", NULL, msg, msg_len);
     uint32_t frames = fm__def(d->frames, 2u);
     if (frames < 2 || frames > FM_FRAME_ARENA_MAX_FRAMES) {
         char why[64];
@@ -75,7 +75,7 @@ void fm_frame_arena_destroy(fm_frame_arena *fa) {
 /* Parenthesised: optimised builds define fm_frame_alloc as a macro. */
 void *(fm_frame_alloc)(fm_frame_arena *fa, size_t size, size_t align) {
     FM__REFUSE_NULL(fa, "frame arena", NULL);
-    return fm_arena_alloc(fa->hot.current, size, align);
+    return FM__ARENA_ALLOC(fa->hot.current, size, align);
 }
 
 fm_arena *fm_frame_arena_current(fm_frame_arena *fa) {

@@ -1,8 +1,14 @@
-/* Internals shared by framemem's modules; never installed. */
+/* Internals shared by framemem's modules; never installed.
+ *
+ * Names: fm__ for internal functions, types and variables, FM__ for macros
+ * (fm__def, STYLE.md's, excepted). A name used beyond its own module carries
+ * the module's name (fm__pool_alloc_slow, fm__arena_busy, fm__closure_take,
+ * fm__os_reserve, fm__mutex_lock); helpers within one module need not. */
 #ifndef FRAMEMEM_INTERNAL_H
 #define FRAMEMEM_INTERNAL_H
 
 #include "framemem/base.h"
+#include "framemem/detail/atomic.h"
 
 #include <stdarg.h>
 
@@ -52,6 +58,12 @@ fm_error fm__desc_verdict(const char *null_call, const char *why, char *msg, siz
  * is FM_OK; true when it is. */
 bool fm__desc_accepted(fm_error check, const char *kind, const char *name, const char *why);
 
+/* ---------------------------------------------------------- descs */
+
+/* Why an object offering NONE, MUTEX and (lockfree) LOCKFREE refuses sync,
+ * or NULL; pool_policies: every pool policy is fine. */
+const char *fm__sync_problem(fm_sync sync, bool pool_policies, bool lockfree);
+
 /* ------------------------------------------------------- backing memory */
 
 /* Bookkeeping memory (pool structs, tables) comes from the desc's allocator
@@ -69,19 +81,19 @@ static inline bool fm__allocator_is_system(const fm_allocator *a) {
     return a->alloc == NULL;
 }
 
-/* Virtual memory from the OS: lazily committed, zero-filled pages. */
-size_t fm__os_page_size(void);
-/* count blocks of block_bytes each, contiguous, aligned to block_bytes (a
- * power of two, multiple of the page size); one mapping for all of them so
- * growing by many chunks costs a few system calls. Each block may later be
- * released on its own with fm__os_unmap. NULL when the OS refuses. */
-void *fm__os_map_aligned(size_t count, size_t block_bytes);
-/* bytes of address space at a multiple of align (a power of two), read and
- * write or, when !writable, inaccessible until mprotect; NULL when refused. */
-void *fm__os_reserve_aligned(size_t bytes, size_t align, bool writable);
-void fm__os_unmap(void *ptr, size_t size);
-/* Makes the pages of [ptr, ptr + size) resident now (writes them). */
-void fm__os_prefault(void *ptr, size_t size);
+/* Grows *arr (of elem bytes each, from a) to hold at least need elements:
+ * capacity doubles from 8, the contents are copied. false, with *arr
+ * unchanged, when a refuses or the count would pass UINT32_MAX. */
+bool fm__grow_array(const fm_allocator *a, void **arr, uint32_t *cap, uint32_t need, size_t elem);
+
+/* ------------------------------------------------------------ closures */
+
+struct fm_closure;
+/* Takes a reference to c for an event or a defer queue; false (reported)
+ * when none could be taken: NULL, not a live closure, count at its maximum. */
+bool fm__closure_take(struct fm_closure *c);
+
+/* Virtual memory comes from the OS through platform/os.h. */
 
 /* -------------------------------------------------------- sanitizers */
 
@@ -127,6 +139,17 @@ void fm__os_prefault(void *ptr, size_t size);
 #define FM__VG_TRIM(pool, p, n) ((void)(pool), (void)(p), (void)(n))
 #define FM__VG_QUIET_BEGIN() ((void)0)
 #define FM__VG_QUIET_END() ((void)0)
+#endif
+
+/* ---------------------------------------------------------- arenas */
+
+/* The library's own arena allocations (fm_arena_alloc, fm_frame_alloc) bump
+ * inline too (detail/arena.h), except where every allocation must reach
+ * fm__arena_alloc_slow for its sanitizer and Valgrind annotations. */
+#if defined(FM__GNU) && !defined(FM__ASAN) && !defined(FM_USE_VALGRIND)
+#define FM__ARENA_ALLOC fm__arena_alloc_inline
+#else
+#define FM__ARENA_ALLOC fm__arena_alloc_slow
 #endif
 
 /* ------------------------------------------------------------ test hooks */

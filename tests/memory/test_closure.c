@@ -739,7 +739,7 @@ static void test_closure_pool_stats_count_made_refused_and_live_per_class(void *
 /* closure.h inlines its fast paths exactly when pool.h does; the calls in
  * parentheses below are always the library's functions, the others are the
  * inline ones in optimised builds (and the library's elsewhere). */
-#if defined(FM__INLINE_FAST_PATH) != defined(FM__CLOSURE_INLINE_FAST_PATH)
+#if defined(FM__POOL_INLINE) != defined(FM__CLOSURE_INLINE)
 #error "closure.h's inline fast paths must follow pool.h's"
 #endif
 

@@ -860,7 +860,7 @@ static void test_handles_of_100k_items_resolve_and_freed_half_is_null(void **sta
     free(items);
     free(hs);
     destroy_clean(env, pool);
-#ifdef FM__INLINE_FAST_PATH
+#ifdef FM__POOL_INLINE
     print_message("fm_pool_resolve here is pool.h's inline macro\n");
 #else
     print_message("fm_pool_resolve here is the library function\n");

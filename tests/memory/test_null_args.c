@@ -247,7 +247,7 @@ static void test_null_table_has_a_row_for_every_public_function_of_memory(void *
 /* Outside optimised builds the macros that name the inline fast paths go to
  * the library, which checks: the NULL precondition of the inline paths
  * (base.h) is caught in debug and sanitizer builds. */
-#if !defined(FM__INLINE_FAST_PATH)
+#if !defined(FM__INLINE)
 static void test_fast_path_macros_report_a_null_object_outside_optimised_builds(void **state) {
     fm_test_env *env = *state;
     make_objects(env);
@@ -273,7 +273,7 @@ int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
         T(test_every_memory_function_reports_a_null_object_and_returns_its_failure_value),
         T(test_null_table_has_a_row_for_every_public_function_of_memory),
-#if !defined(FM__INLINE_FAST_PATH)
+#if !defined(FM__INLINE)
         T(test_fast_path_macros_report_a_null_object_outside_optimised_builds),
 #endif
 #undef T

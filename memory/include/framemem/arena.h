@@ -2,6 +2,21 @@
  * framemem/arena.h: linear arenas, scoped marks and double-buffered frame
  * arenas for per-frame temporaries.
  *
+ * Step by step:
+ *
+ *     // 1. An arena reserves address space once (64 MiB unless told).
+ *     fm_arena *scratch = fm_arena_create(&(fm_arena_desc){.name = "scratch"});
+ *
+ *     // 2. An allocation bumps a pointer; a mark rewinds a scope.
+ *     fm_arena_mark m = fm_arena_get_mark(scratch);
+ *     vec3 *pts = FM_ARENA_NEW_ARRAY(scratch, vec3, 1024);
+ *     fm_arena_rewind(scratch, m);             // pts is released
+ *
+ *     // 3. A frame arena keeps a frame's memory for `frames` frames.
+ *     fm_frame_arena *frame = fm_frame_arena_create(&(fm_frame_arena_desc){0});
+ *     draw_cmd *cmd = fm_frame_alloc(frame, sizeof *cmd, 0);
+ *     fm_frame_arena_advance(frame);           // at the frame boundary
+ *
  * An arena hands out memory by bumping a pointer and frees it all at once.
  * By default it reserves address space once (reserve_bytes) and commits it in
  * commit_step pieces as the top grows: pointers never move and growth never
@@ -43,7 +58,7 @@
  * NULL (base.h): every function reports a NULL arena or frame arena
  * (FM_ERR_INVALID_ARG) and returns its failure value; destroy(NULL) does
  * nothing. The inline fm_arena_alloc and fm_frame_alloc of optimised builds
- * (below) take a non-NULL arena as a precondition; debug and sanitizer
+ * (detail/arena.h) take a non-NULL arena as a precondition; debug and sanitizer
  * builds, and (fm_arena_alloc)(...) in any build, check it.
  *
  * Debug aids: under AddressSanitizer everything above the top and everything
@@ -209,78 +224,10 @@ void fm_frame_arena_advance(fm_frame_arena *fa);
 fm_arena *fm_frame_arena_current(fm_frame_arena *fa);
 void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *out);
 
-/* ---------------------------------------------------- inline fast path
- *
- * Private. Optimised builds (NDEBUG, no sanitizer, no FM_NO_INLINE) inline
- * the common case of fm_arena_alloc and fm_frame_alloc: an aligned bump
- * inside committed memory that leaves room above it (an exact fit takes the
- * library call). Everything else calls into the library, which keeps the
- * real limit beside this struct. hot.limit is 0, failing the test for every
- * size, in shared arenas (MUTEX, LOCKFREE: their top and limit live in
- * atomics) and for memory that ends within FM__ARENA_INLINE_MAX bytes of the
- * top of the address space, where p + size could wrap. The arena is not
- * tested for NULL here (a precondition, base.h); the library's functions
- * test it. */
-typedef struct fm__arena_hot {
-    uint64_t top;          /* next free byte */
-    uint64_t total_allocs; /* beside top: one cache line for the inline path */
-    uintptr_t limit; /* 0, or the end of committed memory or of the current
-                        block: a multiple of 4096 (aligning top never passes
-                        it) at most UINTPTR_MAX - FM__ARENA_INLINE_MAX (adding
-                        an inline size to an address below it never wraps) */
-} fm__arena_hot;
-
-/* The largest size the inline path takes: half the address space, so sizes
- * of 32-bit (and narrower) types need no test on 64-bit targets. */
-#define FM__ARENA_INLINE_MAX (UINTPTR_MAX >> 1)
-
-/* A frame arena starts with the arena serving the current frame. */
-typedef struct fm__frame_arena_hot {
-    fm_arena *current;
-} fm__frame_arena_hot;
-
-void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align);
-/* Debug builds: true while a LOCKFREE allocation is under way (another
- * thread inside fm_arena_alloc); always false in release builds. */
-bool fm__arena_busy(const fm_arena *arena);
-
-#if defined(__GNUC__) || defined(__clang__)
-#define FM__ARENA_HAS_INLINE 1
-/* top and total_allocs are two plain stores. One 16-byte store of both was
- * tried: it held more of a 136 MiB frame's cache misses in flight (about
- * 0.5 ns per allocation there), but building the vector and forwarding from
- * it put about 11 cycles between one allocation and the next, so frames that
- * stay in cache ran up to 3x slower, and it cost 12 instructions, not 8. */
-static inline void *fm__arena_alloc_inline(fm_arena *arena, size_t size, size_t align) {
-    fm__arena_hot *h = (fm__arena_hot *)(void *)arena;
-    size_t al = align ? align : FM_DEFAULT_ALIGN;
-    if (__builtin_expect(FM_IS_POW2(al) && al <= FM_MAX_ALIGN && size <= FM__ARENA_INLINE_MAX,
-                         1)) {
-        uintptr_t p = (h->top + (al - 1)) & ~(uintptr_t)(al - 1);
-        uintptr_t end = p + size; /* cannot wrap while limit != 0 (see hot) */
-        if (__builtin_expect(end < h->limit, 1)) {
-            h->top = end;
-            h->total_allocs++;
-            /* A bump lands at or above the arena's first byte: telling the
-             * compiler spares the caller's NULL test on this path. */
-            if (p == 0) __builtin_unreachable();
-            return (void *)p;
-        }
-    }
-    return fm__arena_alloc_slow(arena, size, align);
-}
-static inline void *fm__frame_alloc_inline(fm_frame_arena *fa, size_t size, size_t align) {
-    return fm__arena_alloc_inline(((fm__frame_arena_hot *)(void *)fa)->current, size, align);
-}
-#endif
-
-#if defined(FM__ARENA_HAS_INLINE) && defined(NDEBUG) && !defined(FM__SANITIZED) && \
-    !defined(FM_NO_INLINE) && !defined(FM__BUILDING_ARENA)
-#define fm_arena_alloc(arena, size, align) fm__arena_alloc_inline((arena), (size), (align))
-#define fm_frame_alloc(fa, size, align) fm__frame_alloc_inline((fa), (size), (align))
-#endif
-
 #ifdef __cplusplus
 }
 #endif
+
+#include "framemem/detail/arena.h"
+
 #endif /* FRAMEMEM_ARENA_H */

@@ -1,6 +1,21 @@
 /*
  * framemem/base.h: what every framemem object shares.
  *
+ * Step by step:
+ *
+ *     // 1. Reports go to one handler (the default prints to stderr).
+ *     static void on_error(fm_error err, const char *message, void *user) {
+ *         fprintf(user, "%s: %s\n", fm_error_name(err), message);
+ *     }
+ *     fm_set_error_handler(on_error, log_file);
+ *
+ *     // 2. A failing call returns NULL, false or 0 and sets the thread's
+ *     //    last error, which successes leave alone.
+ *     if (!fm_pool_alloc(pool) && fm_last_error() == FM_ERR_POOL_FULL) ...
+ *
+ *     // 3. Every desc takes a backing allocator; zero is the system's.
+ *     fm_allocator heap = {.alloc = heap_alloc, .free = heap_free, .user = &my_heap};
+ *
  * - Errors: every failing call returns its failure value (NULL, false, 0),
  *   sets the calling thread's last error and passes a message naming the
  *   object and the problem to the error handler. Successful calls leave the
@@ -131,32 +146,21 @@ typedef enum fm_growth {
 const char *fm_sync_name(fm_sync sync);
 const char *fm_growth_name(fm_growth growth);
 
-/* Sanitizer builds of the caller: the inline fast paths of pool.h and arena.h
- * step aside so every operation goes through the annotated library code. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define FM__SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define FM__SANITIZED 1
-#endif
-
 /* -------------------------------------------------------- alignment helpers */
 
 #define FM_MAX_ALIGN 4096u
 #define FM_DEFAULT_ALIGN ((size_t)alignof(max_align_t))
 #define FM_IS_POW2(x) ((x) != 0 && (((x) & ((x)-1)) == 0))
 
-static inline size_t fm_align_up(size_t v, size_t align) {
-    return (v + (align - 1)) & ~(align - 1);
-}
-static inline bool fm_is_aligned(const void *p, size_t align) {
-    return ((uintptr_t)p & (align - 1)) == 0;
-}
+/// v rounded up to a multiple of align (a power of two).
+static inline size_t fm_align_up(size_t v, size_t align);
+/// true when p is a multiple of align (a power of two).
+static inline bool fm_is_aligned(const void *p, size_t align);
 
 #ifdef __cplusplus
 }
 #endif
+
+#include "framemem/detail/base.h"
+
 #endif /* FRAMEMEM_BASE_H */

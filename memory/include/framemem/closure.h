@@ -2,6 +2,25 @@
  * framemem/closure.h: callbacks without allocation — pooled closures,
  * multicast events and deferred calls (a C DelegatePool).
  *
+ * Step by step:
+ *
+ *     // 1. A closure is a function and a copy of what it captured.
+ *     fm_closure_pool *closures = fm_closure_pool_create(&(fm_closure_pool_desc){0});
+ *     fm_closure *c = FM_CLOSURE(closures, on_hit, struct hit, .target = e, .damage = 3);
+ *
+ *     // 2. An event calls every subscriber; the handle unsubscribes.
+ *     fm_event *hit_event = fm_event_create(&(fm_event_desc){0});
+ *     fm_handle sub = fm_event_subscribe(hit_event, c);  // the event holds a reference
+ *     fm_closure_release(c);
+ *     fm_event_emit(hit_event, &contact);                // on_hit(&capture, &contact)
+ *
+ *     // 3. A defer queue runs closures frames later.
+ *     fm_defer_queue *later = fm_defer_queue_create(&(fm_defer_queue_desc){0});
+ *     fm_closure *respawn = FM_CLOSURE(closures, on_respawn, struct spawn, .at = pos);
+ *     fm_defer(later, respawn, 30);                      // the queue holds a reference
+ *     fm_closure_release(respawn);
+ *     fm_defer_run(later);                               // once per frame
+ *
  * A closure is a function pointer plus captured bytes copied into pooled
  * memory. Closure pools keep one fm_pool per size class (16, 32, 64, ... up
  * to max_capture); a capture above max_capture is refused, never malloc'd.
@@ -44,8 +63,9 @@
  * NULL (base.h): every function reports a NULL closure pool, frame arena,
  * closure, event or defer queue (FM_ERR_INVALID_ARG) and returns its failure
  * value; destroy(NULL) does nothing. The inline make, alloc, make_frame,
- * alloc_frame, call and capture of optimised builds (below) take a non-NULL
- * owner or closure as a precondition (retain and release test it anyway).
+ * alloc_frame, call and capture of optimised builds (detail/closure.h) take
+ * a non-NULL owner or closure as a precondition (retain and release test it
+ * anyway).
  */
 #ifndef FRAMEMEM_CLOSURE_H
 #define FRAMEMEM_CLOSURE_H
@@ -121,7 +141,7 @@ bool fm_closure_release(fm_closure *c);
 /// FM_CLOSURE(pool, fn, struct hit, .target = e, .damage = 3): captures a
 /// struct literal by value (built in place where the compiler allows);
 /// FM_CLOSURE_FRAME(frame_arena, fn, T, ...) the same in a frame arena.
-#if defined(__GNUC__) || defined(__clang__)
+#ifdef FM__GNU
 #define FM__CLOSURE_IN_PLACE(make, owner, fn, T, ...)                            \
     __extension__({                                                             \
         fm_closure *fm__c = make((owner), (fn), NULL, sizeof(T));               \
@@ -136,166 +156,6 @@ bool fm_closure_release(fm_closure *c);
 #define FM_CLOSURE_FRAME(fa, fn, T, ...)                                        \
     fm_closure_make_frame((fa), (fn), &(T){__VA_ARGS__}, sizeof(T))
 #endif
-
-/* ---------------------------------------------------- inline fast paths
- *
- * Private. When pool.h inlines its fast paths (optimised builds: NDEBUG, no
- * sanitizer, no FM_TRACK_SITES, no FM_NO_INLINE), make, alloc, make_frame,
- * alloc_frame, retain, release, call and capture are inlined too, so a
- * capture of constant size picks its class and is copied at compile time.
- * The library's functions run the same code (below) and stay callable as
- * (fm_closure_make)(...). Every refusal and every misuse goes into the
- * library, which reports it exactly as it always has (a NULL closure pool,
- * frame arena or closure is a precondition here, as for pool.h's inline
- * paths; the library's functions check it): the inline make
- * calls it with the arguments it refused, or after the class pool or arena
- * returned NULL (and reported why); the inline retain and release only
- * touch a live closure of a FM_SYNC_NONE pool (its tag says so) and hand
- * anything else, frame, shared, released, foreign or NULL, to the library. */
-#if defined(__GNUC__) || defined(__clang__)
-/* A closure's header; its capture follows at sizeof(fm__closure_hdr). A live
- * closure is recognised by its tag (cleared by the last release), owner and
- * class. */
-typedef struct fm__closure_hdr {
-    fm_closure_fn fn;
-    uint32_t capture_size;
-    uint32_t refs; /* pooled: references held (atomic under shared pools); frame: 0 */
-    void *owner;   /* the fm_closure_pool (its fm__closure_pool_hot); NULL: frame */
-    uint32_t tag;  /* FM__CLOSURE_TAG_* while live; 0 from the last release on */
-    uint32_t cls;  /* size class of a pooled closure */
-} fm__closure_hdr;
-
-/* The start of every fm_closure_pool. */
-typedef struct fm__closure_pool_hot {
-    fm_pool *classes[FM_CLOSURE_MAX_CLASSES];
-    uint32_t n_classes;
-    uint32_t tag; /* of its closures: LOCAL under FM_SYNC_NONE, SHARED otherwise */
-    size_t max_capture;
-} fm__closure_pool_hot;
-
-#define FM__CLOSURE_MAGIC 0xC105u
-#define FM__CLOSURE_TAG_LOCAL (FM__CLOSURE_MAGIC | 1u << 16)  /* pooled, FM_SYNC_NONE */
-#define FM__CLOSURE_TAG_SHARED (FM__CLOSURE_MAGIC | 2u << 16) /* pooled, any other sync */
-#define FM__CLOSURE_TAG_FRAME (FM__CLOSURE_MAGIC | 3u << 16)
-
-/* Report (unless the arguments were fine: the pool or arena has reported
- * already), count the refusal, NULL. */
-fm_closure *fm__closure_refuse(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
-                               size_t capture_size, bool copy_required);
-fm_closure *fm__closure_refuse_frame(fm_closure_fn fn, const void *capture, size_t capture_size,
-                                     bool copy_required);
-
-/* The class whose capture (16 << cls) holds size bytes. */
-static inline uint32_t fm__closure_class(size_t size) {
-    return size <= 16 ? 0u : 60u - (uint32_t)__builtin_clzll((unsigned long long)size - 1u);
-}
-
-static inline fm_closure *fm__closure_init(fm__closure_hdr *c, fm_closure_fn fn,
-                                           const void *capture, size_t size, void *owner,
-                                           uint32_t refs, uint32_t tag, uint32_t cls) {
-    c->fn = fn;
-    c->capture_size = (uint32_t)size;
-    c->refs = refs;
-    c->owner = owner;
-    c->tag = tag;
-    c->cls = cls;
-    if (!capture) return (fm_closure *)(void *)c;
-    unsigned char *to = (unsigned char *)(c + 1);
-    const unsigned char *from = (const unsigned char *)capture;
-    if (__builtin_constant_p(size) || size < 8 || size > 32) {
-        __builtin_memcpy(to, from, size); /* a constant size: a few moves */
-    } else if (size >= 16) {
-        /* The library's own calls know the size only at run time: a common
-         * 8..32-byte capture in two overlapping moves, not a libc call. */
-        __builtin_memcpy(to, from, 16);
-        __builtin_memcpy(to + size - 16, from + size - 16, 16);
-    } else {
-        __builtin_memcpy(to, from, 8);
-        __builtin_memcpy(to + size - 8, from + size - 8, 8);
-    }
-    return (fm_closure *)(void *)c;
-}
-
-/* fm_closure_make (copy_required) and fm_closure_alloc. */
-static inline fm_closure *fm__closure_pooled(fm_closure_pool *cp, fm_closure_fn fn,
-                                             const void *capture, size_t size,
-                                             bool copy_required) {
-    fm__closure_pool_hot *p = (fm__closure_pool_hot *)(void *)cp;
-    if (__builtin_expect(!fn || size > p->max_capture || (copy_required && size && !capture), 0))
-        return fm__closure_refuse(cp, fn, capture, size, copy_required);
-    uint32_t cls = fm__closure_class(size);
-    /* max_capture <= 65536 (create checks it): tells the compiler so. */
-    if (cls >= FM_CLOSURE_MAX_CLASSES) __builtin_unreachable();
-    fm__closure_hdr *c = (fm__closure_hdr *)fm_pool_alloc(p->classes[cls]);
-    if (__builtin_expect(!c, 0)) return fm__closure_refuse(cp, fn, capture, size, copy_required);
-    return fm__closure_init(c, fn, capture, size, cp, 1, p->tag, cls);
-}
-
-/* fm_closure_make_frame (copy_required) and fm_closure_alloc_frame. */
-static inline fm_closure *fm__closure_framed(fm_frame_arena *fa, fm_closure_fn fn,
-                                             const void *capture, size_t size,
-                                             bool copy_required) {
-    if (__builtin_expect(!fn || size > UINT32_MAX || (copy_required && size && !capture), 0))
-        return fm__closure_refuse_frame(fn, capture, size, copy_required);
-    fm__closure_hdr *c =
-        (fm__closure_hdr *)fm_frame_alloc(fa, sizeof(fm__closure_hdr) + size, 16);
-    if (__builtin_expect(!c, 0)) return NULL; /* the arena reported why */
-    return fm__closure_init(c, fn, capture, size, NULL, 0, FM__CLOSURE_TAG_FRAME, 0);
-}
-
-/* true for a live closure of a FM_SYNC_NONE pool: the one case retain and
- * release finish without the library. */
-static inline bool fm__closure_is_local(const fm_closure *c) {
-    const fm__closure_hdr *h = (const fm__closure_hdr *)(const void *)c;
-    return c && h->tag == FM__CLOSURE_TAG_LOCAL &&
-           h->cls < ((const fm__closure_pool_hot *)h->owner)->n_classes;
-}
-
-/* For a closure fm__closure_is_local accepted. */
-static inline bool fm__closure_release_local(fm_closure *c) {
-    fm__closure_hdr *h = (fm__closure_hdr *)(void *)c;
-    if (--h->refs > 0) return false;
-    /* The tag goes with the last reference, so a later release of this
-     * pointer is recognised even where the slot's bytes survive. */
-    h->tag = 0;
-    fm_pool_free(((fm__closure_pool_hot *)h->owner)->classes[h->cls], c);
-    return true;
-}
-
-#if defined(FM__INLINE_FAST_PATH) && !defined(FM__BUILDING_CLOSURE)
-#define FM__CLOSURE_INLINE_FAST_PATH 1
-
-static inline bool fm__closure_release_inline(fm_closure *c) {
-    if (__builtin_expect(fm__closure_is_local(c), 1)) return fm__closure_release_local(c);
-    return (fm_closure_release)(c);
-}
-
-static inline void fm__closure_retain_inline(fm_closure *c) {
-    fm__closure_hdr *h = (fm__closure_hdr *)(void *)c;
-    if (__builtin_expect(fm__closure_is_local(c) && h->refs != UINT32_MAX, 1)) h->refs++;
-    else (fm_closure_retain)(c);
-}
-
-static inline void fm__closure_call_inline(const fm_closure *c, void *arg) {
-    const fm__closure_hdr *h = (const fm__closure_hdr *)(const void *)c;
-    h->fn((void *)(h + 1), arg);
-}
-
-static inline void *fm__closure_capture_inline(fm_closure *c) {
-    return (fm__closure_hdr *)(void *)c + 1;
-}
-
-/* Variadic: an argument given as a compound literal holds commas. */
-#define fm_closure_make(...) fm__closure_pooled(__VA_ARGS__, true)
-#define fm_closure_alloc(...) fm__closure_pooled(__VA_ARGS__, false)
-#define fm_closure_make_frame(...) fm__closure_framed(__VA_ARGS__, true)
-#define fm_closure_alloc_frame(...) fm__closure_framed(__VA_ARGS__, false)
-#define fm_closure_call(...) fm__closure_call_inline(__VA_ARGS__)
-#define fm_closure_capture(...) fm__closure_capture_inline(__VA_ARGS__)
-#define fm_closure_retain(...) fm__closure_retain_inline(__VA_ARGS__)
-#define fm_closure_release(...) fm__closure_release_inline(__VA_ARGS__)
-#endif
-#endif /* __GNUC__ || __clang__ */
 
 /* ---------------------------------------------------------------- events */
 
@@ -359,4 +219,7 @@ uint32_t fm_defer_pending(const fm_defer_queue *q);
 #ifdef __cplusplus
 }
 #endif
+
+#include "framemem/detail/closure.h"
+
 #endif /* FRAMEMEM_CLOSURE_H */

@@ -1,0 +1,424 @@
+/*
+ * framemem/detail/pool.h: pool.h's inline fast paths and the private structs
+ * they read. Private: FM__/fm__ names may change in any release.
+ *
+ * Each fast path exists once, here, and the library's out-of-line functions
+ * run the same inline code (fm__meta_kill, fm__pool_resolve_at, ...) where
+ * they do the same thing, adding only what debug and sanitizer builds need.
+ *
+ * Optimised builds of the caller (FM__INLINE, see detail/base.h, without
+ * FM_TRACK_SITES) inline the common case of fm_pool_alloc, fm_pool_free and
+ * fm_pool_resolve: a pop from or a push onto the current chunk's stack of
+ * free slot indices, with the live bit, double-free and foreign-pointer
+ * checks and the counters exactly as the library keeps them. Everything
+ * else calls into the library; the functions stay callable as
+ * (fm_pool_alloc)(pool). The pool is not tested for NULL here (a
+ * precondition, base.h): the test would cost every call an instruction; the
+ * library's functions test it. Pools with sync != NONE keep cur_next_slot NULL and
+ * cur_top and cur_bump 0 here, so NONE's part falls through; a THREAD_CACHE
+ * pool (tc_id set) goes to its own part right after an alloc's first test
+ * and before a free's index arithmetic. It pops from or pushes onto the
+ * calling thread's magazine when its last entry (fm__tc_cur) is the
+ * pool's: an alloc checks the slot is not live and sets the live bit, a
+ * free checks the item is a live slot start of the chunk the thread freed
+ * into last and bumps the generation (no CAS: see pool.h's Threads); the
+ * thread's other pools, an empty or full magazine, a first use and every
+ * misuse go into the library. The inline resolve reads words the library
+ * only ever replaces whole (old arrays of shared pools are kept until
+ * destroy).
+ */
+#ifndef FRAMEMEM_DETAIL_POOL_H
+#define FRAMEMEM_DETAIL_POOL_H
+
+#ifdef FM__GNU
+#include "framemem/detail/atomic.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+static inline bool fm_handle_is_null(fm_handle h) { return h.bits == 0; }
+static inline bool fm_handle_equal(fm_handle a, fm_handle b) { return a.bits == b.bits; }
+
+#ifdef FM__GNU
+
+#define FM__META_LIVE 0x80000000u /* meta word: live bit | 31-bit generation */
+
+/* The first cache line of every fm_pool: what the inline paths read. */
+typedef struct fm__pool_hot {
+    /* A chunk keeps the indices of its free slots in a stack of 16-bit
+     * entries beside its meta words, never inside the slots: an alloc reads
+     * a cached stack entry instead of a link in a cold item (a dependent
+     * cache miss per alloc once frees come in random order), and a free
+     * does not write into the item. The last freed slot waits here, as a
+     * pointer and an index: an alloc right after a free returns the pointer
+     * the free stored (which the CPU forwards at once) without turning an
+     * index into an address, so a free's index arithmetic and an alloc's
+     * meta word update stay off the chain from one pair to the next. */
+    uint8_t *cur_next_slot;  /* the next free slot, NULL: none */
+    uint32_t *cur_next_meta; /* its meta word */
+    uint32_t cur_next;       /* its index in the current chunk; UINT32_MAX: it is
+                                another chunk's, parked by the library's free
+                                (see pool/core.c), and a free here goes there */
+    uint32_t cur_top;        /* free indices on its stack below cur_next */
+    uint16_t *cur_stack;     /* the current chunk's stack: [0, cur_top) */
+    uint32_t cur_limit;
+    uintptr_t cur_base;      /* current chunk, or 1 when there is none */
+    uint8_t *cur_slots;      /* its first slot */
+    uint64_t cur_bump;       /* slots [0, cur_bump) have been handed out */
+    uint32_t stride;
+    uint32_t inv_shift;      /* stride's trailing zero bits */
+    uint64_t inv;            /* inverse of stride's odd factor mod 2^64 */
+    int64_t headroom;        /* peak_live - live; never negative outside alloc */
+    uint64_t peak_live;
+    uint64_t total_allocs;
+    /* handle resolution */
+    uint8_t **bases;         /* chunk base per record, NULL while not usable */
+    uint32_t n_bases;        /* records in use: [0, n_bases) */
+    uint32_t slot_bits;      /* handle bits 0..slot_bits-1: slot; above: record + 1 */
+    uint32_t per_chunk;
+    uint32_t slots_off;
+    uint32_t salt;           /* xored into the generation bits of this pool's handles */
+    uint32_t sync;           /* the fm_sync policy: the library dispatches on it */
+    /* THREAD_CACHE's inline paths */
+    uint64_t tc_id;          /* the pool's unique id; UINT64_MAX (no thread's) otherwise */
+    uintptr_t base_mask;     /* ptr & base_mask: the chunk (its meta words) of an item */
+} fm__pool_hot;
+
+/* FM_SYNC_THREAD_CACHE: a thread's magazine of free slots of one pool. The
+ * library makes, lists and frees these (pool/tcache.c: they are the pool's,
+ * from its allocator); the inline paths only pop and push on the one
+ * fm__tc_cur names. */
+#define FM__TC_SLOTS 64
+#define FM__TC_POOLS 256 /* entries a thread holds at once (pool/tcache.c) */
+typedef struct fm__tc_entry fm__tc_entry;
+
+/* A pool's id and the thread's entry for it: fm__tc_cur, and the slots of
+ * the thread's table. */
+typedef struct fm__tc_slot {
+    uint64_t id; /* the pool's unique id; 0: none */
+    fm__tc_entry *entry;
+} fm__tc_slot;
+
+struct fm__tc_entry {
+    /* Written by the owning thread only (but hint_slots), read by stats
+     * and destroy: accessed atomically. */
+    uint32_t count;       /* slots[0, count) are free slots of the pool */
+    uintptr_t hint_slots; /* first slot of a chunk of the pool this thread freed
+                             into; trim resets it */
+    uint32_t *hint_meta;  /* that chunk's meta words (valid while hint_slots is) */
+    /* The inline free's last slot, not yet on slots[] (NULL: none), and its
+     * meta word (whose index in its chunk's words is its slot_idx): as with
+     * NONE's cur_next_slot, an alloc right after a free takes it back without
+     * reading count or slots[]. Only the inline free sets it, and only while
+     * slots[] has room for it; the library moves it onto slots[] before it
+     * uses the magazine. */
+    void *next_slot;
+    uint32_t *next_meta;
+    uint64_t allocs;      /* items handed out */
+    uint64_t taken;       /* THREAD_CACHE: slots taken from the pool's depot minus
+                             those given back (mod 2^64); frees are not counted
+                             but derived (see pool/tcache.c) */
+    uint64_t frees;       /* LOCKFREE: items freed */
+    fm_pool *pool;
+    fm__tc_slot *home;    /* the owning thread's table slot for it */
+    fm__tc_entry *prev, *next; /* the pool's list, under its lock */
+    void *slots[FM__TC_SLOTS];
+    uint32_t slot_idx[FM__TC_SLOTS]; /* slots[i]'s index in its chunk: its meta word */
+};
+
+/* The calling thread's entry used last and its pool's id ({0, NULL} when
+ * there is none). The id is tested before the entry is touched: an entry
+ * freed by its pool's destroy is never read again, as no call on that pool
+ * may follow and ids are never reused. initial-exec: %fs-relative loads,
+ * also if the library is built as a shared object (which then needs static
+ * TLS space, as glibc's own variables do). */
+extern __thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
+
+void *fm__pool_alloc_slow(fm_pool *pool);
+/* cold: a NONE free outside the current chunk calls it, and the inline free
+ * stays laid out for the common case (gcc otherwise keeps a register copy of
+ * the counter it decrements in the alloc). */
+__attribute__((cold)) void fm__pool_free_slow(fm_pool *pool, void *item);
+
+/* ------------------------------------------------- shared by the library */
+
+/* next_slot's index in its chunk: its meta word's place among the chunk's
+ * (base_mask: the pool's). */
+static inline uint32_t fm__tc_next_idx(const fm__tc_entry *e, uintptr_t base_mask) {
+    return (uint32_t)(e->next_meta - (uint32_t *)((uintptr_t)e->next_slot & base_mask));
+}
+
+/* The slot index of the address off bytes past a chunk's first slot, by
+ * exact division by the stride with a multiply and a rotate (Granlund &
+ * Montgomery; inv and shift are the pool's): a slot start at index j gives
+ * j; any other address, inside an item, before the slots or in another
+ * chunk, gives a value far above every slot index. */
+static inline uint64_t fm__exact_index(uintptr_t off, uint64_t inv, uint32_t shift) {
+    uint64_t x = off * inv;
+    return (x >> shift) | (x << ((64u - shift) & 63u));
+}
+
+/* The slot index of ptr in the current chunk (see fm__exact_index). */
+static inline uint64_t fm__pool_hot_index(const fm__pool_hot *h, const void *ptr) {
+    return fm__exact_index((uintptr_t)ptr - (uintptr_t)h->cur_slots, h->inv, h->inv_shift);
+}
+
+/* A free's meta word update: clears live (bit 31) and bumps the generation,
+ * which is adding INT32_MIN + 1. As a signed add it overflows exactly when
+ * the word was live with a generation below the maximum (every other word
+ * stays in range), so the overflow flag is the whole check. true when it
+ * was; false with the word as it was otherwise (not live, or a slot to
+ * retire).
+ *
+ * shared: another thread may read the word meanwhile (the library's paths,
+ * which MUTEX pools run while lock-free resolves read): a relaxed load and
+ * store. Otherwise, on x86-64, the add goes to memory and its flag decides
+ * (C loads, compares, branches, adds and stores, and compilers expand
+ * __builtin_add_overflow with overflow as the rare case, which here is the
+ * common one); it writes before it tests and undoes a refused free, a value
+ * no other thread may see. */
+static inline bool fm__meta_kill(uint32_t *w, bool shared) {
+#if defined(__x86_64__) && defined(FM__ASM_GOTO_OUTPUTS) && !defined(FM__SANITIZED)
+    if (!shared) {
+        __asm__ goto("addl %1, %0\n\tjno %l[bad]" : "+m"(*w) : "i"(INT32_MIN + 1) : "cc" : bad);
+        return true;
+    bad:
+        *w -= (uint32_t)INT32_MIN + 1u;
+        return false;
+    }
+#else
+    (void)shared;
+#endif
+    int32_t next = (int32_t)(FM__ATOMIC_LOAD(w, RELAXED) + FM__META_LIVE + 1u);
+    if (__builtin_expect(next <= 0, 0)) return false;
+    FM__ATOMIC_STORE(w, (uint32_t)next, RELAXED);
+    return true;
+}
+
+/* A word of the pool read as the inline path reads it (shared false) or as
+ * published to lock-free readers (shared true: acquire). */
+#define FM__POOL_READ(shared, ptr) ((shared) ? FM__ATOMIC_LOAD((ptr), ACQUIRE) : *(ptr))
+
+/* Handle bits: 0..31 location ((record + 1) << slot_bits | slot), 32..62 the
+ * slot's generation xor the pool's salt. shared: read as another thread may
+ * be growing the pool (every policy but NONE): n_bases before bases, so the
+ * array read is at least as large as n_bases says. */
+static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool shared) {
+    const fm__pool_hot *hot = (const fm__pool_hot *)(const void *)pool;
+    uint32_t loc = (uint32_t)h.bits;
+    uint32_t rec = (loc >> hot->slot_bits) - 1u; /* null: wraps, fails below */
+    uint32_t slot = loc & ((1u << hot->slot_bits) - 1u);
+    if (rec >= FM__POOL_READ(shared, &hot->n_bases) || slot >= hot->per_chunk) return NULL;
+    uint8_t **bases = FM__POOL_READ(shared, &hot->bases);
+    uint8_t *base = FM__POOL_READ(shared, &bases[rec]);
+    if (!base) return NULL;
+    /* xor, not or: a handle with bit 63 set (never made) cannot match. */
+    uint32_t want = FM__META_LIVE ^ ((uint32_t)(h.bits >> 32) ^ hot->salt);
+    if (FM__POOL_READ(shared, &((uint32_t *)(void *)base)[slot]) != want) return NULL;
+    return base + hot->slots_off + (size_t)slot * hot->stride;
+}
+
+/* ------------------------------------------------------ the inline paths */
+
+#if defined(FM__INLINE) && !defined(FM_TRACK_SITES)
+#define FM__POOL_INLINE 1
+
+/* THREAD_CACHE's alloc of a cached slot: sets live (bit 31) in its meta
+ * word; false, with the word unchanged, when it was set already. A relaxed
+ * load and store, no CAS (see pool.h's Threads). */
+static inline bool fm__meta_set_live(uint32_t *w) {
+    uint32_t m = FM__ATOMIC_LOAD(w, RELAXED);
+    if (__builtin_expect((int32_t)m < 0, 0)) return false;
+    FM__ATOMIC_STORE(w, m | FM__META_LIVE, RELAXED);
+    return true;
+}
+
+/* The owning thread's count of its allocations, read by other threads for
+ * stats. On x86-64 one add to memory: an aligned 8-byte store is never seen
+ * torn, as the relaxed load and store elsewhere (which no compiler turns
+ * into one instruction). */
+static inline void fm__tc_count_alloc(uint64_t *allocs) {
+#if defined(__x86_64__)
+    __asm__("addq $1, %0" : "+m"(*allocs) : : "cc");
+#else
+    FM__ATOMIC_STORE(allocs, *allocs + 1, RELAXED);
+#endif
+}
+
+/* THREAD_CACHE: the pool's id, to compare with fm__tc_cur's. A relaxed
+ * load (of a word that never changes after create), which the compiler does
+ * not merge with the plain load of the caller's test for NONE: that test
+ * then stays one compare with memory instead of a load kept in a register. */
+static inline uint64_t fm__pool_tc_id(const fm__pool_hot *h) {
+    return FM__ATOMIC_LOAD(&h->tc_id, RELAXED);
+}
+
+/* THREAD_CACHE: a pop from this thread's magazine for the pool (its
+ * next_slot first). */
+static inline void *fm__pool_alloc_tc(fm_pool *pool) {
+    fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
+    /* A slot found live already was served from another thread's cache too
+     * (see Threads): the library drops this copy and reports. */
+    if (__builtin_expect(fm__tc_cur.id == fm__pool_tc_id(h), 1)) {
+        fm__tc_entry *e = fm__tc_cur.entry;
+        uint8_t *slot = (uint8_t *)FM__ATOMIC_LOAD(&e->next_slot, RELAXED);
+        if (__builtin_expect(slot != NULL, 1)) {
+            if (__builtin_expect(fm__meta_set_live(e->next_meta), 1)) {
+                FM__ATOMIC_STORE(&e->next_slot, NULL, RELAXED);
+                fm__tc_count_alloc(&e->allocs);
+                return slot;
+            }
+        } else {
+            uint32_t n = e->count;
+            if (__builtin_expect(n != 0, 1)) {
+                slot = (uint8_t *)e->slots[n - 1];
+                if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
+                uint32_t *meta = (uint32_t *)((uintptr_t)slot & h->base_mask) + e->slot_idx[n - 1];
+                if (__builtin_expect(fm__meta_set_live(meta), 1)) {
+                    FM__ATOMIC_STORE(&e->count, n - 1, RELAXED);
+                    fm__tc_count_alloc(&e->allocs);
+                    return slot;
+                }
+            }
+        }
+    }
+    return fm__pool_alloc_slow(pool);
+}
+
+/* --*headroom < 0, as one decrement of memory and a branch on its sign: from
+ * C, gcc loads, decrements, stores and tests the word when the caller's code
+ * around it keeps a register busy (which depends on the caller). */
+static inline bool fm__headroom_taken(int64_t *headroom) {
+#if defined(__x86_64__) && defined(FM__ASM_GOTO_OUTPUTS)
+    __asm__ goto("subq $1, %0\n\tjs %l[below]" : "+m"(*headroom) : : "cc" : below);
+    return false;
+below:
+    return true;
+#else
+    return --*headroom < 0;
+#endif
+}
+
+static inline void *fm__pool_alloc_inline(fm_pool *pool) {
+    fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
+    uint8_t *slot = h->cur_next_slot;
+    uint32_t *meta;
+    if (__builtin_expect(slot != NULL, 1)) {
+        h->cur_next_slot = NULL;
+        meta = h->cur_next_meta;
+    } else if (h->tc_id != UINT64_MAX) {
+        return fm__pool_alloc_tc(pool);
+    } else if (__builtin_expect(h->cur_top != 0, 1)) {
+        size_t idx = h->cur_stack[--h->cur_top];
+        slot = h->cur_slots + idx * h->stride;
+        meta = (uint32_t *)h->cur_base + idx;
+    } else {
+        return fm__pool_alloc_slow(pool);
+    }
+    if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
+    *meta |= FM__META_LIVE;
+    h->total_allocs++;
+    if (__builtin_expect(fm__headroom_taken(&h->headroom), 0)) {
+        h->headroom = 0;
+        h->peak_live++;
+    }
+    return slot;
+}
+
+/* THREAD_CACHE: a slot start of the chunk this thread freed into last, live,
+ * becomes the magazine's next_slot (the one before it moves onto slots[],
+ * which must have room). The live bit goes with a relaxed load and store,
+ * not a CAS (see pool.h's Threads). */
+static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
+    fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
+    if (__builtin_expect(fm__tc_cur.id == fm__pool_tc_id(h), 1)) {
+        fm__tc_entry *e = fm__tc_cur.entry;
+        uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
+        uint64_t si = fm__exact_index((uintptr_t)item - hs, h->inv, h->inv_shift);
+        if (__builtin_expect(si < h->per_chunk, 1)) {
+            uint32_t *meta = e->hint_meta + si;
+            uint32_t m = FM__ATOMIC_LOAD(meta, RELAXED);
+            if (__builtin_expect((int32_t)m < -1, 1)) {
+                void *prev = FM__ATOMIC_LOAD(&e->next_slot, RELAXED);
+                if (prev) {
+                    /* n < FM__TC_SLOTS - 1: slots[] keeps room for next_slot. */
+                    uint32_t n = e->count;
+                    if (__builtin_expect(n >= FM__TC_SLOTS - 1, 0)) goto slow;
+                    e->slots[n] = prev;
+                    e->slot_idx[n] = fm__tc_next_idx(e, h->base_mask);
+                    FM__ATOMIC_STORE(&e->count, n + 1, RELAXED);
+                }
+                FM__ATOMIC_STORE(meta, m + (FM__META_LIVE + 1u), RELAXED);
+                e->next_meta = meta;
+                FM__ATOMIC_STORE(&e->next_slot, item, RELAXED);
+                return;
+            }
+        }
+    }
+slow:
+    fm__pool_free_slow(pool, item);
+}
+
+static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
+    fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
+    /* A THREAD_CACHE pool skips the index arithmetic. */
+    if (h->tc_id == UINT64_MAX) {
+        uint64_t idx = fm__pool_hot_index(h, item);
+        uint8_t *prev = h->cur_next_slot;
+        if (__builtin_expect(idx < h->cur_bump, 1) &&
+            __builtin_expect(!prev || h->cur_next != UINT32_MAX, 1)) {
+            uint32_t *meta = (uint32_t *)h->cur_base + idx;
+            if (__builtin_expect(fm__meta_kill(meta, false), 1)) {
+                if (prev) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+                h->cur_next_slot = (uint8_t *)item;
+                h->cur_next_meta = meta;
+                h->cur_next = (uint32_t)idx;
+                h->headroom++;
+                return;
+            }
+        }
+        fm__pool_free_slow(pool, item); /* another chunk, or misuse */
+        return;
+    }
+    fm__pool_free_tc(pool, item);
+}
+
+#endif /* FM__INLINE && !FM_TRACK_SITES */
+#endif /* FM__GNU */
+
+/* --------------------------------------- what a call compiles to here */
+
+/* The fastest alloc and free this translation unit may use, for the other
+ * headers' inline paths (closure.h's makes and releases). */
+#if defined(FM__POOL_INLINE)
+#define FM__POOL_ALLOC(pool) fm__pool_alloc_inline(pool)
+#define FM__POOL_FREE(pool, item) fm__pool_free_inline((pool), (item))
+#elif defined(FM_TRACK_SITES)
+#define FM__POOL_ALLOC(pool) fm_pool_alloc_at((pool), __FILE__, __LINE__)
+#define FM__POOL_FREE(pool, item) (fm_pool_free)((pool), (item))
+#else
+#define FM__POOL_ALLOC(pool) (fm_pool_alloc)(pool)
+#define FM__POOL_FREE(pool, item) (fm_pool_free)((pool), (item))
+#endif
+
+/* The caller's calls: site-recording or inline. The library's own sources
+ * call the functions (and the inline paths by their fm__ names). */
+#if !defined(FM__BUILDING_LIBRARY)
+#if defined(FM_TRACK_SITES)
+#define fm_pool_alloc(pool) fm_pool_alloc_at((pool), __FILE__, __LINE__)
+#define fm_pool_alloc_n(pool, out, n) fm_pool_alloc_n_at((pool), (out), (n), __FILE__, __LINE__)
+#define fm_pool_new(pool) fm_pool_new_at((pool), __FILE__, __LINE__)
+#elif defined(FM__POOL_INLINE)
+#define fm_pool_alloc(pool) fm__pool_alloc_inline(pool)
+#define fm_pool_free(pool, item) fm__pool_free_inline((pool), (item))
+#define fm_pool_resolve(pool, h) fm__pool_resolve_at((pool), (h), false)
+#endif
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FRAMEMEM_DETAIL_POOL_H */

@@ -1,0 +1,141 @@
+/* platform/os_posix.c: os.h on POSIX systems (Linux, the BSDs, macOS):
+ * mmap reservations, mprotect commits, madvise for decommit, prefault and
+ * transparent huge pages, posix_memalign for the C heap, CLOCK_MONOTONIC. */
+#include "platform/os.h"
+
+#include "platform/thread.h"
+
+#include "framemem/base.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#include <fcntl.h>
+#include <sys/prctl.h>
+#define FM__OS_THP 1
+#endif
+
+/* ------------------------------------------------------------ capabilities */
+
+static fm__os_caps fm__os_caps_value;
+static fm__once fm__os_caps_once = FM__ONCE_INIT;
+
+static void fm__os_caps_fill(void) {
+    long p = sysconf(_SC_PAGESIZE);
+    fm__os_caps_value = (fm__os_caps){
+        .page_size = p > 0 ? (size_t)p : 4096,
+        .has_virtual_reserve = true,
+        .has_partial_release = true,
+    };
+#ifdef FM__OS_THP
+    fm__os_caps_value.huge_page_size = (size_t)2 << 20;
+#endif
+}
+
+const fm__os_caps *fm__os_get_caps(void) {
+    fm__call_once(&fm__os_caps_once, fm__os_caps_fill);
+    return &fm__os_caps_value;
+}
+
+/* ----------------------------------------------------------- virtual memory */
+
+void *fm__os_reserve(size_t bytes, size_t align, bool commit) {
+    /* Over-reserve by the alignment less a page, then unmap both ends. */
+    size_t page = fm__os_get_caps()->page_size;
+    size_t slack = align > page ? align - page : 0;
+    if (bytes == 0 || bytes > SIZE_MAX - slack) return NULL;
+    uint8_t *raw = mmap(NULL, bytes + slack, commit ? PROT_READ | PROT_WRITE : PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uint8_t *start = (uint8_t *)fm_align_up((uintptr_t)raw, align);
+    size_t head = (size_t)(start - raw);
+    size_t tail = slack - head;
+    if (head) munmap(raw, head);
+    if (tail) munmap(start + bytes, tail);
+    return start;
+}
+
+bool fm__os_commit(void *ptr, size_t bytes) {
+    return mprotect(ptr, bytes, PROT_READ | PROT_WRITE) == 0;
+}
+
+void fm__os_decommit(void *ptr, size_t bytes) {
+    madvise(ptr, bytes, MADV_DONTNEED);
+    mprotect(ptr, bytes, PROT_NONE);
+}
+
+void fm__os_release(void *ptr, size_t bytes) {
+    if (ptr) munmap(ptr, bytes);
+}
+
+void fm__os_prefault(void *ptr, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+    /* Memory asked to be resident anyway may as well come in 2 MiB pages
+     * where the kernel allows (THP "madvise" mode): fewer faults now and
+     * fewer TLB misses when the slots are first used. Best effort. */
+    if (bytes >= ((size_t)2 << 20)) madvise(ptr, bytes, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(ptr, bytes, MADV_POPULATE_WRITE) == 0) return;
+#elif defined(__linux__)
+    /* Linux 5.14's MADV_POPULATE_WRITE, for older headers. */
+    if (madvise(ptr, bytes, 23) == 0) return;
+#endif
+    size_t page = fm__os_get_caps()->page_size;
+    volatile uint8_t *p = ptr;
+    for (size_t off = 0; off < bytes; off += page) p[off] = p[off];
+}
+
+/* ------------------------------------------------------------- huge pages */
+
+#ifdef FM__OS_THP
+/* PR_SET_THP_DISABLE's flag (Linux 6.18) that keeps THP for madvised memory. */
+#define FM__THP_DISABLE_EXCEPT_ADVISED 2
+#endif
+
+bool fm__os_huge_pages_usable(void) {
+#ifdef FM__OS_THP
+    /* THP mode "always" or "madvise", and not disabled for this process. */
+    int off = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+    if (off > 0 && !(off & FM__THP_DISABLE_EXCEPT_ADVISED)) return false;
+    char mode[128] = {0};
+    int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false; /* a kernel without THP */
+    ssize_t n = read(fd, mode, sizeof mode - 1);
+    close(fd);
+    return n > 0 && (strstr(mode, "[always]") || strstr(mode, "[madvise]"));
+#else
+    return false;
+#endif
+}
+
+bool fm__os_advise_huge_pages(void *ptr, size_t bytes) {
+#ifdef FM__OS_THP
+    return madvise(ptr, bytes, MADV_HUGEPAGE) == 0;
+#else
+    (void)ptr, (void)bytes;
+    return false;
+#endif
+}
+
+/* ----------------------------------------------------------------- C heap */
+
+void *fm__os_heap_alloc(size_t bytes, size_t align) {
+    void *p = NULL;
+    if (posix_memalign(&p, align, bytes ? bytes : 1) != 0) return NULL;
+    return p;
+}
+
+void fm__os_heap_free(void *ptr) { free(ptr); }
+
+/* ------------------------------------------------------------------ clock */
+
+uint64_t fm__os_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

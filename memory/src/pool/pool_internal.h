@@ -1,0 +1,375 @@
+/* pool/pool_internal.h: what the files of pool/ share (one compile unit,
+ * pool/unit.c; never installed).
+ *
+ * Layout of a chunk (chunk_bytes, a power of two, aligned to itself):
+ *
+ *     [ meta: uint32 per slot | free stack: uint16 per slot |
+ *       (FM_TRACK_SITES: file:line per slot) | pad to item_align |
+ *       slot 0 | slot 1 | ... ]
+ *
+ * Meta bit 31 is the live bit, bits 0..30 the slot's generation; a free
+ * bumps the generation. The free stack holds the indices of the chunk's free
+ * slots, so the pool keeps nothing in a free slot. Chunk bookkeeping (the
+ * stack's top, the bump index over never-used slots, the live count) lives
+ * in a record array beside the pool, so growing writes nothing into the new
+ * chunks: their pages stay untouched until used.
+ *
+ * The current chunk's state is cached in the pool's first cache line
+ * (fm__pool_hot, detail/pool.h) so that alloc and free of the common case
+ * read that line plus the slot and its meta word. A pointer's chunk is
+ * `ptr & base_mask`; whether that chunk is ours is answered by the
+ * current-chunk compare, a direct-mapped cache of chunk bases (chunk number
+ * mod 64) or the hash table of chunk bases, so a foreign pointer is never
+ * dereferenced.
+ *
+ * Words that lock-free paths read while others write them (meta words,
+ * chunk-table entries, chunk bases, the arrays holding them) are accessed
+ * atomically under every policy; relaxed loads and stores are plain moves.
+ */
+#ifndef FRAMEMEM_POOL_INTERNAL_H
+#define FRAMEMEM_POOL_INTERNAL_H
+
+#include "framemem/clock.h"
+#include "framemem/pool.h"
+#include "internal.h"
+#include "platform/os.h"
+#include "platform/thread.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FM__NONE UINT32_MAX
+#define FM__LIVE FM__META_LIVE
+#define FM__GEN_MAX 0x7FFFFFFFu
+/* Generation exhausted: the slot is retired for good, so no stale reference
+ * to any of its earlier items can ever match a later one. A free slot's
+ * generation is never 0 (freeing bumps it), so 0 marks retirement. */
+#define FM__RETIRED 0u
+/* A chunk-table entry whose chunk was trimmed: probes go on past it. */
+#define FM__TOMB (UINT32_MAX - 1u)
+
+/* Wrong-thread detection of FM_SYNC_NONE pools: debug and sanitized builds. */
+#if !defined(NDEBUG) || defined(FM__SANITIZED)
+#define FM__THREAD_CHECKS 1
+#endif
+
+enum {
+    FM__CHUNK_UNUSED = 0, /* record slot free for reuse */
+    FM__CHUNK_FRESH,      /* memory held, never handed out a slot */
+    FM__CHUNK_CURRENT,    /* the chunk allocations come from; state in the pool */
+    FM__CHUNK_PARTIAL,    /* in the partial list: live items and room for more */
+    FM__CHUNK_EMPTY,      /* in the empty list: no live items */
+    FM__CHUNK_FULL,       /* every usable slot is live or retired; in no list */
+};
+
+typedef struct fm__site {
+    const char *file;
+    int line;
+} fm__site;
+
+typedef struct fm__list {
+    uint32_t head, tail;
+} fm__list;
+
+enum { FM__DM_SLOTS = 64 };
+
+typedef struct fm__chunk {
+    uint8_t *base;
+    uint32_t free_top;  /* free slot indices on the chunk's stack (see fm__stack) */
+    uint32_t bump;      /* slots [0, bump) have been handed out at least once */
+    uint32_t limit;     /* usable slots: items_per_chunk, or fewer at max_capacity */
+    uint32_t live;      /* stale while the chunk is current (see fm__park_current) */
+    uint32_t retired;
+    uint32_t prev, next; /* links in the pool's lists (partial, empty, fresh, unused) */
+    uint32_t state;
+    uint32_t gen_floor; /* first generation of this record's slots: above every
+                           generation an earlier chunk of the record handed out */
+    uint64_t *refs;     /* lazily: per slot, generation << 32 | (count - 1) */
+} fm__chunk;
+
+/* FM_SYNC_LOCKFREE: the shared stack of free slots, on a cache line of its
+ * own with the counters every alloc and free bumps anyway. */
+typedef struct fm__lf_state {
+    _Alignas(64) uint64_t head; /* tag << 32 | global slot index, FM__NONE: empty */
+} fm__lf_state;
+
+/* Arrays replaced by growth that lock-free readers may still hold
+ * (sync != NONE): kept until destroy. Sizes double, so a few dozen at most. */
+enum { FM__MAX_RETIRED_ARRAYS = 96 };
+
+struct fm_pool {
+    _Alignas(64) fm__pool_hot hot; /* first, one cache line: the inline fast paths read it */
+    /* The current-chunk state the core works on: &hot for FM_SYNC_NONE;
+     * &shadow otherwise, with hot's current chunk kept empty so the inline
+     * fast paths of detail/pool.h always call the library. */
+    fm__pool_hot *cs;
+    uint32_t stack_off; /* a chunk's free stack: per_chunk 16-bit slot indices */
+    uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
+    uint32_t cur_idx;
+    uint32_t cur_gen_floor;
+    /* NONE and MUTEX: chunk bases by chunk number mod FM__DM_SLOTS, written
+     * when a chunk gets its memory and cleared when it gives it back, so the
+     * lookup of a free outside the current chunk is one load and a compare
+     * that goes the same way every time while no two chunks share a slot
+     * (a growth maps its chunks side by side, so the first 64 never do); a
+     * miss goes to the table. Where the last free's chunk was remembered
+     * instead, random frees over a few chunks mispredicted that compare
+     * about as often as not. 1 marks an empty slot (no chunk base is odd;
+     * 0 would match pointers below one chunk size). */
+    uintptr_t dm_base[FM__DM_SLOTS];
+    uint32_t dm_idx[FM__DM_SLOTS];
+    /* NONE and MUTEX: a single free outside the current chunk parks its slot
+     * in hot's next slot (cur_next UINT32_MAX) instead of pushing it onto its
+     * chunk's stack, so an alloc right after takes that slot back, its cache
+     * lines warm, as glibc's tcache does. Its chunk still counts it live
+     * (c->live, live_other) until fm__settle_next files it, which every path
+     * that moves the next slot or switches chunks does first. */
+    uint32_t parked_chunk;
+    uint32_t parked_slot;
+    uint64_t live_other; /* live items outside the current chunk, parked one included */
+    uintptr_t base_mask;
+
+    /* ---- geometry and policy */
+    fm_pool_desc desc; /* resolved; desc.name points at name[] below */
+    uint32_t item_size;
+    uint32_t item_align;
+    uint32_t chunk_shift;
+    size_t chunk_bytes;
+    bool use_os; /* chunks come from fm__os_reserve */
+
+    /* ---- chunks */
+    fm__chunk *chunks;
+    uint32_t chunk_cap;    /* records allocated */
+    uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
+    uint32_t chunk_count;  /* records holding memory */
+    uint32_t max_chunks;   /* records a handle can name (see fm__geometry) */
+    uint32_t unused_head; /* stack of UNUSED records below chunk_top (via next) */
+    fm__list partial;     /* FIFO: a chunk waits longest, gathers most frees */
+    fm__list empty;       /* used last, so they stay empty for fm_pool_trim */
+    fm__list fresh;       /* never handed out a slot */
+    uint32_t *table; /* open addressing: chunk base -> record index; the
+                        capacity is also stored in table[-1] for lock-free
+                        readers, which must see the pair consistent */
+    uint32_t table_cap;
+    uint32_t table_used; /* entries that are not FM__NONE (tombstones too) */
+
+    /* ---- threads */
+    fm_sync sync;
+    uintptr_t owner;  /* FM_SYNC_NONE, debug builds: the owning thread's token, 0 = none */
+    uint64_t id;      /* unique among all pools ever created: thread caches key on it */
+    fm__mutex lock; /* sync != NONE: recursive, so dtors and foreach callbacks
+                             may call back into the pool */
+    fm__pool_hot shadow;
+    uint32_t **lf_links;  /* LOCKFREE: per record, see fm__links_of */
+    uint32_t n_retired_arrays;
+    void *retired_arrays[FM__MAX_RETIRED_ARRAYS];
+    size_t retired_bytes[FM__MAX_RETIRED_ARRAYS];
+    fm__lf_state lf;
+    fm__tc_entry *tc_entries;     /* the entries of threads using the pool (tcache.c) */
+    uint64_t tc_gone_allocs;      /* counters of freed entries and of calls without one */
+    uint64_t tc_gone_frees;
+
+    /* ---- counters */
+    uint64_t capacity; /* sum of limits of held chunks, minus retired slots */
+    uint64_t retired;
+    uint64_t failed_allocs;
+    uint64_t misuse_count;
+    uint64_t grow_events;
+    uint64_t grow_ticks_total;
+    uint64_t grow_ticks_max;
+    uint64_t trim_events;
+    uint64_t bytes_trimmed;
+    size_t bytes_reserved;
+    size_t self_bytes;
+
+    char name[];
+};
+
+/* What fm__live_to_cached did. */
+enum { FM__NOT_FREED, FM__FREED_TO_CACHE, FM__FREED_RETIRED };
+
+typedef struct fm__loc {
+    uint32_t chunk;
+    uint32_t slot;
+    uint32_t meta;
+} fm__loc;
+
+/* ====================================== functions the files share */
+
+/* chunks.c: records, lists, the chunk table, lookups, growth, release, layout */
+static uint32_t fm__chunk_bump(const fm_pool *p, uint32_t idx);
+static bool fm__chunk_exhausted(const fm__chunk *c);
+static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx);
+static void fm__file_chunk(fm_pool *p, uint32_t idx);
+static void fm__geometry(fm_pool *p);
+static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event);
+static size_t fm__links_bytes(const fm_pool *p);
+static void fm__list_init(fm__list *l);
+static void fm__list_unlink(fm_pool *p, fm__list *l, uint32_t idx);
+static fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out);
+static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out);
+static fm_error fm__locate_shared(const fm_pool *p, const void *ptr, fm__loc *out);
+static bool fm__next_chunk(fm_pool *p);
+static size_t fm__records_bytes(uint32_t cap);
+static void fm__release_chunk(fm_pool *p, uint32_t idx);
+static bool fm__reserve_core(fm_pool *pool, uint32_t capacity);
+static fm_error fm__shared_problem(const fm_pool *p, fm_error err, const void *ptr);
+#ifdef FM_TRACK_SITES
+static fm__site *fm__sites(const fm_pool *p, const uint8_t *base);
+#endif
+static void fm__table_delete(const fm_allocator *a, uint32_t *table, uint32_t cap);
+static uint32_t fm__table_find(const fm_pool *p, uintptr_t base);
+static size_t fm__trim_core(fm_pool *pool);
+
+/* core.c: alloc and free, parking, batches, the depot */
+static size_t fm__alloc_batch(fm_pool *p, void **out, size_t n);
+static void *fm__alloc_core(fm_pool *pool);
+static void *fm__cached_to_live(const fm_pool *p, void *slot);
+static void fm__delete_core(fm_pool *pool, void *item);
+static void fm__depot_put(fm_pool *p, void *slot);
+static void *fm__depot_take(fm_pool *p, bool may_grow);
+static void fm__free_batch(fm_pool *p, void *const *items, size_t n);
+static void fm__free_checked(fm_pool *p, void *item, const char *op);
+static void fm__free_located(fm_pool *p, void *item, const fm__loc *loc);
+static int fm__live_to_cached(fm_pool *p, void *item, const fm__loc *loc, const char *op);
+static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const char *op);
+#ifdef FM_TRACK_SITES
+static void fm__record_site(fm_pool *p, void *item, const char *file, int line);
+#endif
+static void fm__refile_after_free(fm_pool *p, uint32_t idx);
+static void fm__settle_next(fm_pool *p);
+static void fm__slot_to_free(const fm_pool *p, void *item);
+
+/* tcache.c: THREAD_CACHE */
+static void fm__count(uint64_t *c);
+static uint64_t fm__entry_frees(const fm_pool *p, const fm__tc_entry *e);
+static void *fm__tc_alloc(fm_pool *p);
+static void fm__tc_free_entries(fm_pool *p);
+static fm__tc_entry *fm__tc_entry_of(fm_pool *p, bool *uncached);
+static void fm__tc_forget_hints(fm_pool *p);
+static void fm__tc_free(fm_pool *p, void *item, const char *op);
+
+/* lockfree.c: LOCKFREE */
+static void *fm__lf_alloc(fm_pool *p);
+static void fm__lf_drain(fm_pool *p);
+static void fm__lf_free(fm_pool *p, void *item, const char *op);
+
+/* refs.c: handles and reference counts */
+static fm_handle fm__handle_core(const fm_pool *pool, const void *item);
+static uint32_t fm__refcount_core(const fm_pool *pool, const void *item);
+static bool fm__release_core(fm_pool *pool, void *item);
+static void fm__retain_core(fm_pool *pool, void *item);
+
+/* check.c */
+static fm_error fm__check_core(const fm_pool *pool);
+
+/* pool.c: policies around the core */
+static bool fm__cached_policy(const fm_pool *p);
+static void fm__lock(const fm_pool *p);
+static void fm__sync_free(fm_pool *p, void *item, const char *op);
+static void fm__unlock(const fm_pool *p);
+/* ============================================ helpers of every file */
+
+/* Slots out of the core: live items, plus (THREAD_CACHE, LOCKFREE) free slots
+ * held by the caches or the shared stack. */
+static inline uint64_t fm__live(const fm_pool *p) { return p->cs->peak_live - p->cs->headroom; }
+
+static inline uint8_t *fm__slot(const fm_pool *p, const uint8_t *base, uint32_t idx) {
+    return (uint8_t *)base + p->hot.slots_off + (size_t)idx * p->hot.stride;
+}
+
+/* The slot ptr starts in the chunk at base (fm__exact_index),
+ * or FM__NONE for any other address. */
+static inline uint32_t fm__slot_of(const fm_pool *p, uintptr_t base, const void *ptr) {
+    uint64_t slot = fm__exact_index((uintptr_t)ptr - (base + p->hot.slots_off), p->hot.inv,
+                                    p->hot.inv_shift);
+    return slot < p->hot.per_chunk ? (uint32_t)slot : FM__NONE;
+}
+
+static inline uint32_t *fm__meta(uintptr_t base) { return (uint32_t *)base; }
+static inline uint32_t fm__meta_get(uintptr_t base, uint32_t slot) {
+    return FM__ATOMIC_LOAD(&fm__meta(base)[slot], RELAXED);
+}
+static inline void fm__meta_set(uintptr_t base, uint32_t slot, uint32_t v) {
+    FM__ATOMIC_STORE(&fm__meta(base)[slot], v, RELAXED);
+}
+
+/* A chunk's stack of free slot indices, after its meta words. */
+static inline uint16_t *fm__stack(const fm_pool *p, const uint8_t *base) {
+    return (uint16_t *)(void *)((uint8_t *)base + p->stack_off);
+}
+
+static inline fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) { return &p->chunks[idx]; }
+
+/* 1 while hot's next slot is another chunk's, parked (see fm_pool). */
+static inline uint32_t fm__parked(const fm_pool *p) {
+    return p->cs->cur_next_slot && p->cs->cur_next == FM__NONE;
+}
+
+/* 1 when the parked slot is chunk idx's. */
+static inline uint32_t fm__parked_in(const fm_pool *p, uint32_t idx) {
+    return fm__parked(p) && p->parked_chunk == idx;
+}
+
+/* A dead slot of chunk idx, not the current one, goes onto its chunk's
+ * stack, which counts one item fewer (the caller takes it off live_other). */
+static inline void fm__file_free_slot(fm_pool *p, uint32_t idx, uint32_t slot) {
+    fm__chunk *c = fm__chunk_at(p, idx);
+    fm__stack(p, c->base)[c->free_top++] = (uint16_t)slot;
+    c->live--;
+    if (FM__UNLIKELY(c->state == FM__CHUNK_FULL || c->live == 0)) fm__refile_after_free(p, idx);
+}
+
+/* A free slot of the current chunk becomes its next one (see fm__pool_hot). */
+static inline void fm__push_current(fm_pool *p, uint32_t idx) {
+    fm__pool_hot *h = p->cs;
+    if (h->cur_next_slot) fm__settle_next(p);
+    h->cur_next_slot = h->cur_slots + (size_t)idx * h->stride;
+    h->cur_next_meta = fm__meta(h->cur_base) + idx;
+    h->cur_next = idx;
+}
+
+/* The dm_base slot of a chunk base. */
+static inline uint32_t fm__dm_slot(const fm_pool *p, uintptr_t base) {
+    return (uint32_t)(base >> p->chunk_shift) & (FM__DM_SLOTS - 1);
+}
+
+/* NONE and MUTEX: the record of the chunk at base when it is not the current
+ * one: its dm_base slot, else the table; FM__NONE when base is not a chunk. */
+static inline uint32_t fm__other_chunk(const fm_pool *p, uintptr_t base) {
+    uint32_t k = fm__dm_slot(p, base);
+    return p->dm_base[k] == base ? p->dm_idx[k] : fm__table_find(p, base);
+}
+
+/* Finds the chunk and slot of ptr and says what is wrong with it, without
+ * reporting: FM_OK (a live item), FOREIGN, INTERIOR or DOUBLE_FREE (a slot
+ * that was handed out before and is free now). Never reads foreign memory. */
+static inline fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
+    uintptr_t a = (uintptr_t)ptr;
+    uintptr_t base = a & p->base_mask;
+    uint32_t idx = base == p->cs->cur_base ? p->cur_idx : fm__other_chunk(p, base);
+    if (idx == FM__NONE) return FM_ERR_FOREIGN_POINTER;
+    /* Valid items take the multiply-and-rotate path of detail/pool.h; division
+     * only runs to tell an interior pointer from a foreign one. */
+    uint64_t slot = fm__exact_index(a - (base + p->hot.slots_off), p->hot.inv, p->hot.inv_shift);
+    if (FM__UNLIKELY(slot >= fm__chunk_bump(p, idx))) {
+        uint32_t off = (uint32_t)(a - base);
+        uint64_t span = (uint64_t)p->hot.per_chunk * p->hot.stride;
+        if (off < p->hot.slots_off || off - p->hot.slots_off >= span) return FM_ERR_FOREIGN_POINTER;
+        if ((off - p->hot.slots_off) % p->hot.stride != 0) return FM_ERR_INTERIOR_POINTER;
+        return FM_ERR_FOREIGN_POINTER; /* a slot never handed out */
+    }
+    out->chunk = idx;
+    out->slot = (uint32_t)slot;
+    out->meta = fm__meta_get(base, (uint32_t)slot);
+    return (out->meta & FM__LIVE) ? FM_OK : FM_ERR_DOUBLE_FREE;
+}
+
+/* fm__locate under the pool's lock or owner check; without the lock under
+ * THREAD_CACHE and LOCKFREE. */
+static inline fm_error fm__locate_policy(const fm_pool *p, const void *ptr, fm__loc *out) {
+    return fm__cached_policy(p) ? fm__locate_for(p, ptr, out) : fm__locate(p, ptr, out);
+}
+
+#endif /* FRAMEMEM_POOL_INTERNAL_H */
