@@ -203,3 +203,10 @@ bool eng__ds_sh_prepare(void *mapp, size_t entry_size, const char *key, const fm
     memcpy(mapp, &m, sizeof m);
     return ok;
 }
+
+ptrdiff_t eng__ds_sh_index(const void *map, size_t entry_size, const char *key) {
+    if (!map) return -1; /* stbds_hmget_key would make a map to answer */
+    void *m = stbds_hmget_key((void *)map, entry_size, (void *)key, sizeof(char *),
+                              STBDS_HM_STRING);
+    return stbds_temp(STBDS_HASH_TO_ARR(m, entry_size));
+}

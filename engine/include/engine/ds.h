@@ -84,6 +84,7 @@ void eng__ds_free(void *p);
 bool eng__ds_arr_reserve(void *arrp, size_t item_size, size_t n, const fm_allocator *alloc);
 bool eng__ds_sh_prepare(void *mapp, size_t entry_size, const char *key, const fm_allocator *alloc);
 void eng__ds_done(void);
+ptrdiff_t eng__ds_sh_index(const void *map, size_t entry_size, const char *key);
 
 #ifdef __cplusplus
 }
@@ -107,7 +108,8 @@ void eng__ds_done(void);
          ? (stbds_shput((m), (key), (value)), eng__ds_done(), true)             \
          : false)
 
-/// Index of key in the map m, or -1 (m NULL: -1). Never allocates.
-#define ENG_SH_GETI(m, key) ((m) ? stbds_shgeti((m), (key)) : (ptrdiff_t)-1)
+/// Index of key in the map m, or -1 (m NULL: -1). Never allocates, and
+/// leaves m itself alone (stbds_shgeti assigns it).
+#define ENG_SH_GETI(m, key) eng__ds_sh_index((m), sizeof *(m), (key))
 
 #endif /* ENGINE_DS_H */
