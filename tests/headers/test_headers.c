@@ -25,6 +25,21 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Optimised GNU builds compile the inline fast paths into this caller, in
+ * C++ and C99 too; MSVC mode (check_headers.sh msvc) leaves them out. */
+#if defined(__GNUC__) && defined(NDEBUG) && !defined(FM__SANITIZED) && !defined(FM_NO_INLINE) && \
+    !defined(FM_TRACK_SITES) && !defined(FM__CLOSURE_INLINE)
+#error "an optimised GNU build without the inline paths"
+#endif
+#if defined(FM_TEST_MSVC_MODE) && (defined(FM__GNU) || defined(FM__INLINE))
+#error "MSVC mode with the GNU paths"
+#endif
+#if defined(FM__INLINE)
+#define INLINE_PATHS "inline paths"
+#else
+#define INLINE_PATHS "library calls"
+#endif
+
 static int failures;
 static int check(int ok, const char *what, int line) {
     if (!ok) {
@@ -349,6 +364,20 @@ static void test_engine_runs_headless(void) {
     CHECK(t != NULL && out.frames == 3 && eng_telemetry_frame_count(t) == 3);
     CHECK(eng_telemetry_source_count(t) > 0 && eng_telemetry_source_count(t) <=
                                                    ENG_TELEMETRY_MAX_SOURCES);
+    /* Every sample and frame field is a CSV column. */
+    const eng_sample *s = eng_telemetry_sample(t, 2, 0);
+    const eng_frame_record *f = eng_telemetry_frame(t, 2);
+    CHECK(s != NULL && f != NULL && f->frame_ns > 0);
+    int columns = 0;
+#define COLUMN(field, desc)                                                                        \
+    columns += strstr(ENG_CSV_COLUMNS, #field) != NULL && desc[0] != 0 && sizeof s->field == 8;
+    ENG_SAMPLE_FIELDS(COLUMN)
+#undef COLUMN
+#define COLUMN(field, desc)                                                                        \
+    columns += strstr(ENG_CSV_COLUMNS, #field) != NULL && desc[0] != 0 && sizeof f->field == 8;
+    ENG_FRAME_FIELDS(COLUMN)
+#undef COLUMN
+    CHECK(columns == 18 && strcmp(eng_backend_name(ENG_BACKEND_POOL), "pool") == 0);
     eng_telemetry_destroy(t);
 #ifdef FM_TEST_OVERLAY
     CHECK(ovl_text_width("framemem", 1.0f) > 0.0f && OVL_GROWTH_RGB == 0xFF00FFu);
@@ -369,7 +398,7 @@ int main(int argc, char **argv) {
     test_file_written_whole_and_read_back(path);
     test_engine_runs_headless();
     fm_set_error_handler(NULL, NULL);
-    printf("%s: %s, %d failed check(s)\n", argv[0],
+    printf("%s: %s, " INLINE_PATHS ", %d failed check(s)\n", argv[0],
 #if defined(__cplusplus)
            "C++",
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
