@@ -12,18 +12,12 @@
 
 #include <stdio.h>
 #include <string.h>
+
+#include "check.h"
 #if !defined(_WIN32)
 #include <pthread.h>
 #endif
 
-static int failures;
-static void check(int ok, const char *what, int line) {
-    if (!ok) {
-        fprintf(stderr, "test_atomic.c:%d: %s\n", line, what);
-        failures++;
-    }
-}
-#define CHECK(cond) check((cond) ? 1 : 0, #cond, __LINE__)
 
 typedef struct words {
     uint32_t u32;

@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
+
 /* Optimised GNU builds compile the inline fast paths into this caller, in
  * C++ and C99 too; MSVC mode (check_headers.sh msvc) leaves them out. */
 #if defined(__GNUC__) && defined(NDEBUG) && !defined(FM__SANITIZED) && !defined(FM_NO_INLINE) && \
@@ -40,15 +42,6 @@
 #define INLINE_PATHS "library calls"
 #endif
 
-static int failures;
-static int check(int ok, const char *what, int line) {
-    if (!ok) {
-        fprintf(stderr, "test_headers.c:%d: %s\n", line, what);
-        failures++;
-    }
-    return ok;
-}
-#define CHECK(cond) check((cond) ? 1 : 0, #cond, __LINE__)
 
 /* A create call's desc: C takes the address of the literal, C++ passes it by
  * reference (C++ has no compound literal to take the address of). */

@@ -85,45 +85,50 @@ typedef long long fm__il_w64;
 #define FM__IL_FENCE() _ReadWriteBarrier()
 #endif
 
-static __forceinline uint32_t fm__il_load32(const volatile void *p, int mo) {
-    uint32_t v = *(const volatile uint32_t *)p;
-    if (mo != FM__MO_RELAXED) FM__IL_FENCE();
-    return v;
-}
-static __forceinline void fm__il_store32(volatile void *p, uint32_t v, int mo) {
-    if (mo == FM__MO_SEQ_CST) {
-        _InterlockedExchange((volatile fm__il_w32 *)p, (fm__il_w32)v);
-        return;
+/* The operations on one word size: bits, the intrinsics' suffix (none for
+ * 32, 64 for 64) and their word type. */
+#define FM__IL_CAS(bits, sfx, w)                                                              \
+    static __forceinline bool fm__il_cas##bits(volatile void *p, void *expected,              \
+                                               uint##bits##_t desired) {                      \
+        uint##bits##_t want = *(uint##bits##_t *)expected;                                    \
+        uint##bits##_t seen = (uint##bits##_t)_InterlockedCompareExchange##sfx(               \
+            (volatile w *)p, (w)desired, (w)want);                                            \
+        if (seen == want) return true;                                                        \
+        *(uint##bits##_t *)expected = seen;                                                   \
+        return false;                                                                         \
     }
-    if (mo != FM__MO_RELAXED) FM__IL_FENCE();
-    *(volatile uint32_t *)p = v;
-}
-static __forceinline uint32_t fm__il_add32(volatile void *p, uint32_t v, int mo) {
-    (void)mo;
-    return (uint32_t)_InterlockedExchangeAdd((volatile fm__il_w32 *)p, (fm__il_w32)v);
-}
-static __forceinline uint32_t fm__il_xchg32(volatile void *p, uint32_t v, int mo) {
-    (void)mo;
-    return (uint32_t)_InterlockedExchange((volatile fm__il_w32 *)p, (fm__il_w32)v);
-}
-static __forceinline bool fm__il_cas32(volatile void *p, void *expected, uint32_t desired) {
-    uint32_t want = *(uint32_t *)expected;
-    uint32_t seen = (uint32_t)_InterlockedCompareExchange((volatile fm__il_w32 *)p,
-                                                          (fm__il_w32)desired, (fm__il_w32)want);
-    if (seen == want) return true;
-    *(uint32_t *)expected = seen;
-    return false;
-}
+#define FM__IL_WORD(bits, sfx, w)                                                             \
+    static __forceinline uint##bits##_t fm__il_load##bits(const volatile void *p, int mo) {   \
+        uint##bits##_t v = *(const volatile uint##bits##_t *)p;                               \
+        if (mo != FM__MO_RELAXED) FM__IL_FENCE();                                             \
+        return v;                                                                             \
+    }                                                                                         \
+    static __forceinline void fm__il_store##bits(volatile void *p, uint##bits##_t v, int mo) { \
+        if (mo == FM__MO_SEQ_CST) {                                                           \
+            _InterlockedExchange##sfx((volatile w *)p, (w)v);                                 \
+            return;                                                                           \
+        }                                                                                     \
+        if (mo != FM__MO_RELAXED) FM__IL_FENCE();                                             \
+        *(volatile uint##bits##_t *)p = v;                                                    \
+    }                                                                                         \
+    static __forceinline uint##bits##_t fm__il_add##bits(volatile void *p, uint##bits##_t v,  \
+                                                         int mo) {                            \
+        (void)mo;                                                                             \
+        return (uint##bits##_t)_InterlockedExchangeAdd##sfx((volatile w *)p, (w)v);           \
+    }                                                                                         \
+    static __forceinline uint##bits##_t fm__il_xchg##bits(volatile void *p, uint##bits##_t v, \
+                                                          int mo) {                           \
+        (void)mo;                                                                             \
+        return (uint##bits##_t)_InterlockedExchange##sfx((volatile w *)p, (w)v);              \
+    }                                                                                         \
+    FM__IL_CAS(bits, sfx, w)
 
-static __forceinline bool fm__il_cas64(volatile void *p, void *expected, uint64_t desired) {
-    uint64_t want = *(uint64_t *)expected;
-    uint64_t seen = (uint64_t)_InterlockedCompareExchange64((volatile fm__il_w64 *)p,
-                                                            (fm__il_w64)desired, (fm__il_w64)want);
-    if (seen == want) return true;
-    *(uint64_t *)expected = seen;
-    return false;
-}
-#if defined(_M_IX86)
+FM__IL_WORD(32, , fm__il_w32)
+#if !defined(_M_IX86)
+FM__IL_WORD(64, 64, fm__il_w64)
+#else
+/* x86: one 8-byte access takes cmpxchg8b, the one 64-bit intrinsic there. */
+FM__IL_CAS(64, 64, fm__il_w64)
 static __forceinline uint64_t fm__il_load64(const volatile void *p, int mo) {
     (void)mo;
     return (uint64_t)_InterlockedCompareExchange64((volatile fm__il_w64 *)p, 0, 0);
@@ -141,29 +146,9 @@ static __forceinline uint64_t fm__il_add64(volatile void *p, uint64_t v, int mo)
     while (!fm__il_cas64(p, &old, old + v)) {}
     return old;
 }
-#else
-static __forceinline uint64_t fm__il_load64(const volatile void *p, int mo) {
-    uint64_t v = *(const volatile uint64_t *)p;
-    if (mo != FM__MO_RELAXED) FM__IL_FENCE();
-    return v;
-}
-static __forceinline void fm__il_store64(volatile void *p, uint64_t v, int mo) {
-    if (mo == FM__MO_SEQ_CST) {
-        _InterlockedExchange64((volatile fm__il_w64 *)p, (fm__il_w64)v);
-        return;
-    }
-    if (mo != FM__MO_RELAXED) FM__IL_FENCE();
-    *(volatile uint64_t *)p = v;
-}
-static __forceinline uint64_t fm__il_add64(volatile void *p, uint64_t v, int mo) {
-    (void)mo;
-    return (uint64_t)_InterlockedExchangeAdd64((volatile fm__il_w64 *)p, (fm__il_w64)v);
-}
-static __forceinline uint64_t fm__il_xchg64(volatile void *p, uint64_t v, int mo) {
-    (void)mo;
-    return (uint64_t)_InterlockedExchange64((volatile fm__il_w64 *)p, (fm__il_w64)v);
-}
 #endif
+#undef FM__IL_WORD
+#undef FM__IL_CAS
 
 /* Object pointers: the word of their size. */
 #if UINTPTR_MAX > 0xffffffffu
