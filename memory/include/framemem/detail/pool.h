@@ -141,16 +141,29 @@ struct fm__tc_entry {
 /* The calling thread's entry used last and its pool's id ({0, NULL} when
  * there is none). The id is tested before the entry is touched: an entry
  * freed by its pool's destroy is never read again, as no call on that pool
- * may follow and ids are never reused. initial-exec: %fs-relative loads,
- * also if the library is built as a shared object (which then needs static
- * TLS space, as glibc's own variables do). */
-extern __thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
+ * may follow and ids are never reused. initial-exec: %fs-relative loads.
+ * A shared framemem (FM_DLL) leaves the model to the compiler: executables
+ * still load it %fs-relative (their default for a library's variable), and
+ * with no initial-exec access of its own the library can also be loaded by
+ * dlopen (glibc's static TLS reserve, about 1.6 KiB, cannot hold the
+ * library's 4.6 KiB of thread-locals). */
+#if defined(FM_DLL)
+#define FM__TC_TLS_MODEL
+#else
+#define FM__TC_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+#if defined(_WIN32) /* no thread-local variable crosses a DLL's boundary (detail/base.h) */
+#define FM__TLS_API
+#else
+#define FM__TLS_API FM_API
+#endif
+extern FM__TLS_API __thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL;
 
-void *fm__pool_alloc_slow(fm_pool *pool);
+FM_API void *fm__pool_alloc_slow(fm_pool *pool);
 /* cold: a NONE free outside the current chunk calls it, and the inline free
  * stays laid out for the common case (gcc otherwise keeps a register copy of
  * the counter it decrements in the alloc). */
-__attribute__((cold)) void fm__pool_free_slow(fm_pool *pool, void *item);
+FM_API __attribute__((cold)) void fm__pool_free_slow(fm_pool *pool, void *item);
 
 /* ------------------------------------------------- shared by the library */
 
@@ -242,7 +255,7 @@ static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool s
 #else
 #define FM__MAP_L1 1u
 #endif
-extern uintptr_t *fm__pool_map[FM__MAP_L1];
+extern FM_API uintptr_t *fm__pool_map[FM__MAP_L1];
 
 /* fm_pool_of: two or three loads from the map, never from ptr. */
 static inline fm_pool *fm__pool_of_at(const void *ptr) {
@@ -258,7 +271,7 @@ static inline fm_pool *fm__pool_of_at(const void *ptr) {
 
 /* fm_free of a pointer no pool holds: NULL is a no-op, anything else is
  * reported. */
-__attribute__((cold)) void fm__free_unowned(void *ptr);
+FM_API __attribute__((cold)) void fm__free_unowned(void *ptr);
 
 /* ------------------------------------------------------ the inline paths */
 
