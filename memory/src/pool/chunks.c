@@ -256,6 +256,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
     if (p->use_os) fm__os_release(c->base, p->chunk_bytes);
     else fm_allocator_free(&p->desc.allocator, c->base, p->chunk_bytes);
+    fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
     p->bytes_reserved -= p->chunk_bytes;
     p->capacity -= c->limit - c->retired;
     p->retired -= c->retired;
@@ -422,8 +423,12 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         return false;
     }
     fm__growth_plan g = {.k = (uint32_t)k64};
+    /* The chunks' bytes are charged to the tag before they are taken. */
+    uint64_t charged = k64 * p->chunk_bytes;
+    if (!fm__tag_charge(p->desc.tag, charged, true, "pool", p->name)) return false;
     if (!fm__plan_gather(p, &g)) {
         fm__plan_release(p, &g);
+        fm__tag_uncharge(p->desc.tag, charged, true);
         fm__report(FM_ERR_OUT_OF_MEMORY,
                    "pool '%s': backing allocator refused growth by %u chunk(s) of %zu bytes",
                    p->name, g.k, p->chunk_bytes);
