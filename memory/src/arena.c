@@ -321,11 +321,12 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
                                                             : a->desc.reserve_bytes;
     /* Charged to the tag before the OS commits (it reported a refusal). */
     size_t more = want - a->committed;
-    if (!fm__tag_charge(a->desc.tag, more, false, "arena", a->name)) return FM_ERR_BUDGET;
+    if (!fm__tag_charge(a->desc.tag, more, "arena", a->name)) return FM_ERR_BUDGET;
     if (!fm__os_commit(a->base + a->committed, more)) {
-        fm__tag_uncharge(a->desc.tag, more, false);
+        fm__tag_refund(a->desc.tag, more);
         return FM_ERR_OUT_OF_MEMORY;
     }
+    fm__tag_charged(a->desc.tag, more, false, "arena", a->name);
     FM__POISON(a->base + a->committed, want - a->committed);
     FM__VG_NOACCESS(a->base + a->committed, want - a->committed);
     a->committed = want;
@@ -361,14 +362,15 @@ static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error
         }
         /* Charged to the tag before the allocator is asked (it reported a
          * refusal). */
-        if (!fm__tag_charge(a->desc.tag, size, true, "arena", a->name)) return false;
+        if (!fm__tag_charge(a->desc.tag, size, "arena", a->name)) return false;
         b = fm_allocator_alloc(&a->desc.allocator, size, FM__ARENA_PAGE);
         if (!b) {
-            fm__tag_uncharge(a->desc.tag, size, true);
+            fm__tag_refund(a->desc.tag, size);
             fm__report(refused, "arena '%s': backing allocator refused a %zu-byte block",
                        a->name, size);
             return false;
         }
+        fm__tag_charged(a->desc.tag, size, true, "arena", a->name);
         FM__VG_NOACCESS(b, size);
         FM__VG_UNDEFINED(b, FM__BLOCK_HEADER);
         b->size = size;

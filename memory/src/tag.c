@@ -4,13 +4,15 @@
  * committed plus the growths under way, and is what the hard limit tests: a
  * charge raises it with a compare-and-swap loop that refuses to pass the
  * limit, on the tag and then on each ancestor, and lowers it again on the
- * tags below when an ancestor refuses. Only once every tag on the chain has
- * accepted is `committed` raised, by one atomic add per tag: that add is the
- * one place a rise above the soft limit can happen, so each crossing is seen
- * by exactly one thread (the one whose add crossed it), which reports it. A
- * refused charge never touches committed, so no crossing is ever reported
- * and then taken back. Uncharging lowers committed, then pending, keeping
- * committed <= pending at all times.
+ * tags below when an ancestor refuses. Only once the memory is had
+ * (fm__tag_charged) is `committed` raised, by one atomic add per tag: that
+ * add is the one place a rise above the soft limit can happen, so each
+ * crossing is seen by exactly one thread (the one whose add crossed it),
+ * which reports it; and peak follows committed. A refused charge, or a
+ * growth whose memory could not be had (fm__tag_refund), never touches
+ * committed, so no crossing is reported and then taken back and peak never
+ * counts memory that was not held. Uncharging lowers committed, then
+ * pending, keeping committed <= pending at all times.
  *
  * The lists (objects naming a tag, child tags) change only at create and
  * destroy, under the tag's lock. Locks are taken parent before child
@@ -168,8 +170,7 @@ static bool fm__tag_take(fm_tag *t, uint64_t bytes, uint64_t *held) {
     return true;
 }
 
-bool fm__tag_charge(fm_tag *tag, uint64_t bytes, bool reserves, const char *kind,
-                    const char *name) {
+bool fm__tag_charge(fm_tag *tag, uint64_t bytes, const char *kind, const char *name) {
     if (!tag || bytes == 0) return true;
     uint64_t held = 0;
     fm_tag *t = tag;
@@ -193,7 +194,18 @@ bool fm__tag_charge(fm_tag *tag, uint64_t bytes, bool reserves, const char *kind
                    (unsigned long long)held, (unsigned long long)t->desc.hard_limit_bytes);
         return false;
     }
-    for (t = tag; t; t = t->desc.parent) {
+    return true;
+}
+
+void fm__tag_refund(fm_tag *tag, uint64_t bytes) {
+    for (fm_tag *t = tag; t && bytes; t = t->desc.parent)
+        FM__ATOMIC_FETCH_SUB(&t->pending, bytes, RELAXED);
+}
+
+void fm__tag_charged(fm_tag *tag, uint64_t bytes, bool reserves, const char *kind,
+                     const char *name) {
+    if (!bytes) return;
+    for (fm_tag *t = tag; t; t = t->desc.parent) {
         uint64_t before = FM__ATOMIC_FETCH_ADD(&t->committed, bytes, RELAXED);
         uint64_t after = before + bytes;
         if (reserves) FM__ATOMIC_FETCH_ADD(&t->reserved, bytes, RELAXED);
@@ -208,7 +220,18 @@ bool fm__tag_charge(fm_tag *tag, uint64_t bytes, bool reserves, const char *kind
                        (unsigned long long)bytes);
         }
     }
-    return true;
+}
+
+uint64_t fm__tag_room(const fm_tag *tag) {
+    uint64_t room = UINT64_MAX;
+    for (const fm_tag *t = tag; t; t = t->desc.parent) {
+        uint64_t hard = t->desc.hard_limit_bytes;
+        if (!hard) continue;
+        uint64_t held = FM__ATOMIC_LOAD(&t->pending, RELAXED);
+        uint64_t left = held < hard ? hard - held : 0;
+        if (left < room) room = left;
+    }
+    return room;
 }
 
 void fm__tag_uncharge(fm_tag *tag, uint64_t bytes, bool reserves) {

@@ -25,15 +25,24 @@ typedef struct fm__tag_link {
 void fm__tag_attach(fm_tag *tag, fm__tag_link *link, uint32_t kind, void *object);
 void fm__tag_detach(fm_tag *tag, fm__tag_link *link);
 
-/* Charges bytes of growth to tag and its ancestors before the memory is
- * taken: committed (and reserved too when reserves: memory that is both at
- * once, pool chunks and chained blocks). false, nothing charged, when a hard
- * limit on the chain would be passed: reported as FM_ERR_BUDGET naming
- * "<kind> '<name>'" and the tag, growths_refused counted. A rise above a
- * soft limit is reported as FM_WARN_BUDGET. */
-bool fm__tag_charge(fm_tag *tag, uint64_t bytes, bool reserves, const char *kind,
-                    const char *name);
-/* Gives back what fm__tag_charge charged (memory returned, or not taken). */
+/* A growth in two steps. fm__tag_charge, before the memory is taken, holds
+ * bytes against the hard limits of tag and its ancestors; false, nothing
+ * held, when one would be passed: reported as FM_ERR_BUDGET naming
+ * "<kind> '<name>'" and the tag, growths_refused counted. Then either
+ * fm__tag_charged, once the memory is had: the bytes count as committed (and
+ * reserved too when reserves: memory that is both at once, pool chunks and
+ * chained blocks), peak follows, and a rise above a soft limit is reported
+ * as FM_WARN_BUDGET; or fm__tag_refund, when it could not be had: the hold
+ * goes and nothing else changed. */
+bool fm__tag_charge(fm_tag *tag, uint64_t bytes, const char *kind, const char *name);
+void fm__tag_charged(fm_tag *tag, uint64_t bytes, bool reserves, const char *kind,
+                     const char *name);
+void fm__tag_refund(fm_tag *tag, uint64_t bytes);
+/* Bytes a growth may still take before a hard limit on the chain (UINT64_MAX:
+ * none), as the counters stand: a hint for sizing a growth (fm__tag_charge
+ * decides). */
+uint64_t fm__tag_room(const fm_tag *tag);
+/* Memory counted by fm__tag_charged given back (trim, decommit, destroy). */
 void fm__tag_uncharge(fm_tag *tag, uint64_t bytes, bool reserves);
 /* Address space reserved (a virtual-memory arena's reserve_bytes), or given
  * back: counted in reserved only, never limited. */

@@ -48,7 +48,10 @@
  *   is unchanged, and so are the tags' counters but growths_refused (counted
  *   on the tag whose limit refused and on the tags below it on the chain).
  *   Growths under way on other threads count against the hard limit until
- *   they are done or given back.
+ *   they are done or given back. A pool growing by its policy near a hard
+ *   limit adds the whole chunks that still fit, as near max_capacity (an
+ *   explicit fm_pool_reserve is all or nothing); an arena commits whole
+ *   commit steps (or blocks), so its limit is met a step at a time.
  * - Committed rising above soft_limit_bytes is reported through the error
  *   handler as FM_WARN_BUDGET, once per crossing: it has to fall back to the
  *   limit or below (trim, decommit, destroy) before the next rise is
