@@ -1996,7 +1996,7 @@ FM_POOL_DECLARE_TYPED(particle, particle_pool)
 /* The caller's line through the typed names (pool.h). */
 #define particle_pool_alloc(pool) particle_pool_alloc_at((pool), FM_SITE)
 #define particle_pool_new(pool) particle_pool_new_at((pool), FM_SITE)
-static const int particle_pool_declared_at = __LINE__ - 4;
+enum { particle_pool_declared_at = __LINE__ - 4 };
 
 static void test_pool_desc_macro_takes_size_align_and_name_from_the_type(void **state) {
     fm_test_env *env = *state;
