@@ -69,11 +69,11 @@
  * compare-and-swap loop against the hard limit; no lock), and alloc and free
  * never touch it. fm_tag_get_stats may be called from any thread: the byte
  * counters are read atomically; live is read from each object as its own
- * get_stats reads it (under the lock of a MUTEX, THREAD_CACHE or LOCKFREE
- * object: not from an error handler called inside one of a shared arena's
- * calls), and an FM_SYNC_NONE object is read as it stands, so ask while its
- * thread does not use it (as after the frame's jobs are joined) for an exact
- * live figure. Create and destroy of objects naming the tag take its lock.
+ * get_stats reads it, under the lock of a MUTEX, THREAD_CACHE or LOCKFREE
+ * object (so not from the error handler: a shared object reports with its
+ * lock held), and an FM_SYNC_NONE object is read as it stands, so ask while
+ * its thread does not use it (as after the frame's jobs are joined) for an
+ * exact live figure. Create and destroy of objects naming the tag take its lock.
  * Destroy runs while no other call on the tag runs or follows.
  *
  * NULL (base.h): every function but destroy (a no-op) reports a NULL tag as
