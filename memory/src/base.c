@@ -6,6 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* base.h fixes FM_DEFAULT_ALIGN at 16 for every caller's compiler; no target
+ * may need more for its fundamental types. */
+_Static_assert(FM_DEFAULT_ALIGN % alignof(max_align_t) == 0,
+               "FM_DEFAULT_ALIGN below this target's alignof(max_align_t)");
+
 /* ---------------------------------------------------------------- errors */
 
 static const char *const fm__error_names[] = {

@@ -122,24 +122,33 @@ typedef struct fm_tag_stats {
 /// Creates a tag. NULL on failure: FM_ERR_INVALID_ARG (a soft limit above the
 /// hard one, a parent chain longer than FM_TAG_MAX_DEPTH, an allocator with
 /// only one of alloc/free) or FM_ERR_OUT_OF_MEMORY.
-fm_tag *fm_tag_create(const fm_tag_desc *desc);
+FM_API fm_tag *fm_tag_create(const fm_tag_desc *desc);
 /// The check fm_tag_create applies, without creating or reporting anything:
 /// FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be NULL). A
 /// NULL desc is reported (FM_ERR_INVALID_ARG).
-fm_error fm_tag_desc_check(const fm_tag_desc *desc, char *msg, size_t msg_len);
+FM_API fm_error fm_tag_desc_check(const fm_tag_desc *desc, char *msg, size_t msg_len);
 /// Destroys a tag that no object or child tag names any more. Refused while
 /// one does (FM_ERR_INVALID_ARG, saying how many; the tag is unchanged and
 /// still usable). NULL is a no-op.
-void fm_tag_destroy(fm_tag *tag);
+FM_API void fm_tag_destroy(fm_tag *tag);
 /// Fills out with the tag's counters (FM_TAG_STATS_FIELDS, see above); zeros
 /// for a NULL tag (reported).
-void fm_tag_get_stats(const fm_tag *tag, fm_tag_stats *out);
+FM_API void fm_tag_get_stats(const fm_tag *tag, fm_tag_stats *out);
 /// The desc the tag was created with (name points into the tag); zero for NULL.
-fm_tag_desc fm_tag_get_desc(const fm_tag *tag);
+FM_API fm_tag_desc fm_tag_get_desc(const fm_tag *tag);
 /// The tag's name; "(null)" for a NULL tag (reported).
-const char *fm_tag_name(const fm_tag *tag);
+FM_API const char *fm_tag_name(const fm_tag *tag);
 
 #ifdef __cplusplus
+}
+/* C++: the desc by reference (C++ has no compound literal to take the
+ * address of); C++ linkage also when a caller includes this header inside
+ * extern "C". */
+extern "C++" {
+inline fm_tag *fm_tag_create(const fm_tag_desc &desc) { return fm_tag_create(&desc); }
+inline fm_error fm_tag_desc_check(const fm_tag_desc &desc, char *msg, size_t msg_len) {
+    return fm_tag_desc_check(&desc, msg, msg_len);
+}
 }
 #endif
 

@@ -54,7 +54,7 @@ typedef struct fm__tc_thread {
     bool armed; /* the exit hook runs at this thread's exit */
 } fm__tc_thread;
 
-__thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
+__thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL; /* (detail/pool.h) */
 static FM__THREAD_LOCAL fm__tc_thread fm__tc_self;
 static fm__exit_hook fm__tc_exit;
 static fm__once fm__tc_once = FM__ONCE_INIT;

@@ -131,16 +131,29 @@ struct fm__tc_entry {
 /* The calling thread's entry used last and its pool's id ({0, NULL} when
  * there is none). The id is tested before the entry is touched: an entry
  * freed by its pool's destroy is never read again, as no call on that pool
- * may follow and ids are never reused. initial-exec: %fs-relative loads,
- * also if the library is built as a shared object (which then needs static
- * TLS space, as glibc's own variables do). */
-extern __thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
+ * may follow and ids are never reused. initial-exec: %fs-relative loads.
+ * A shared framemem (FM_DLL) leaves the model to the compiler: executables
+ * still load it %fs-relative (their default for a library's variable), and
+ * with no initial-exec access of its own the library can also be loaded by
+ * dlopen (glibc's static TLS reserve, about 1.6 KiB, cannot hold the
+ * library's 4.6 KiB of thread-locals). */
+#if defined(FM_DLL)
+#define FM__TC_TLS_MODEL
+#else
+#define FM__TC_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+#if defined(_WIN32) /* no thread-local variable crosses a DLL's boundary (detail/base.h) */
+#define FM__TLS_API
+#else
+#define FM__TLS_API FM_API
+#endif
+extern FM__TLS_API __thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL;
 
-void *fm__pool_alloc_slow(fm_pool *pool);
+FM_API void *fm__pool_alloc_slow(fm_pool *pool);
 /* cold: a NONE free outside the current chunk calls it, and the inline free
  * stays laid out for the common case (gcc otherwise keeps a register copy of
  * the counter it decrements in the alloc). */
-__attribute__((cold)) void fm__pool_free_slow(fm_pool *pool, void *item);
+FM_API __attribute__((cold)) void fm__pool_free_slow(fm_pool *pool, void *item);
 
 /* ------------------------------------------------- shared by the library */
 
@@ -407,7 +420,7 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
  * passes allocation sites, so that a library that records them can say
  * when a caller does not (FM_WARN_NO_SITES, pool.h), and one that does not
  * record them can say so to a caller that passes them. */
-fm_pool *fm__pool_create_from(const fm_pool_desc *desc, bool caller_sites);
+FM_API fm_pool *fm__pool_create_from(const fm_pool_desc *desc, bool caller_sites);
 
 /* The caller's calls: site-recording or inline. The library's own sources
  * call the functions (and the inline paths by their fm__ names). Variadic
@@ -452,6 +465,12 @@ static inline void *fm__pool_new_site(fm_pool *pool, const char *file, int line)
 }
 
 #ifdef __cplusplus
+}
+/* C++ passes FM_POOL_DESC(...) by reference (pool.h): so may the macro. */
+extern "C++" {
+inline fm_pool *fm__pool_create_from(const fm_pool_desc &desc, bool caller_sites) {
+    return fm__pool_create_from(&desc, caller_sites);
+}
 }
 #endif
 
