@@ -165,7 +165,12 @@ static void test_pool_items_handles_and_misuse(void) {
     CHECK(fm_pool_refcount(pool, q) == 2);
     CHECK(!fm_pool_release(pool, q) && fm_pool_release(pool, q) && constructed == 0);
     particle *r = particle_pool_new(pool);
+    particle *s = (particle_pool_new)(pool); /* the function under the site macro */
+    particle *t = particle_pool_alloc_at(pool, FM_SITE);
+    CHECK(s != NULL && t != NULL && constructed == 2);
     particle_pool_delete(pool, r);
+    particle_pool_delete(pool, s);
+    particle_pool_free(pool, t);
     CHECK(constructed == 0);
 
     void *batch[8];
@@ -181,7 +186,7 @@ static void test_pool_items_handles_and_misuse(void) {
 #define COUNT_FIELD(field, desc) fields += (sizeof st.field == 8 && desc[0] != 0) ? 1u : 0u;
     FM_POOL_STATS_FIELDS(COUNT_FIELD)
 #undef COUNT_FIELD
-    CHECK(fields >= 20 && st.live == 0 && st.total_allocs == 12 && st.total_frees == 12);
+    CHECK(fields >= 20 && st.live == 0 && st.total_allocs == 14 && st.total_frees == 14);
     CHECK(st.misuse_count == 1 && st.item_align == FM_ALIGNOF(particle));
     CHECK(fm_pool_check(pool) == FM_OK && fm_pool_trim(pool) == 0);
     fm_pool_destroy(pool);
