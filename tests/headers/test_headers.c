@@ -89,6 +89,9 @@ typedef struct particle {
 } particle;
 FM_POOL_DECLARE_TYPED(particle, particle_pool)
 FM_HANDLE_TYPE(particle_ref);
+FM_POOL_DECLARE_HANDLE(particle, particle_pool, particle_ref)
+/* Leak reports name the caller's line through the typed name (pool.h). */
+#define particle_pool_new(pool) particle_pool_new_at((pool), FM_SITE)
 
 static void particle_ctor(void *item, void *user) {
     ((particle *)item)->life = 1.0;
@@ -146,9 +149,11 @@ static void test_pool_items_handles_and_misuse(void) {
     CHECK(!fm_handle_is_null(ref.h) && fm_handle_is_null(none.h));
     CHECK(!fm_handle_equal(ref.h, none.h) && fm_handle_equal(ref.h, ref.h));
     CHECK(fm_pool_resolve(pool, ref.h) == p && fm_pool_owns(pool, p));
+    particle_ref typed = particle_pool_handle(pool, p);
+    CHECK(fm_handle_equal(typed.h, ref.h) && particle_pool_resolve(pool, typed) == p);
 
     particle_pool_free(pool, p);
-    CHECK(fm_pool_resolve(pool, ref.h) == NULL);
+    CHECK(fm_pool_resolve(pool, ref.h) == NULL && particle_pool_resolve(pool, typed) == NULL);
     int before = error_count[FM_ERR_DOUBLE_FREE];
     particle_pool_free(pool, p); /* reported, nothing changes */
     CHECK(error_count[FM_ERR_DOUBLE_FREE] == before + 1 && fm_last_error() == FM_ERR_DOUBLE_FREE);
@@ -160,7 +165,12 @@ static void test_pool_items_handles_and_misuse(void) {
     CHECK(fm_pool_refcount(pool, q) == 2);
     CHECK(!fm_pool_release(pool, q) && fm_pool_release(pool, q) && constructed == 0);
     particle *r = particle_pool_new(pool);
+    particle *s = (particle_pool_new)(pool); /* the function under the site macro */
+    particle *t = particle_pool_alloc_at(pool, FM_SITE);
+    CHECK(s != NULL && t != NULL && constructed == 2);
     particle_pool_delete(pool, r);
+    particle_pool_delete(pool, s);
+    particle_pool_free(pool, t);
     CHECK(constructed == 0);
 
     void *batch[8];
@@ -176,10 +186,38 @@ static void test_pool_items_handles_and_misuse(void) {
 #define COUNT_FIELD(field, desc) fields += (sizeof st.field == 8 && desc[0] != 0) ? 1u : 0u;
     FM_POOL_STATS_FIELDS(COUNT_FIELD)
 #undef COUNT_FIELD
-    CHECK(fields >= 20 && st.live == 0 && st.total_allocs == 12 && st.total_frees == 12);
+    CHECK(fields >= 20 && st.live == 0 && st.total_allocs == 14 && st.total_frees == 14);
     CHECK(st.misuse_count == 1 && st.item_align == FM_ALIGNOF(particle));
     CHECK(fm_pool_check(pool) == FM_OK && fm_pool_trim(pool) == 0);
     fm_pool_destroy(pool);
+}
+
+/* ------------------------------------------------------------------ tags */
+
+static void test_tags_count_growth_and_refuse_past_the_budget(void) {
+    fm_tag *level = fm_tag_create(DESC(FM_DESC(fm_tag_desc, .name = "level",
+                                               .hard_limit_bytes = 4u << 20)));
+    fm_tag *props = fm_tag_create(DESC(FM_DESC(fm_tag_desc, .name = "props", .parent = level)));
+    CHECK(level != NULL && props != NULL && strcmp(fm_tag_name(props), "props") == 0);
+    char msg[128] = "";
+    CHECK(fm_tag_desc_check(DESC(FM_DESC(fm_tag_desc, .soft_limit_bytes = 2,
+                                         .hard_limit_bytes = 1)),
+                            msg, sizeof msg) == FM_ERR_INVALID_ARG);
+    fm_pool *pool = fm_pool_create(DESC(FM_POOL_DESC(particle, .tag = props)));
+    fm_arena *arena = fm_arena_create(DESC(FM_DESC(fm_arena_desc, .tag = props)));
+    CHECK(pool != NULL && arena != NULL && fm_arena_alloc(arena, 100, 8) != NULL);
+    fm_tag_stats st;
+    fm_tag_get_stats(level, &st);
+    CHECK(st.committed > 0 && st.children == 1 && st.objects == 0 && st.live >= 100);
+    int refused = error_count[FM_ERR_BUDGET];
+    CHECK(!fm_pool_reserve(pool, (8u << 20) / (uint32_t)sizeof(particle)));
+    CHECK(error_count[FM_ERR_BUDGET] == refused + 1 && fm_last_error() == FM_ERR_BUDGET);
+    CHECK(fm_error_is_warning(FM_WARN_BUDGET) && !fm_error_is_warning(FM_ERR_BUDGET));
+    CHECK(fm_tag_get_desc(props).parent == level);
+    fm_pool_destroy(pool);
+    fm_arena_destroy(arena);
+    fm_tag_destroy(props);
+    fm_tag_destroy(level);
 }
 
 /* --------------------------------------------------------------- arenas */
@@ -383,6 +421,7 @@ int main(int argc, char **argv) {
     fm_set_error_handler(on_error, NULL);
     test_pool_desc_takes_any_fields_in_any_order();
     test_pool_items_handles_and_misuse();
+    test_tags_count_growth_and_refuse_past_the_budget();
     test_arenas_allocate_zeroed_typed_memory_and_rewind();
     test_closures_events_and_deferred_calls();
     test_clock_errors_and_helpers();

@@ -18,7 +18,8 @@ cmake --build "$tmp/fp" >/dev/null
 "$tmp/fp/consumer"
 
 libdir=$(find "$tmp/prefix" -name framemem.pc -printf '%h\n' | head -n 1)
-PKG_CONFIG_PATH=$libdir "$cc" -std=c11 "$consumer/main.c" -o "$tmp/pc" \
+# Optimised (NDEBUG: the inline fast paths), with nothing but pkg-config's flags.
+PKG_CONFIG_PATH=$libdir "$cc" -std=c11 -O2 -DNDEBUG "$consumer/main.c" -o "$tmp/pc" \
     $(PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs framemem)
 "$tmp/pc"
 

@@ -86,6 +86,8 @@ typedef struct fm_arena_desc {
     bool poison;          /* debug builds: fill released bytes with 0xDD */
     bool huge_pages;      /* 2 MiB pages where the OS allows (see above); not with
                              an allocator. Resolved desc: whether it took effect */
+    fm_tag *tag;          /* memory tag its commits and blocks are charged to
+                             (tag.h); NULL: none */
 } fm_arena_desc;
 
 /* A position in one arena, for fm_arena_rewind. Opaque. */
@@ -117,7 +119,8 @@ typedef struct fm_arena_stats {
 
 /// Creates an arena. NULL with FM_ERR_INVALID_ARG (bad desc: sync unknown or
 /// THREAD_CACHE; commit_step above reserve_bytes; huge_pages with an
-/// allocator; chained, a reserve that cannot hold the first block)
+/// allocator; chained, a reserve that cannot hold the first block),
+/// FM_ERR_BUDGET (chained: the first block would pass desc.tag's hard limit)
 /// or FM_ERR_OUT_OF_MEMORY (no address space / allocator refused).
 FM_API fm_arena *fm_arena_create(const fm_arena_desc *desc);
 /// The check fm_arena_create applies, without creating or reporting anything:
@@ -131,7 +134,8 @@ FM_API void fm_arena_destroy(fm_arena *arena);
 /// size bytes aligned to align (0 = FM_DEFAULT_ALIGN, 16; a power of two up
 /// to 4096), not zeroed; size 0 gives a valid aligned pointer. NULL with
 /// FM_ERR_INVALID_ARG (bad align, the end would pass the address space),
-/// FM_ERR_ARENA_FULL (past reserve_bytes, or the allocator refused a block)
+/// FM_ERR_ARENA_FULL (past reserve_bytes, or the allocator refused a block),
+/// FM_ERR_BUDGET (the commit or block would pass desc.tag's hard limit, tag.h)
 /// or FM_ERR_OUT_OF_MEMORY (the OS refused to commit).
 FM_API void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align);
 /// fm_arena_alloc, then zero-filled.
@@ -184,6 +188,8 @@ typedef struct fm_frame_arena_desc {
     uint32_t frames;     /* 0 = 2 (double-buffered); at most 8 */
     fm_arena_desc arena; /* for each underlying arena (its name is ignored);
                             arena.sync is the frame arena's policy */
+    fm_tag *tag;         /* memory tag of its arenas (tag.h), the same as
+                            arena.tag: set either, or both to one tag */
 } fm_frame_arena_desc;
 
 typedef struct fm_frame_arena_stats {
@@ -205,14 +211,14 @@ typedef struct fm_frame_arena_stats {
  * switches the current arena and resets the one coming round. Stats may be
  * read while threads allocate (not during an advance). */
 
-/// NULL with FM_ERR_INVALID_ARG (frames outside 2..8, a bad arena desc) or
-/// the arena's error.
-/// Checks a desc by fm_frame_arena_create's rules (frames, then
-/// fm_arena_desc_check of desc->arena) without creating or reporting
+/// Checks a desc by fm_frame_arena_create's rules (frames, tag and arena.tag
+/// not two tags, then fm_arena_desc_check of desc->arena) without creating or reporting
 /// anything: FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be
 /// NULL). A NULL desc is reported (FM_ERR_INVALID_ARG).
 FM_API fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc *desc, char *msg,
                                           size_t msg_len);
+/// NULL with FM_ERR_INVALID_ARG (a desc fm_frame_arena_desc_check refuses) or
+/// an arena's error (FM_ERR_BUDGET, FM_ERR_OUT_OF_MEMORY, ...).
 FM_API fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc);
 FM_API void fm_frame_arena_destroy(fm_frame_arena *fa);
 /// Memory that stays valid until `frames` advances from now.

@@ -25,6 +25,12 @@
  *   through an fm_allocator; the zero value means the system allocator.
  * - Policies shared by pools, arenas and closures: sync and growth.
  *
+ * - Warnings (FM_WARN_* codes) report something worth knowing about a call
+ *   that succeeded (a tag's soft limit passed, tag.h; allocation sites that
+ *   cannot be recorded, pool.h). They go to the error handler like errors,
+ *   but the call does not fail and the thread's last error and message stay
+ *   as they were: fm_last_error() only ever names a failed call.
+ *
  * - NULL objects: every function that takes a framemem object (a pool,
  *   arena, frame arena, closure pool, closure, event, defer queue or
  *   allocator) reports a NULL one as FM_ERR_INVALID_ARG, naming the
@@ -136,7 +142,10 @@ extern "C" {
     X(FM_ERR_UNSUPPORTED, "feature not supported by this build or platform")  \
     X(FM_ERR_LEAK, "object destroyed with live items")                        \
     X(FM_ERR_CORRUPT, "internal invariants violated (memory corruption?)")     \
-    X(FM_ERR_WRONG_THREAD, "single-threaded object used from a thread that does not own it")
+    X(FM_ERR_WRONG_THREAD, "single-threaded object used from a thread that does not own it") \
+    X(FM_ERR_BUDGET, "growth would pass a memory tag's hard limit")                \
+    X(FM_WARN_BUDGET, "warning: a memory tag's committed bytes passed its soft limit") \
+    X(FM_WARN_NO_SITES, "warning: allocation sites cannot be recorded for this caller")
 
 typedef enum fm_error {
 #define FM__ERROR_ENUM(name, msg) name,
@@ -159,16 +168,25 @@ FM_API void fm_clear_error(void);
 /// the thread's next failing call.
 FM_API const char *fm_last_error_message(void);
 /// Installs the process-wide error handler; NULL restores the default (stderr).
-/// The message passed to fn lives only for the duration of the call.
+/// The message passed to fn lives only for the duration of the call. fn also
+/// receives warnings (FM_WARN_*), which leave the last error alone.
 FM_API void fm_set_error_handler(fm_error_fn fn, void *user);
 /// Reports err as framemem's own failing calls do: sets the calling thread's
 /// last error and message (printf-style) and calls the error handler. For
 /// layers built on framemem (the engine) whose errors belong in the same place.
+/// A warning code (FM_WARN_*) goes to the handler only, as framemem's own do.
 FM_API void fm_report_error(fm_error err, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/// true for the warning codes (FM_WARN_*): reports of calls that succeeded.
+FM_API bool fm_error_is_warning(fm_error err);
+
+/* A memory tag (tag.h): the descs of pools, arenas, frame arenas and closure
+ * pools name the one their memory is counted under. */
+typedef struct fm_tag fm_tag;
 
 /* -------------------------------------------------------- backing allocator */
 

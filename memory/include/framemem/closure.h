@@ -88,6 +88,7 @@ typedef struct fm_closure_pool_desc {
     uint32_t initial_capacity; /* per size class; 0 = one chunk each */
     fm_sync sync;              /* any pool policy: see Threads above */
     fm_allocator allocator;
+    fm_tag *tag;               /* memory tag of its class pools (tag.h); NULL: none */
 } fm_closure_pool_desc;
 
 #define FM_CLOSURE_MAX_CLASSES 13

@@ -23,6 +23,16 @@
  * live item and reports (FM_ERR_LEAK) how many there were unless the desc says
  * silent_destroy; with FM_TRACK_SITES each leak is listed with its file:line.
  *
+ * Allocation sites: a build of framemem with FM_TRACK_SITES (Debug builds, or
+ * -DFM_TRACK_SITES=ON) keeps file:line per item, which callers pass: their
+ * fm_pool_alloc, fm_pool_alloc_n and fm_pool_new are macros over the _at
+ * functions when they are compiled with FM_TRACK_SITES too, which CMake's
+ * framemem::framemem and `pkg-config --cflags framemem` define exactly when
+ * the library tracks sites. A caller compiled otherwise (its own flags) gets
+ * FM_WARN_NO_SITES once, at its first fm_pool_create, saying why, and its
+ * leaks are listed as "site not recorded". Typed wrappers: see
+ * FM_POOL_DECLARE_TYPED.
+ *
  * Threads (desc.sync, chosen per pool):
  * - FM_SYNC_NONE: one thread at a time, no atomics, no lock. The creating
  *   thread owns it; fm_pool_release_owner_thread / fm_pool_set_owner_thread
@@ -143,6 +153,7 @@ typedef struct fm_pool_desc {
     fm_item_fn dtor;           /* run by fm_pool_delete and on live items at destroy */
     void *user;                /* passed to ctor and dtor */
     fm_allocator allocator;    /* zero = system (virtual memory where available) */
+    fm_tag *tag;               /* memory tag its chunks are charged to (tag.h); NULL: none */
     size_t chunk_bytes;        /* 0 = default; else a power of two, 4 KiB .. 1 GiB: see Memory */
 } fm_pool_desc;
 
@@ -184,7 +195,8 @@ typedef struct fm_pool_stats {
 /// Creates a pool. NULL on failure, nothing leaked: FM_ERR_INVALID_ARG (item_size
 /// 0 or too big, bad item_align, grow_factor outside (1, 64], unknown growth or
 /// sync, initial_capacity above max_capacity, an allocator with only one of
-/// alloc/free) or FM_ERR_OUT_OF_MEMORY (backing allocator refused).
+/// alloc/free), FM_ERR_BUDGET (the first chunks would pass desc.tag's hard limit)
+/// or FM_ERR_OUT_OF_MEMORY (backing allocator refused).
 FM_API fm_pool *fm_pool_create(const fm_pool_desc *desc);
 /// The check fm_pool_create applies, without creating or reporting anything:
 /// FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be NULL), so
@@ -196,7 +208,8 @@ FM_API fm_error fm_pool_desc_check(const fm_pool_desc *desc, char *msg, size_t m
 FM_API void fm_pool_destroy(fm_pool *pool);
 
 /// An uninitialised item in O(1), or NULL with FM_ERR_POOL_FULL (FIXED and full,
-/// max_capacity, the chunk limit) or FM_ERR_OUT_OF_MEMORY (growth refused).
+/// max_capacity, the chunk limit), FM_ERR_BUDGET (growth past the hard limit
+/// of desc.tag or an ancestor, tag.h) or FM_ERR_OUT_OF_MEMORY (growth refused).
 FM_API void *fm_pool_alloc(fm_pool *pool);
 /// Returns item to the pool; NULL is a no-op. A double free, foreign or
 /// interior pointer is reported and changes nothing. O(1), no search.
@@ -215,14 +228,15 @@ FM_API void *fm_pool_new(fm_pool *pool);
 /// dtor runs, so the dtor never sees a foreign or dead item.
 FM_API void fm_pool_delete(fm_pool *pool, void *item);
 /// These record file:line for leak reports when sites are tracked (with
-/// FM_TRACK_SITES the plain names call them with __FILE__ and __LINE__).
+/// FM_TRACK_SITES the plain names call them with __FILE__ and __LINE__;
+/// FM_SITE spells the pair: fm_pool_alloc_at(pool, FM_SITE)).
 FM_API void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line);
 FM_API size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file, int line);
 FM_API void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
 
 /// Grows now until capacity >= the argument (prefaulting if the desc says so).
 /// false, the pool unchanged: FM_ERR_POOL_FULL (FIXED, above max_capacity or
-/// past the chunk limit) or FM_ERR_OUT_OF_MEMORY.
+/// past the chunk limit), FM_ERR_BUDGET (tag.h) or FM_ERR_OUT_OF_MEMORY.
 FM_API bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
 /// Returns empty chunks down to initial_capacity; the bytes released. First
 /// THREAD_CACHE flushes the caller's cache, LOCKFREE the shared stack.
@@ -308,9 +322,32 @@ FM_API fm_error fm_pool_check(const fm_pool *pool);
         .type_name = #T, .item_size = sizeof(T), .item_align = FM_ALIGNOF(T), __VA_ARGS__})
 #endif
 
+/* The caller's file and line, as the _at functions take them. */
+#define FM_SITE __FILE__, __LINE__
+
 /* FM_POOL_DECLARE_TYPED(particle, particle_pool) declares particle_pool_alloc,
- * particle_pool_free, particle_pool_new and particle_pool_delete, typed. */
+ * particle_pool_free, particle_pool_new and particle_pool_delete, typed, and
+ * particle_pool_alloc_at and particle_pool_new_at, which take the site.
+ *
+ * Sites: a macro cannot define macros, so the typed alloc and new are
+ * functions, and in a site-tracking build (FM_TRACK_SITES) they record their
+ * own line: the FM_POOL_DECLARE_TYPED line. For the caller's file:line, name
+ * them through macros over the _at functions, once per type, after it:
+ *
+ *     FM_POOL_DECLARE_TYPED(particle, particle_pool)
+ *     #define particle_pool_alloc(pool) particle_pool_alloc_at((pool), FM_SITE)
+ *     #define particle_pool_new(pool) particle_pool_new_at((pool), FM_SITE)
+ *
+ * ((particle_pool_alloc)(pool) still calls the function.) */
 #define FM_POOL_DECLARE_TYPED(T, prefix)                                        \
+    FM__MAYBE_UNUSED static inline T *prefix##_alloc_at(fm_pool *pool, const char *file, \
+                                                       int line) {              \
+        return (T *)fm__pool_alloc_site(pool, file, line);                      \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_new_at(fm_pool *pool, const char *file, \
+                                                     int line) {                \
+        return (T *)fm__pool_new_site(pool, file, line);                        \
+    }                                                                           \
     FM__MAYBE_UNUSED static inline T *prefix##_alloc(fm_pool *pool) {           \
         return (T *)fm_pool_alloc(pool);                                        \
     }                                                                           \
@@ -322,6 +359,25 @@ FM_API fm_error fm_pool_check(const fm_pool *pool);
     }                                                                           \
     FM__MAYBE_UNUSED static inline void prefix##_delete(fm_pool *pool, T *item) { \
         fm_pool_delete(pool, item);                                             \
+    }
+
+/* FM_POOL_DECLARE_HANDLE(particle, particle_pool, particle_ref), with
+ * FM_HANDLE_TYPE(particle_ref) before it, declares
+ *     particle_ref particle_pool_handle(const fm_pool *, const particle *);
+ *     particle *particle_pool_resolve(const fm_pool *, particle_ref);
+ * so a handle of another kind (or a bare fm_handle) does not compile where a
+ * particle_ref is wanted. Same answers and errors as fm_pool_handle and
+ * fm_pool_resolve. */
+#define FM_POOL_DECLARE_HANDLE(T, prefix, handle_type)                          \
+    FM__MAYBE_UNUSED static inline handle_type prefix##_handle(const fm_pool *pool, \
+                                                               const T *item) { \
+        handle_type ref;                                                        \
+        ref.h = fm_pool_handle(pool, item);                                     \
+        return ref;                                                             \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_resolve(const fm_pool *pool,     \
+                                                      handle_type ref) {        \
+        return (T *)fm_pool_resolve(pool, ref.h);                               \
     }
 
 #ifdef __cplusplus

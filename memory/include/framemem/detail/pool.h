@@ -490,9 +490,21 @@ static inline void fm__free_inline(void *ptr) {
 #define FM__POOL_FREE(pool, item) (fm_pool_free)((pool), (item))
 #endif
 
+/* fm_pool_create as the caller's code calls it: with whether the caller
+ * passes allocation sites, so that a library that records them can say
+ * when a caller does not (FM_WARN_NO_SITES, pool.h), and one that does not
+ * record them can say so to a caller that passes them. */
+FM_API fm_pool *fm__pool_create_from(const fm_pool_desc *desc, bool caller_sites);
+
 /* The caller's calls: site-recording or inline. The library's own sources
- * call the functions (and the inline paths by their fm__ names). */
+ * call the functions (and the inline paths by their fm__ names). Variadic
+ * where an argument may be a compound literal, whose commas would split it. */
 #if !defined(FM__BUILDING_LIBRARY)
+#if defined(FM_TRACK_SITES)
+#define fm_pool_create(...) fm__pool_create_from((__VA_ARGS__), true)
+#else
+#define fm_pool_create(...) fm__pool_create_from((__VA_ARGS__), false)
+#endif
 #if defined(FM_TRACK_SITES)
 #define fm_pool_alloc(pool) fm_pool_alloc_at((pool), __FILE__, __LINE__)
 #define fm_pool_alloc_n(pool, out, n) fm_pool_alloc_n_at((pool), (out), (n), __FILE__, __LINE__)
@@ -506,7 +518,35 @@ static inline void fm__free_inline(void *ptr) {
 #endif
 #endif
 
+/* The typed wrappers' _at functions (pool.h): the site reaches the library
+ * where this caller tracks sites; elsewhere the call is the plain one, inline
+ * where that is, so a site macro costs nothing in optimised builds. */
+static inline void *fm__pool_alloc_site(fm_pool *pool, const char *file, int line) {
+#if defined(FM_TRACK_SITES)
+    return fm_pool_alloc_at(pool, file, line);
+#else
+    (void)file;
+    (void)line;
+    return fm_pool_alloc(pool);
+#endif
+}
+static inline void *fm__pool_new_site(fm_pool *pool, const char *file, int line) {
+#if defined(FM_TRACK_SITES)
+    return fm_pool_new_at(pool, file, line);
+#else
+    (void)file;
+    (void)line;
+    return fm_pool_new(pool);
+#endif
+}
+
 #ifdef __cplusplus
+}
+/* C++ passes FM_POOL_DESC(...) by reference (pool.h): so may the macro. */
+extern "C++" {
+inline fm_pool *fm__pool_create_from(const fm_pool_desc &desc, bool caller_sites) {
+    return fm__pool_create_from(&desc, caller_sites);
+}
 }
 #endif
 
