@@ -687,7 +687,9 @@ static void run_model(fm_test_env *env, const model_config *cfg) {
             op_owns(&m, op);
         } else if (roll == 99) {
             op_foreach(&m, op);
-        } else if (rng_below(&m.r, 8) == 0) { /* rare: a phase gets to grow first */
+        } else if (!m.rising && rng_below(&m.r, 4) == 0) {
+            /* A level ends while the live count falls: a rise still gets to
+             * its target (growth, a tag's limits). */
             op_reset(&m, op);
         }
         if (crossed(&m, c0, tag_committed(&m))) {
