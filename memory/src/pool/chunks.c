@@ -94,8 +94,7 @@ static void fm__park_current(fm_pool *p) {
     p->cs->cur_stack = NULL;
     p->cs->cur_bump = 0;
     p->cs->cur_limit = 0;
-    p->cs->cur_fresh_end = 0;
-    p->cs->cur_reset_end = 0;
+    p->cs->cur_hw = 0;
 }
 
 static void fm__make_current(fm_pool *p, uint32_t idx) {
@@ -120,9 +119,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
      * pool/reset.c). */
     p->cs->cur_fresh_word =
         FM__LIVE | (c->gen_floor > p->gen_budget ? c->gen_floor : p->gen_budget);
-    p->cur_hw = c->hw;
-    p->cs->cur_fresh_end = c->bump >= c->hw ? c->limit : 0;
-    p->cs->cur_reset_end = c->bump >= c->hw ? 0 : c->hw;
+    p->cs->cur_hw = c->hw;
     p->live_other -= c->live;
 }
 

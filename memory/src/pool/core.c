@@ -65,9 +65,9 @@ FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
     uint32_t found = FM__NONE;
     while (found == FM__NONE && h->cur_bump < h->cur_limit) {
         uint32_t idx = (uint32_t)h->cur_bump++;
-        uint32_t m = idx < p->cur_hw ? fm__meta_get(h->cur_base, idx) : h->cur_fresh_word;
+        uint32_t m = idx < h->cur_hw ? fm__meta_get(h->cur_base, idx) : h->cur_fresh_word;
         if (m == FM__RETIRED) continue;
-        if (idx < p->cur_hw && (m & FM__LIVE)) {
+        if (idx < h->cur_hw && (m & FM__LIVE)) {
             if ((m & FM__GEN_MAX) == FM__GEN_MAX) {
                 fm__meta_set(h->cur_base, idx, FM__RETIRED);
                 p->chunks[p->cur_idx].retired++;
@@ -79,11 +79,6 @@ FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
         }
         fm__meta_set(h->cur_base, idx, FM__LIVE | m);
         found = idx;
-    }
-    /* Past the slots the reset left: never-used ones from here on. */
-    if (h->cur_bump >= p->cur_hw) {
-        h->cur_fresh_end = h->cur_limit;
-        h->cur_reset_end = 0;
     }
     return found;
 }
@@ -105,7 +100,7 @@ static inline void *fm__alloc_fast(fm_pool *p) {
             meta = fm__meta(h->cur_base) + idx;
         }
         FM__ATOMIC_STORE(meta, FM__ATOMIC_LOAD(meta, RELAXED) | FM__LIVE, RELAXED);
-    } else if (FM__LIKELY(h->cur_bump < h->cur_fresh_end)) {
+    } else if (FM__LIKELY(h->cur_bump < h->cur_limit && h->cur_bump >= h->cur_hw)) {
         idx = (uint32_t)h->cur_bump++;
         fm__meta_set(h->cur_base, idx, h->cur_fresh_word); /* first use */
         slot = h->cur_slots + (size_t)idx * h->stride;

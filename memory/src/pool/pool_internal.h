@@ -122,7 +122,6 @@ struct fm_pool {
     uint32_t stack_off; /* a chunk's free stack: per_chunk 16-bit slot indices */
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
-    uint32_t cur_hw;        /* the current chunk's hw (see fm__chunk) */
     /* NONE and MUTEX: chunk bases by chunk number mod FM__DM_SLOTS, written
      * when a chunk gets its memory and cleared when it gives it back, so the
      * lookup of a free outside the current chunk is one load and a compare

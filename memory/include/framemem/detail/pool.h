@@ -66,11 +66,9 @@ typedef struct fm__pool_hot {
     uint32_t cur_top;        /* free indices on its stack below cur_next */
     uint16_t *cur_stack;     /* the current chunk's stack: [0, cur_top) */
     uint32_t cur_limit;
-    uint32_t cur_fresh_end;  /* cur_bump below it: the next slot was never handed out
-                                (cur_limit, or 0 while the bump index walks slots
-                                a reset left: see pool/reset.c) */
-    uint32_t cur_reset_end;  /* cur_bump below it: the next slot is one a reset left
-                                (the slots it found handed out; 0 past them) */
+    uint32_t cur_hw;         /* slots [0, cur_hw) were handed out before the last
+                                reset: the bump index walks them again
+                                (pool/reset.c); 0 when there was none */
     uintptr_t cur_base;      /* current chunk, or 1 when there is none */
     uint8_t *cur_slots;      /* its first slot */
     uint64_t cur_bump;       /* slots [0, cur_bump) have been handed out */
@@ -363,40 +361,34 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
         meta = h->cur_next_meta;
     } else if (h->tc_id != UINT64_MAX) {
         return fm__pool_alloc_tc(pool);
-    } else if (__builtin_expect(h->cur_top != 0, 1)) {
-        size_t idx = h->cur_stack[--h->cur_top];
-        slot = h->cur_slots + idx * h->stride;
-        meta = (uint32_t *)h->cur_base + idx;
-    } else if (h->cur_bump < h->cur_fresh_end) {
-        /* A slot never handed out: the first allocations of a fresh chunk
-         * cost what later ones do. */
-        size_t idx = h->cur_bump++;
-        ((uint32_t *)h->cur_base)[idx] = h->cur_fresh_word;
-        h->total_allocs++;
-        if (__builtin_expect(fm__headroom_taken(&h->headroom), 0)) {
-            h->headroom = 0;
-            h->peak_live++;
-        }
-        return h->cur_slots + idx * h->stride;
-    } else if (h->cur_bump < h->cur_reset_end) {
-        /* A slot a reset left (pool/reset.c): a word still saying live goes
-         * on to its next generation, a free one keeps its own; a retired
-         * slot (0) and a spent one (live, the last generation) go to the
-         * library. */
-        size_t idx = h->cur_bump;
+    } else {
+        /* The top of the free stack, else the bump index's next slot: one
+         * never handed out (word 0: the first allocations of a fresh chunk
+         * cost what later ones do) or one a reset left (pool/reset.c): a
+         * word still saying live goes on to its next generation, a free one
+         * keeps its own. Chosen without a branch, as pools in different
+         * states would send one either way. A retired slot (0 below cur_hw)
+         * and a spent one (live, the last generation) go to the library,
+         * and so does an empty chunk (or none). */
+        uint32_t top = h->cur_top;
+        uint64_t bump = h->cur_bump;
+        bool pop = top != 0;
+        if (__builtin_expect(!pop & (bump >= h->cur_limit), 0)) return fm__pool_alloc_slow(pool);
+        size_t stacked = h->cur_stack[top - pop]; /* [0] when empty: read, not used */
+        size_t idx = pop ? stacked : (size_t)bump;
         uint32_t *w = (uint32_t *)h->cur_base + idx;
         uint32_t m = *w;
-        if (__builtin_expect(m - 1u > 0xFFFFFFFDu, 0)) return fm__pool_alloc_slow(pool);
-        h->cur_bump = idx + 1;
-        *w = (m + (m >> 31)) | FM__META_LIVE;
+        if (__builtin_expect((m == 0 && idx < h->cur_hw) | (m == 0xFFFFFFFFu), 0))
+            return fm__pool_alloc_slow(pool);
+        *w = m ? (m + (m >> 31)) | FM__META_LIVE : h->cur_fresh_word;
+        h->cur_top = top - pop;
+        h->cur_bump = bump + !pop;
         h->total_allocs++;
         if (__builtin_expect(fm__headroom_taken(&h->headroom), 0)) {
             h->headroom = 0;
             h->peak_live++;
         }
         return h->cur_slots + idx * h->stride;
-    } else {
-        return fm__pool_alloc_slow(pool);
     }
     if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
     *meta |= FM__META_LIVE;
