@@ -115,6 +115,7 @@ typedef struct fm_pool_desc {
     void *user;                /* passed to ctor and dtor */
     fm_allocator allocator;    /* zero = system (virtual memory where available) */
     fm_tag *tag;               /* memory tag its chunks are charged to (tag.h); NULL: none */
+    bool grow_ahead;           /* opts in to fm_telemetry_grow_ahead (telemetry.h) */
 } fm_pool_desc;
 
 #define FM_POOL_MAX_ITEM_SIZE ((size_t)1 << 24)
@@ -137,6 +138,10 @@ typedef struct fm_pool_desc {
     X(grow_events, "growths (create's initial chunks excluded)")                 \
     X(grow_ns_total, "nanoseconds spent growing")                                \
     X(grow_ns_max, "nanoseconds of the slowest growth")                          \
+    X(alloc_grow_events, "of grow_events: inside an allocation call (the hitches)") \
+    X(alloc_grow_ns, "nanoseconds of those")                                     \
+    X(ahead_grow_events, "of grow_events: by fm_pool_grow_ahead (maintenance)")  \
+    X(ahead_grow_ns, "nanoseconds of those")                                     \
     X(trim_events, "trim calls that released memory")                            \
     X(bytes_trimmed, "bytes given back by trim since create")                    \
     X(bytes_reserved, "bytes taken from the backing allocator, held now")        \
@@ -195,6 +200,13 @@ FM_API void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
 /// false, the pool unchanged: FM_ERR_POOL_FULL (FIXED, above max_capacity or
 /// past the chunk limit), FM_ERR_BUDGET (tag.h) or FM_ERR_OUT_OF_MEMORY.
 FM_API bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
+/// Grow-ahead, at the frame boundary: when fewer than min_free items are free,
+/// grows now to live + 2 x min_free (as far as max_capacity allows), so that
+/// the next frame's allocations find room. Counted as ahead_grow_events, not
+/// as growth inside an allocation. true when there was room or it grew;
+/// false, the pool unchanged: FM_ERR_POOL_FULL (a FIXED pool short of room,
+/// the chunk limit), FM_ERR_BUDGET (tag.h) or FM_ERR_OUT_OF_MEMORY.
+FM_API bool fm_pool_grow_ahead(fm_pool *pool, uint32_t min_free);
 /// Returns empty chunks down to initial_capacity; the bytes released. First
 /// THREAD_CACHE flushes the caller's cache, LOCKFREE the shared stack.
 FM_API size_t fm_pool_trim(fm_pool *pool);

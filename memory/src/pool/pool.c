@@ -388,7 +388,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     FM__VG_CREATE_POOL(p);
     fm__tag_attach(p->desc.tag, &p->tag_link, FM__TAG_POOL, p);
 
-    if (!fm__grow(p, p->desc.initial_capacity, false)) {
+    if (!fm__grow(p, p->desc.initial_capacity, FM__GROW_CREATE)) {
         /* The growth reported the failure; destroy of an empty pool reports
          * nothing, so that report stays the thread's last error. */
         fm_pool_destroy(p);
@@ -567,6 +567,10 @@ static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
     out->grow_events = p->grow_events;
     out->grow_ns_total = fm_clock_to_ns(p->grow_ticks_total);
     out->grow_ns_max = fm_clock_to_ns(p->grow_ticks_max);
+    out->alloc_grow_events = p->alloc_grow_events;
+    out->alloc_grow_ns = fm_clock_to_ns(p->alloc_grow_ticks);
+    out->ahead_grow_events = p->ahead_grow_events;
+    out->ahead_grow_ns = fm_clock_to_ns(p->ahead_grow_ticks);
     out->trim_events = p->trim_events;
     out->bytes_trimmed = p->bytes_trimmed;
     out->bytes_reserved = p->bytes_reserved;
@@ -609,6 +613,14 @@ bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
     FM__REFUSE_NULL(pool, "pool", false);
     if (!fm__enter(pool, "reserve")) return false;
     bool ok = fm__reserve_core(pool, capacity);
+    fm__leave(pool);
+    return ok;
+}
+
+bool fm_pool_grow_ahead(fm_pool *pool, uint32_t min_free) {
+    FM__REFUSE_NULL(pool, "pool", false);
+    if (!fm__enter(pool, "grow_ahead")) return false;
+    bool ok = fm__grow_ahead_core(pool, min_free);
     fm__leave(pool);
     return ok;
 }

@@ -180,6 +180,10 @@ struct fm_pool {
     uint64_t grow_events;
     uint64_t grow_ticks_total;
     uint64_t grow_ticks_max;
+    uint64_t alloc_grow_events; /* of grow_events: inside an allocation call */
+    uint64_t alloc_grow_ticks;
+    uint64_t ahead_grow_events; /* of grow_events: fm_pool_grow_ahead's */
+    uint64_t ahead_grow_ticks;
     uint64_t trim_events;
     uint64_t bytes_trimmed;
     size_t bytes_reserved;
@@ -187,6 +191,15 @@ struct fm_pool {
 
     char name[];
 };
+
+/* Why fm__grow grows: the stats count each kind apart (telemetry tells a
+ * growth inside an allocation, the hitch, from maintenance). */
+typedef enum fm__grow_kind {
+    FM__GROW_CREATE,  /* the initial chunks: not an event */
+    FM__GROW_ALLOC,   /* an allocation found no room */
+    FM__GROW_RESERVE, /* fm_pool_reserve */
+    FM__GROW_AHEAD,   /* fm_pool_grow_ahead */
+} fm__grow_kind;
 
 /* What fm__live_to_cached did. */
 enum { FM__NOT_FREED, FM__FREED_TO_CACHE, FM__FREED_RETIRED };
@@ -205,7 +218,7 @@ static bool fm__chunk_exhausted(const fm__chunk *c);
 static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx);
 static void fm__file_chunk(fm_pool *p, uint32_t idx);
 static void fm__geometry(fm_pool *p);
-static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event);
+static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind);
 static size_t fm__links_bytes(const fm_pool *p);
 static void fm__list_init(fm__list *l);
 static void fm__list_unlink(fm_pool *p, fm__list *l, uint32_t idx);
@@ -216,6 +229,7 @@ static bool fm__next_chunk(fm_pool *p);
 static size_t fm__records_bytes(uint32_t cap);
 static void fm__release_chunk(fm_pool *p, uint32_t idx);
 static bool fm__reserve_core(fm_pool *pool, uint32_t capacity);
+static bool fm__grow_ahead_core(fm_pool *pool, uint32_t min_free);
 static fm_error fm__shared_problem(const fm_pool *p, fm_error err, const void *ptr);
 #ifdef FM_TRACK_SITES
 static fm__site *fm__sites(const fm_pool *p, const uint8_t *base);
