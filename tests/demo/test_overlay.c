@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "engine/telemetry.h"
+#include "framemem/telemetry.h"
 #include "overlay/overlay.h"
 #include "sw_target.h"
 
@@ -28,15 +28,15 @@ static int count_in(const sw_target *t, const SDL_FRect *r, Uint32 rgb) {
 
 /* Three pools and an arena; "bullets" grows inside an allocation at
  * GROW_FRAME, grow-ahead works at AHEAD_FRAME when `growth` is set. */
-static eng_telemetry *make_telemetry(bool growth) {
-    eng_telemetry *t = eng_telemetry_create(&(eng_telemetry_desc){0});
+static fm_telemetry *make_telemetry(bool growth) {
+    fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){0});
     assert_non_null(t);
-    assert_int_equal(eng_telemetry_add_source(t, "particles", ENG_SOURCE_POOL, 32, 1024), 0);
-    assert_int_equal(eng_telemetry_add_source(t, "bullets", ENG_SOURCE_POOL, 64, 256), 1);
-    assert_int_equal(eng_telemetry_add_source(t, "closures", ENG_SOURCE_POOL, 48, 512), 2);
-    assert_int_equal(eng_telemetry_add_source(t, "frame", ENG_SOURCE_ARENA, 0, 1), 3);
+    assert_int_equal(fm_telemetry_add_source(t, "particles", FM_TELEMETRY_POOL, 32, 1024), 0);
+    assert_int_equal(fm_telemetry_add_source(t, "bullets", FM_TELEMETRY_POOL, 64, 256), 1);
+    assert_int_equal(fm_telemetry_add_source(t, "closures", FM_TELEMETRY_POOL, 48, 512), 2);
+    assert_int_equal(fm_telemetry_add_source(t, "frame", FM_TELEMETRY_ARENA, 0, 1), 3);
     for (uint32_t f = 0; f < FRAMES; f++) {
-        eng_sample s[4];
+        fm_telemetry_sample s[4];
         memset(s, 0, sizeof s);
         for (int i = 0; i < 3; i++) {
             s[i].allocs = 1000;
@@ -58,7 +58,7 @@ static eng_telemetry *make_telemetry(bool growth) {
         s[3].bytes_used = 300000;
         s[3].high_water = 310000;
         s[3].capacity = 1u << 20;
-        eng_frame_record rec = {.frame = f, .sim_ns = 3000000, .render_ns = 2000000};
+        fm_telemetry_frame rec = {.frame = f, .sim_ns = 3000000, .render_ns = 2000000};
         for (int i = 0; i < 4; i++) {
             rec.alloc_total_ns += s[i].alloc_ns;
             rec.grow_events += (uint32_t)s[i].grow_events;
@@ -66,7 +66,7 @@ static eng_telemetry *make_telemetry(bool growth) {
         }
         rec.maint_ns = 1000 + s[0].ahead_grow_ns;
         rec.frame_ns = rec.sim_ns + rec.alloc_total_ns + rec.maint_ns;
-        eng_telemetry_push(t, &rec, s);
+        fm_telemetry_push(t, &rec, s);
     }
     return t;
 }
@@ -74,7 +74,7 @@ static eng_telemetry *make_telemetry(bool growth) {
 static const SDL_FRect area = {0, 0, W, H};
 static const ovl_desc desc = {.settings = "backend pool", .help = "F1 overlay"};
 
-static void draw_with(sw_target *tg, const eng_telemetry *t, int *calls, const ovl_desc *d) {
+static void draw_with(sw_target *tg, const fm_telemetry *t, int *calls, const ovl_desc *d) {
     ovl_batch *b = ovl_batch_create(OVL_BATCH_QUADS);
     assert_non_null(b);
     assert_true(ovl_draw(b, tg->r, &area, t, d));
@@ -83,11 +83,11 @@ static void draw_with(sw_target *tg, const eng_telemetry *t, int *calls, const o
     ovl_batch_destroy(b);
 }
 
-static void draw(sw_target *tg, const eng_telemetry *t, int *calls) { draw_with(tg, t, calls, &desc); }
+static void draw(sw_target *tg, const fm_telemetry *t, int *calls) { draw_with(tg, t, calls, &desc); }
 
 static void test_overlay_layout_panels_are_inside_the_area_and_ordered(void **state) {
     (void)state;
-    eng_telemetry *t = make_telemetry(false);
+    fm_telemetry *t = make_telemetry(false);
     ovl_layout lo;
     ovl_layout_compute(&area, t, &desc, &lo);
     const SDL_FRect *panels[] = {&lo.title, &lo.alloc_graph, &lo.legend, &lo.maint_graph,
@@ -99,12 +99,12 @@ static void test_overlay_layout_panels_are_inside_the_area_and_ordered(void **st
         if (i) assert_true(panels[i]->y >= panels[i - 1]->y + panels[i - 1]->h); /* top to bottom */
     }
     assert_true(lo.alloc_graph.h > 150); /* the main graph gets most of the room */
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
 }
 
 static void test_overlay_bars_use_each_pool_colour_in_few_draw_calls(void **state) {
     (void)state;
-    eng_telemetry *t = make_telemetry(false);
+    fm_telemetry *t = make_telemetry(false);
     sw_target tg = sw_target_open(W, H);
     int calls = 0;
     draw(&tg, t, &calls);
@@ -133,12 +133,12 @@ static void test_overlay_bars_use_each_pool_colour_in_few_draw_calls(void **stat
     SDL_FRect left = {lo.alloc_graph.x, lo.alloc_graph.y, lo.alloc_graph.w * 0.45f, lo.alloc_graph.h};
     assert_int_equal(count_in(&tg, &left, colour_rgb(ovl_source_color(0))), 0);
     sw_target_close(&tg);
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
 }
 
 static void test_overlay_growth_frame_is_magenta_at_its_column(void **state) {
     (void)state;
-    eng_telemetry *t = make_telemetry(true);
+    fm_telemetry *t = make_telemetry(true);
     sw_target tg = sw_target_open(W, H);
     draw(&tg, t, NULL);
     ovl_layout lo;
@@ -155,19 +155,19 @@ static void test_overlay_growth_frame_is_magenta_at_its_column(void **state) {
     SDL_FRect top = {xa, lo.maint_graph.y, slot_w + 1, lo.maint_graph.h * 0.5f};
     assert_true(count_in(&tg, &top, OVL_MAINT_RGB) > 0);
     sw_target_close(&tg);
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
 }
 
 static void test_overlay_from_csv_draws_the_same_pixels(void **state) {
     (void)state;
-    eng_telemetry *t = make_telemetry(true);
+    fm_telemetry *t = make_telemetry(true);
     char path[] = "/tmp/fm_overlay_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
     char err[256] = "";
-    assert_true(eng_telemetry_write_csv(t, path, err, sizeof err));
-    eng_telemetry *back = eng_telemetry_read_csv(path, err, sizeof err);
+    assert_true(fm_telemetry_write_csv(t, path, err, sizeof err));
+    fm_telemetry *back = fm_telemetry_read_csv(path, err, sizeof err);
     if (!back) fail_msg("read_csv: %s", err);
     unlink(path);
     sw_target a = sw_target_open(W, H), b = sw_target_open(W, H);
@@ -177,18 +177,18 @@ static void test_overlay_from_csv_draws_the_same_pixels(void **state) {
     assert_memory_equal(a.surface->pixels, b.surface->pixels, bytes);
     sw_target_close(&a);
     sw_target_close(&b);
-    eng_telemetry_destroy(back);
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(back);
+    fm_telemetry_destroy(t);
 }
 
 static void test_overlay_empty_telemetry_and_small_area_draw(void **state) {
     (void)state;
-    eng_telemetry *t = eng_telemetry_create(&(eng_telemetry_desc){0});
+    fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){0});
     sw_target tg = sw_target_open(W, H);
     draw(&tg, t, NULL); /* no sources, no frames */
-    eng_telemetry_add_source(t, "p", ENG_SOURCE_POOL, 16, 64);
+    fm_telemetry_add_source(t, "p", FM_TELEMETRY_POOL, 16, 64);
     draw(&tg, t, NULL); /* a source, no frames */
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
     t = make_telemetry(true);
     const SDL_FRect tiny = {10, 10, 200, 120};
     ovl_batch *bt = ovl_batch_create(OVL_BATCH_QUADS);
@@ -207,12 +207,12 @@ static void test_overlay_empty_telemetry_and_small_area_draw(void **state) {
     assert_int_equal(outside, 0);
     sw_target_close(&fresh);
     sw_target_close(&tg);
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
 }
 
 static void test_overlay_source_colours_are_distinct_from_growth(void **state) {
     (void)state;
-    for (uint32_t s = 0; s < ENG_TELEMETRY_MAX_SOURCES; s++) {
+    for (uint32_t s = 0; s < FM_TELEMETRY_MAX_SOURCES; s++) {
         SDL_Color c = ovl_source_color(s);
         assert_int_equal(c.a, 255);
         assert_true(colour_rgb(c) != OVL_GROWTH_RGB && colour_rgb(c) != OVL_MAINT_RGB);

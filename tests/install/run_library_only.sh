@@ -37,6 +37,7 @@ cmake -S "$src/tests/install/consumer" -B "$tmp/build" -DFM_CONSUMER_SOURCE_DIR=
     >"$tmp/configure.log" || { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/build" >"$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
 "$tmp/build/consumer"
+"$tmp/build/consumer_telemetry"
 
 # Nothing of the engine, demo or tools was even configured.
 for dir in engine demo tools tests; do
@@ -52,8 +53,8 @@ cmake --install "$tmp/build" --prefix "$tmp/prefix" >/dev/null
 status=0
 while IFS= read -r f; do
     case $f in
-        bin/consumer) ;;
-        lib*/libframemem.a | lib*/libframemem_file.a) ;;
+        bin/consumer | bin/consumer_telemetry) ;;
+        lib*/libframemem.a | lib*/libframemem_file.a | lib*/libframemem_telemetry.a) ;;
         include/framemem/*.h | include/framemem/detail/*.h) ;;
         lib*/cmake/framemem/*.cmake | lib*/pkgconfig/framemem.pc) ;;
         *) echo "run_library_only: the install holds $f" >&2; status=1 ;;

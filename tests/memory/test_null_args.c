@@ -329,6 +329,19 @@ static void test_every_memory_function_reports_a_null_object_and_returns_its_fai
     destroy_objects(env);
 }
 
+/* The second object of a call is checked too: a NULL stream. */
+static void test_telemetry_csv_to_a_null_stream_is_refused_and_reported(void **state) {
+    fm_test_env *env = *state;
+    fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){.frames = 4});
+    assert_non_null(t);
+    int before = env->errors.count;
+    assert_false(fm_telemetry_write_csv_file(t, NULL));
+    assert_int_equal(env->errors.count, before + 1);
+    assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
+    assert_true(fm_test_contains(env->errors.message, "stream"));
+    fm_telemetry_destroy(t);
+}
+
 static void test_null_table_has_a_row_for_every_public_function_of_memory(void **state) {
     (void)state;
     fm_test_assert_null_table_complete(FM_SOURCE_DIR "/memory/include/framemem", memory_null_cases,
@@ -364,6 +377,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
         T(test_every_memory_function_reports_a_null_object_and_returns_its_failure_value),
+        T(test_telemetry_csv_to_a_null_stream_is_refused_and_reported),
         T(test_null_table_has_a_row_for_every_public_function_of_memory),
 #if !defined(FM__INLINE)
         T(test_fast_path_macros_report_a_null_object_outside_optimised_builds),

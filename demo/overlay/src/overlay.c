@@ -66,11 +66,11 @@ static SDL_FRect frect(float x, float y, float w, float h) {
     return (SDL_FRect){x, y, w > 0 ? w : 0, h > 0 ? h : 0};
 }
 
-static void layout(const SDL_FRect *area, const eng_telemetry *t, const resolved *r, ovl_layout *o) {
+static void layout(const SDL_FRect *area, const fm_telemetry *t, const resolved *r, ovl_layout *o) {
     const float pad = 6 * r->ts, lh = r->lh;
     float x = area->x + pad, w = area->w - 2 * pad;
     float top = area->y + pad, bottom = area->y + area->h - pad;
-    uint32_t sources = eng_telemetry_source_count(t);
+    uint32_t sources = fm_telemetry_source_count(t);
 
     o->title = frect(x, top, w, lh * (r->settings ? 2 : 1));
     top += o->title.h + lh * 0.5f;
@@ -94,7 +94,7 @@ static void layout(const SDL_FRect *area, const eng_telemetry *t, const resolved
     o->frame_graph = frect(x, top + lh, w, gf);
 }
 
-void ovl_layout_compute(const SDL_FRect *area, const eng_telemetry *t, const ovl_desc *desc,
+void ovl_layout_compute(const SDL_FRect *area, const fm_telemetry *t, const ovl_desc *desc,
                         ovl_layout *out) {
     resolved r = resolve(desc);
     layout(area, t, &r, out);
@@ -117,7 +117,7 @@ static void fmt_bytes(char *buf, size_t n, double b) {
 /* ------------------------------------------------------------ panels */
 
 typedef struct view {
-    const eng_telemetry *t;
+    const fm_telemetry *t;
     uint32_t held, shown, first; /* frames in the ring, shown, index of oldest shown */
     uint32_t slots;              /* bar slots across the graph (r.frames) */
     uint32_t sources;
@@ -167,7 +167,7 @@ static void place_label(ovl_batch *b, float *row_end, int rows, float x, float y
 }
 
 /* Height of one source's bar segment; a growth is never invisible. */
-static float segment_height(const eng_sample *sm, double ymax, float full) {
+static float segment_height(const fm_telemetry_sample *sm, double ymax, float full) {
     float h = (float)((double)sm->alloc_ns / ymax) * full;
     if (sm->grow_events > 0 && h < 2) h = 2;
     return h > 0 ? h : 0;
@@ -179,9 +179,9 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     for (uint32_t k = 0; k < v->shown; k++) {
         double sum = 0;
         for (uint32_t s = 0; s < v->sources; s++)
-            sum += (double)eng_telemetry_sample(v->t, v->first + k, s)->alloc_ns;
+            sum += (double)fm_telemetry_get_sample(v->t, v->first + k, s)->alloc_ns;
         if (sum > peak) peak = sum;
-        grows += eng_telemetry_frame(v->t, v->first + k)->grow_events;
+        grows += fm_telemetry_get_frame(v->t, v->first + k)->grow_events;
     }
     double ymax = (peak > r->alloc_budget_ns ? peak : r->alloc_budget_ns) * 1.1;
     if (ymax < 1000) ymax = 1000;
@@ -205,12 +205,12 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
         for (uint32_t k = 0; k < v->shown; k++) {
             float bottom = g->y + g->h - 1, h = 0;
             for (uint32_t below = 0; below <= s; below++) {
-                const eng_sample *sm = eng_telemetry_sample(v->t, v->first + k, below);
+                const fm_telemetry_sample *sm = fm_telemetry_get_sample(v->t, v->first + k, below);
                 h = segment_height(sm, ymax, g->h - 1);
                 if (below < s) bottom -= h;
             }
             if (h <= 0) continue;
-            bool grown = eng_telemetry_sample(v->t, v->first + k, s)->grow_events > 0;
+            bool grown = fm_telemetry_get_sample(v->t, v->first + k, s)->grow_events > 0;
             ovl_rect(b, slot_x(v, g, k), bottom - h, bw > 1 ? bw : 1, h, grown ? grow : ovl_source_color(s));
         }
     /* Growth labels go on three rows so neighbours do not overwrite each other. */
@@ -219,8 +219,8 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
         float x = slot_x(v, g, k);
         const char *grew = NULL;
         for (uint32_t s = 0; s < v->sources && !grew; s++)
-            if (eng_telemetry_sample(v->t, v->first + k, s)->grow_events)
-                grew = eng_telemetry_source(v->t, s)->name;
+            if (fm_telemetry_get_sample(v->t, v->first + k, s)->grow_events)
+                grew = fm_telemetry_get_source(v->t, s)->name;
         if (grew) {
             ovl_rect(b, x, g->y, bw > 2 ? bw : 2, 4 * r->ts, grow);
             place_label(b, label_end, 3, x, g->y + 5 * r->ts, r, grow, grew);
@@ -241,7 +241,7 @@ static void legend_panel(ovl_batch *b, const view *v, const SDL_FRect *l, const 
         float x = l->x + (float)(s % (uint32_t)per) * 120.0f * r->ts;
         float y = l->y + (float)(s / (uint32_t)per) * r->lh;
         ovl_rect(b, x, y, 8 * r->ts, 7 * r->ts, ovl_source_color(s));
-        ovl_text(b, x + 11 * r->ts, y, r->ts, rgb(TEXT_RGB, 255), eng_telemetry_source(v->t, s)->name);
+        ovl_text(b, x + 11 * r->ts, y, r->ts, rgb(TEXT_RGB, 255), fm_telemetry_get_source(v->t, s)->name);
     }
 }
 
@@ -249,7 +249,7 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     double peak = 0;
     uint64_t ahead = 0;
     for (uint32_t k = 0; k < v->shown; k++) {
-        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        const fm_telemetry_frame *f = fm_telemetry_get_frame(v->t, v->first + k);
         if ((double)f->maint_ns > peak) peak = (double)f->maint_ns;
         ahead += f->ahead_grow_events;
     }
@@ -264,7 +264,7 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     float bw = g->w / (float)v->slots;
     float label_end[1] = {-1e9f};
     for (uint32_t k = 0; k < v->shown; k++) {
-        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        const fm_telemetry_frame *f = fm_telemetry_get_frame(v->t, v->first + k);
         float h = (float)((double)f->maint_ns / ymax) * (g->h - 1);
         if (f->ahead_grow_events && h < 2) h = 2;
         float x = slot_x(v, g, k);
@@ -272,9 +272,9 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
         if (!f->ahead_grow_events) continue;
         /* Name the pool that grew ahead (the first one, as in the allocation graph). */
         for (uint32_t s = 0; s < v->sources; s++)
-            if (eng_telemetry_sample(v->t, v->first + k, s)->ahead_grow_events) {
+            if (fm_telemetry_get_sample(v->t, v->first + k, s)->ahead_grow_events) {
                 place_label(b, label_end, 1, x, g->y + 1, r, rgb(OVL_MAINT_RGB, 255),
-                            eng_telemetry_source(v->t, s)->name);
+                            fm_telemetry_get_source(v->t, s)->name);
                 break;
             }
     }
@@ -283,7 +283,7 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
 static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const resolved *r) {
     double peak = 0, last = 0;
     for (uint32_t k = 0; k < v->shown; k++) {
-        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        const fm_telemetry_frame *f = fm_telemetry_get_frame(v->t, v->first + k);
         /* in double: a record from a file may hold any uint64_t */
         double sum = (double)f->sim_ns + (double)f->alloc_total_ns + (double)f->maint_ns +
                      (double)f->render_ns;
@@ -308,7 +308,7 @@ static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
      * software renderer fills with one call each. */
     for (size_t i = 0; i < 4; i++)
         for (uint32_t k = 0; k < v->shown; k++) {
-            const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+            const fm_telemetry_frame *f = fm_telemetry_get_frame(v->t, v->first + k);
             const uint64_t part_ns[4] = {f->sim_ns, f->alloc_total_ns, f->maint_ns, f->render_ns};
             float bottom = g->y + g->h - 1;
             for (size_t j = 0; j < i; j++) bottom -= (float)((double)part_ns[j] / ymax) * (g->h - 1);
@@ -326,14 +326,14 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
     static const char *const head[] = {"pool", "live", "peak", "capacity", "grow events",
                                        "last grow (frame, time)", "suggested capacity"};
     for (int c = 0; c < 7; c++) ovl_text(b, tb->x + (float)col[c] * cw, tb->y, r->ts, dim, head[c]);
-    const eng_sample *now = NULL;
+    const fm_telemetry_sample *now = NULL;
     for (uint32_t s = 0; s < v->sources; s++) {
-        const eng_source_info *si = eng_telemetry_source(v->t, s);
-        now = v->held ? eng_telemetry_sample(v->t, v->held - 1, s) : NULL;
+        const fm_telemetry_source *si = fm_telemetry_get_source(v->t, s);
+        now = v->held ? fm_telemetry_get_sample(v->t, v->held - 1, s) : NULL;
         float y = tb->y + (float)(s + 1) * r->lh;
         char cell[7][48];
         snprintf(cell[0], sizeof cell[0], "%s", si->name);
-        if (si->kind == ENG_SOURCE_POOL) {
+        if (si->kind == FM_TELEMETRY_POOL) {
             snprintf(cell[1], sizeof cell[1], "%llu", (unsigned long long)(now ? now->live : 0));
             snprintf(cell[2], sizeof cell[2], "%llu", (unsigned long long)si->peak_live);
             snprintf(cell[3], sizeof cell[3], "%llu", (unsigned long long)(now ? now->capacity : 0));
@@ -347,7 +347,7 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
                 snprintf(cell[5], sizeof cell[5], "-");
             }
             snprintf(cell[6], sizeof cell[6], "%llu",
-                     (unsigned long long)eng_suggest_capacity(si->peak_live, r->headroom, si->chunk_items));
+                     (unsigned long long)fm_telemetry_suggest_capacity(si->peak_live, r->headroom, si->chunk_items));
         } else {
             /* Arena: bytes this frame, high water, committed, commits this frame. */
             char used[24], hw[24], com[24];
@@ -374,18 +374,18 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
 
 /* ------------------------------------------------------------ entry */
 
-bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const eng_telemetry *t,
+bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const fm_telemetry *t,
               const ovl_desc *desc) {
     resolved r = resolve(desc);
     ovl_layout lo;
     layout(area, t, &r, &lo);
     view v;
     v.t = t;
-    v.held = eng_telemetry_frame_count(t);
+    v.held = fm_telemetry_frame_count(t);
     v.slots = r.frames;
     v.shown = v.held < r.frames ? v.held : r.frames;
     v.first = v.held - v.shown;
-    v.sources = eng_telemetry_source_count(t);
+    v.sources = fm_telemetry_source_count(t);
     ovl_batch_set_target(b, rd);
     /* Nothing leaves the area: long captions and table rows are clipped. */
     SDL_Rect old_clip, clip = {(int)area->x, (int)area->y, (int)area->w, (int)area->h};

@@ -2,7 +2,7 @@
  * overlay/overlay.h: draws an engine's per-frame allocation telemetry on any
  * SDL_Renderer, inside a rectangle.
  *
- * Input is only a `const eng_telemetry *`, so a live engine
+ * Input is only a `const fm_telemetry *`, so a live engine
  * (eng_get_telemetry) and a CSV file (eng_telemetry_read_csv) draw the same;
  * tools/fm-plot reuses this on a software renderer over a surface. Panels,
  * top to bottom (ovl_layout gives their rectangles):
@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/telemetry.h"
+#include "framemem/telemetry.h"
 #include "overlay/draw.h"
 
 #ifdef __cplusplus
@@ -86,12 +86,12 @@ typedef struct ovl_layout {
 /// The colour source i is drawn in (opaque; never OVL_GROWTH_RGB).
 SDL_Color ovl_source_color(uint32_t source);
 /// Where each panel goes inside area for this telemetry and desc (desc may be NULL).
-void ovl_layout_compute(const SDL_FRect *area, const eng_telemetry *t, const ovl_desc *desc,
+void ovl_layout_compute(const SDL_FRect *area, const fm_telemetry *t, const ovl_desc *desc,
                         ovl_layout *out);
 /// Draws the overlay for t into area (desc may be NULL for defaults): queues
 /// into b, then flushes b into r. Returns false when SDL refused to draw
 /// (SDL_GetError()).
-bool ovl_draw(ovl_batch *b, SDL_Renderer *r, const SDL_FRect *area, const eng_telemetry *t,
+bool ovl_draw(ovl_batch *b, SDL_Renderer *r, const SDL_FRect *area, const fm_telemetry *t,
               const ovl_desc *desc);
 
 #ifdef __cplusplus
