@@ -210,6 +210,75 @@ static void test_overlay_empty_telemetry_and_small_area_draw(void **state) {
     fm_telemetry_destroy(t);
 }
 
+/* Tags get a budget bar each: committed bytes against the limits, in the
+ * soft colour above the soft limit, in the hard colour when a growth was
+ * refused, with ticks at both limits; the table lists only the others. */
+static void test_overlay_tags_are_bars_against_their_budgets(void **state) {
+    (void)state;
+    /* A CSV's tags (their limits are per source, in the CSV's added columns):
+     * level above its soft limit of 24 MiB, under its hard 32 MiB; audio at
+     * its hard 8 MiB and refused once; ui without limits. */
+    const uint64_t MiB = 1u << 20;
+    size_t cap = 60 * 4 * 160 + 512, len = 0;
+    char *csv = malloc(cap);
+    assert_non_null(csv);
+    len += (size_t)snprintf(csv + len, cap - len, "%s,%s\n", FM_TELEMETRY_CSV_COLUMNS,
+                            FM_TELEMETRY_CSV_COLUMNS_ADDED);
+    for (int f = 0; f < 60; f++) {
+        const char *tail = ",1000,0,0,0,0";
+        len += (size_t)snprintf(csv + len, cap - len,
+                                "%d,particles,pool,pool,0,0,100,100,100,32,1024,0,0,0,0,0,0,0,0%s,0,0,0,0\n",
+                                f, tail);
+        static const struct { const char *name; uint64_t committed, soft, hard; } tags[] = {
+            {"level", 28, 24, 32}, {"audio", 8, 0, 8}, {"ui", 1, 0, 0}};
+        for (int k = 0; k < 3; k++)
+            len += (size_t)snprintf(
+                csv + len, cap - len,
+                "%d,%s,tag,pool,0,0,0,%llu,%llu,1,1,0,0,0,0,0,0,0,0%s,0,%d,%llu,%llu\n", f,
+                tags[k].name, (unsigned long long)(tags[k].committed * MiB),
+                (unsigned long long)(tags[k].committed * MiB), tail, k == 1 && f == 40,
+                (unsigned long long)(tags[k].soft * MiB), (unsigned long long)(tags[k].hard * MiB));
+    }
+    char err[256] = "";
+    fm_telemetry *t = fm_telemetry_read_csv_mem(csv, len, "tags.csv", err, sizeof err);
+    free(csv);
+    if (!t) fail_msg("%s", err);
+    int level = fm_telemetry_find_source(t, "level"), ui = fm_telemetry_find_source(t, "ui");
+    assert_int_equal(level, 1);
+    assert_int_equal(fm_telemetry_get_source(t, (uint32_t)level)->soft_limit, 24 * MiB);
+    ovl_layout lo;
+    ovl_layout_compute(&area, t, &desc, &lo);
+    assert_true(lo.budgets.h > 0 && lo.bars.w > 0);
+    assert_true(lo.budgets.y + lo.budgets.h <= lo.table.y);
+    assert_true(lo.budgets.y >= lo.frame_graph.y + lo.frame_graph.h);
+    assert_true(lo.table.h < 3 * (lo.budgets.h / 3) + 1); /* header + one pool row */
+    sw_target tg = sw_target_open(W, H);
+    draw(&tg, t, NULL);
+    float row_h = lo.budgets.h / 3;
+    /* level: its bar in the soft colour, 28/(32*1.05) of the way */
+    SDL_FRect lrow = {lo.bars.x, lo.budgets.y + 0 * row_h, lo.bars.w, row_h};
+    SDL_FRect lfill = {lo.bars.x, lrow.y, lo.bars.w * 0.5f, 4};
+    assert_true(count_in(&tg, &lfill, OVL_SOFT_RGB) > 50);
+    float soft_x = lo.bars.x + (float)(24.0 / (32 * 1.05)) * lo.bars.w;
+    float hard_x = lo.bars.x + (float)(32.0 / (32 * 1.05)) * lo.bars.w;
+    SDL_FRect soft_tick = {soft_x - 2, lrow.y, 4, row_h};
+    SDL_FRect hard_tick = {hard_x - 2, lrow.y, 4, row_h};
+    assert_true(count_in(&tg, &soft_tick, OVL_SOFT_RGB) > 5);
+    assert_true(count_in(&tg, &hard_tick, OVL_HARD_RGB) > 5);
+    SDL_FRect beyond = {hard_x + 3, lrow.y, lo.bars.x + lo.bars.w - hard_x - 4, 4};
+    assert_int_equal(count_in(&tg, &beyond, OVL_SOFT_RGB), 0); /* unfilled past 28 MiB */
+    /* audio: refused in view, in the hard colour */
+    SDL_FRect afill = {lo.bars.x, lo.budgets.y + row_h, lo.bars.w * 0.5f, 4};
+    assert_true(count_in(&tg, &afill, OVL_HARD_RGB) > 50);
+    /* ui: no limits, its own colour, no ticks */
+    SDL_FRect urow = {lo.bars.x, lo.budgets.y + 2 * row_h, lo.bars.w, 4};
+    assert_true(count_in(&tg, &urow, colour_rgb(ovl_source_color((uint32_t)ui))) > 50);
+    assert_int_equal(count_in(&tg, &urow, OVL_SOFT_RGB), 0);
+    assert_int_equal(count_in(&tg, &urow, OVL_HARD_RGB), 0);
+    sw_target_close(&tg);
+    fm_telemetry_destroy(t);
+}
+
 static void test_overlay_source_colours_are_distinct_from_growth(void **state) {
     (void)state;
     for (uint32_t s = 0; s < FM_TELEMETRY_MAX_SOURCES; s++) {
@@ -228,6 +297,7 @@ int main(void) {
         cmocka_unit_test(test_overlay_growth_frame_is_magenta_at_its_column),
         cmocka_unit_test(test_overlay_from_csv_draws_the_same_pixels),
         cmocka_unit_test(test_overlay_empty_telemetry_and_small_area_draw),
+        cmocka_unit_test(test_overlay_tags_are_bars_against_their_budgets),
         cmocka_unit_test(test_overlay_source_colours_are_distinct_from_growth),
     };
     return cmocka_run_group_tests_name("overlay", tests, NULL, NULL);

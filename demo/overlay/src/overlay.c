@@ -20,7 +20,7 @@ static const uint32_t palette[OVL_PALETTE_SIZE] = {
 
 #define TEXT_RGB 0xDCDCDCu
 #define DIM_RGB 0x9A9A9Au
-#define BUDGET_RGB 0xFF4040u
+#define BUDGET_RGB OVL_HARD_RGB
 #define AXIS_RGB 0x505050u
 
 SDL_Color ovl_source_color(uint32_t source) {
@@ -66,19 +66,34 @@ static SDL_FRect frect(float x, float y, float w, float h) {
     return (SDL_FRect){x, y, w > 0 ? w : 0, h > 0 ? h : 0};
 }
 
+/* Sources by what the panels show: tags get a budget bar, the others a
+ * table row. */
+static uint32_t count_tags(const fm_telemetry *t) {
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < fm_telemetry_source_count(t); s++)
+        n += fm_telemetry_get_source(t, s)->kind == FM_TELEMETRY_TAG;
+    return n;
+}
+
 static void layout(const SDL_FRect *area, const fm_telemetry *t, const resolved *r, ovl_layout *o) {
     const float pad = 6 * r->ts, lh = r->lh;
     float x = area->x + pad, w = area->w - 2 * pad;
     float top = area->y + pad, bottom = area->y + area->h - pad;
-    uint32_t sources = fm_telemetry_source_count(t);
+    uint32_t sources = fm_telemetry_source_count(t), tags = count_tags(t);
 
     o->title = frect(x, top, w, lh * (r->settings ? 2 : 1));
     top += o->title.h + lh * 0.5f;
     o->help = frect(x, bottom - (r->help ? lh : 0), w, r->help ? lh : 0);
     bottom = o->help.y - (r->help ? lh * 0.5f : 0);
-    /* header + one row per source */
-    o->table = frect(x, bottom - lh * (float)(sources + 1), w, lh * (float)(sources + 1));
+    /* header + one row per source but the tags */
+    float rows = (float)(sources - tags + 1);
+    o->table = frect(x, bottom - lh * rows, w, lh * rows);
     bottom = o->table.y - lh * 0.5f;
+    /* a budget bar per tag, above the table */
+    o->budgets = frect(x, bottom - lh * (float)tags, w, lh * (float)tags);
+    float name_w = 20 * 6.0f * r->ts;
+    o->bars = frect(x + name_w, o->budgets.y, (w - name_w) * 0.45f, o->budgets.h);
+    if (tags) bottom = o->budgets.y - lh * 0.5f;
     int per = legend_per_line(w, r->ts);
     float legend_lines = (float)((sources + (uint32_t)per - 1) / (uint32_t)per);
     /* What is left goes to the three graphs, each with a caption line above. */
@@ -318,6 +333,56 @@ static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     hline(b, g, r->frame_budget_ns, ymax, rgb(BUDGET_RGB, 255));
 }
 
+/* A bar per tag: committed bytes of the newest frame against the larger of
+ * the hard limit and the peak in view, ticks at the limits. */
+static void budget_panel(ovl_batch *b, const view *v, const ovl_layout *lo, const resolved *r) {
+    const SDL_Color text = rgb(TEXT_RGB, 255), dim = rgb(DIM_RGB, 255);
+    const SDL_Color soft_c = rgb(OVL_SOFT_RGB, 255), hard_c = rgb(OVL_HARD_RGB, 255);
+    const SDL_FRect *bars = &lo->bars;
+    uint32_t row = 0;
+    for (uint32_t s = 0; s < v->sources; s++) {
+        const fm_telemetry_source *si = fm_telemetry_get_source(v->t, s);
+        if (si->kind != FM_TELEMETRY_TAG) continue;
+        float y = lo->budgets.y + (float)row++ * r->lh;
+        double committed = 0, peak = 0;
+        uint64_t refused = 0;
+        for (uint32_t k = 0; k < v->shown; k++) {
+            const fm_telemetry_sample *x = fm_telemetry_get_sample(v->t, v->first + k, s);
+            if ((double)x->peak_live > peak) peak = (double)x->peak_live;
+            refused += x->failed;
+            if (k + 1 == v->shown) committed = (double)x->capacity;
+        }
+        double soft = (double)si->soft_limit, hard = (double)si->hard_limit;
+        double full = hard > peak ? hard : peak;
+        if (soft * 1.25 > full) full = soft * 1.25;
+        if (committed > full) full = committed;
+        full = full > 0 ? full * 1.05 : 1;
+        float h = 7 * r->ts;
+        ovl_rect(b, bars->x, y, bars->w, h, rgb(AXIS_RGB, 255));
+        SDL_Color fill = ovl_source_color(s);
+        if (refused || (hard > 0 && committed >= hard)) fill = hard_c;
+        else if (soft > 0 && committed > soft) fill = soft_c;
+        float fw = (float)(committed / full) * bars->w;
+        if (fw > 0) ovl_rect(b, bars->x, y, fw, h, fill);
+        if (peak > committed)
+            ovl_rect(b, bars->x + (float)(peak / full) * bars->w - 1, y, 2, h, text);
+        if (soft > 0) ovl_rect(b, bars->x + (float)(soft / full) * bars->w - 1, y - 1, 2, h + 2, soft_c);
+        if (hard > 0) ovl_rect(b, bars->x + (float)(hard / full) * bars->w - 1, y - 1, 2, h + 2, hard_c);
+        ovl_text(b, lo->budgets.x + 4 * r->ts, y, r->ts, ovl_source_color(s), si->name);
+        char c[24], p[24], sl[24], hl[24], line[160];
+        fmt_bytes(c, sizeof c, committed);
+        fmt_bytes(p, sizeof p, peak);
+        if (soft > 0) fmt_bytes(sl, sizeof sl, soft);
+        else snprintf(sl, sizeof sl, "none");
+        if (hard > 0) fmt_bytes(hl, sizeof hl, hard);
+        else snprintf(hl, sizeof hl, "none");
+        snprintf(line, sizeof line, "%s committed, peak %s | soft %s, hard %s%s", c, p, sl, hl,
+                 refused ? " | growth refused" : "");
+        ovl_text(b, bars->x + bars->w + 8 * r->ts, y, r->ts, refused ? hard_c : row == 1 ? text : dim,
+                 line);
+    }
+}
+
 static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const resolved *r) {
     /* Column starts in character cells (stb_easy_font is about 6 px a cell). */
     static const int col[] = {0, 20, 31, 42, 53, 68, 92};
@@ -327,13 +392,15 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
                                        "last grow (frame, time)", "suggested capacity"};
     for (int c = 0; c < 7; c++) ovl_text(b, tb->x + (float)col[c] * cw, tb->y, r->ts, dim, head[c]);
     const fm_telemetry_sample *now = NULL;
+    uint32_t row = 0;
     for (uint32_t s = 0; s < v->sources; s++) {
         const fm_telemetry_source *si = fm_telemetry_get_source(v->t, s);
+        if (si->kind == FM_TELEMETRY_TAG) continue; /* the budget panel's */
         now = v->held ? fm_telemetry_get_sample(v->t, v->held - 1, s) : NULL;
-        float y = tb->y + (float)(s + 1) * r->lh;
+        float y = tb->y + (float)(++row) * r->lh;
         char cell[7][48];
         snprintf(cell[0], sizeof cell[0], "%s", si->name);
-        if (si->kind == FM_TELEMETRY_POOL) {
+        if (si->kind == FM_TELEMETRY_POOL || si->kind == FM_TELEMETRY_CLOSURES) {
             snprintf(cell[1], sizeof cell[1], "%llu", (unsigned long long)(now ? now->live : 0));
             snprintf(cell[2], sizeof cell[2], "%llu", (unsigned long long)si->peak_live);
             snprintf(cell[3], sizeof cell[3], "%llu", (unsigned long long)(now ? now->capacity : 0));
@@ -346,8 +413,11 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
             } else {
                 snprintf(cell[5], sizeof cell[5], "-");
             }
-            snprintf(cell[6], sizeof cell[6], "%llu",
-                     (unsigned long long)fm_telemetry_suggest_capacity(si->peak_live, r->headroom, si->chunk_items));
+            if (si->kind == FM_TELEMETRY_POOL)
+                snprintf(cell[6], sizeof cell[6], "%llu",
+                         (unsigned long long)fm_telemetry_suggest_capacity(si->peak_live, r->headroom,
+                                                                           si->chunk_items));
+            else snprintf(cell[6], sizeof cell[6], "- (closures)");
         } else {
             /* Arena: bytes this frame, high water, committed, commits this frame. */
             char used[24], hw[24], com[24];
@@ -402,6 +472,7 @@ bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const fm_te
     legend_panel(b, &v, &lo.legend, &r);
     maint_panel(b, &v, &lo.maint_graph, &r);
     frame_panel(b, &v, &lo.frame_graph, &r);
+    budget_panel(b, &v, &lo, &r);
     table_panel(b, &v, &lo.table, &r);
     if (r.help) ovl_text(b, lo.help.x, lo.help.y, r.ts, rgb(DIM_RGB, 255), r.help);
     bool ok = ovl_batch_flush(b, rd);

@@ -15,8 +15,14 @@
  *     the pool that grew ahead named;
  *   - frame time per frame stacked as simulation / allocation / maintenance /
  *     render with the frame budget line;
- *   - a table per pool (live, peak, capacity, grow events, last grow,
- *     suggested capacity) and per arena (bytes used, high water, commits);
+ *   - memory budgets, when the telemetry has tags: a bar per tag, its
+ *     committed bytes in the tag's colour (OVL_SOFT_RGB above the soft
+ *     limit, OVL_HARD_RGB at the hard limit or when it refused a growth in
+ *     view) against a scale of the larger of its hard limit and its peak,
+ *     with ticks at the soft (OVL_SOFT_RGB) and hard (OVL_HARD_RGB) limits;
+ *   - a table per pool and closure pool (live, peak, capacity, grow events,
+ *     last grow, suggested capacity) and per arena (bytes used, high water,
+ *     commits);
  *   - optional caller lines (key help, current settings).
  * Drawing allocates nothing: it queues quads into the caller's ovl_batch and
  * flushes once at the end: one SDL_RenderGeometry call when the batch holds
@@ -47,6 +53,9 @@ extern "C" {
 #define OVL_GROWTH_RGB 0xFF00FFu
 /* Maintenance (grow-ahead) bars. */
 #define OVL_MAINT_RGB 0xE6E6E6u
+/* Memory budgets: above a tag's soft limit, and at its hard limit. */
+#define OVL_SOFT_RGB 0xFFD23Cu
+#define OVL_HARD_RGB 0xFF4040u
 /* Frame time graph: simulation, allocation, maintenance, render. */
 #define OVL_SIM_RGB 0x4A90E2u
 #define OVL_ALLOC_RGB 0xF5A623u
@@ -79,6 +88,8 @@ typedef struct ovl_layout {
     SDL_FRect legend;      /* source colours */
     SDL_FRect maint_graph; /* grow-ahead time */
     SDL_FRect frame_graph; /* frame time split */
+    SDL_FRect budgets;     /* a bar per tag (height 0 without tags) */
+    SDL_FRect bars;        /* inside budgets: where the bars are drawn (full scale) */
     SDL_FRect table;       /* per-pool and per-arena rows */
     SDL_FRect help;        /* key help line */
 } ovl_layout;
