@@ -893,7 +893,7 @@ static void expect_csv_error(const char *text, size_t len, const char *want) {
     char err[512] = "";
     fm_telemetry *t = fm_telemetry_read_csv_mem(text, len, "in.csv", err, sizeof err);
     if (t || !fm_test_contains(err, want)) {
-        print_error("input:\n%.*s\nexpected error containing '%s', got '%s'\n", (int)len, text,
+        print_error("input:\n%.*s\nexpected error containing '%s', got '%s'\n", (int)len, text ? text : "",
                     want, t ? "(success)" : err);
         fm_telemetry_destroy(t);
         fail();

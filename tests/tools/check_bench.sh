@@ -51,6 +51,9 @@ has_row churn "malloc/free | 1024 B | random free, 10,000 live |"
 has_row bulk "fm_pool geometric, default initial |"
 has_row bulk "glibc malloc/free |"
 has_row regrowth "malloc(1024) |"
+has_row telemetry "fm_telemetry_frame_end, 16 pools |"
+has_row telemetry "16 fm_pool_get_stats calls (baseline) |"
+section telemetry | grep -q "target < 2000 ns: " || err "telemetry: no verdict line"
 
 if [ "$expect_libc" = 1 ]; then
     grep -q '^- malloc in fm-bench: libc\.so' <<<"$out" || err "fm-bench's malloc is not glibc's"

@@ -48,6 +48,10 @@ static const bench_experiment experiments[] = {
      "16-byte alloc+free pairs under each sync policy (NONE, MUTEX, THREAD_CACHE, LOCKFREE) "
      "vs glibc malloc: 1 thread, 2 threads on their own pools, 2 threads on one shared pool",
      sync_run},
+    {"telemetry",
+     "fm_telemetry_frame_end with 16 sources (pools; every kind) and fm_telemetry_grow_ahead "
+     "vs 16 fm_pool_get_stats calls, ns per frame",
+     telemetry_run},
 };
 enum { EXPERIMENTS = sizeof experiments / sizeof experiments[0] };
 
