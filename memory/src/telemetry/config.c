@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -718,31 +719,47 @@ static bool fm__names_has(const fm__names *ns, const char *name) {
     return false;
 }
 
+/* The source of that name and kind in run t, or -1. */
+static int fm__source_of(const fm_telemetry *t, const char *name, fm_telemetry_kind kind) {
+    int s = t ? fm_telemetry_find_source(t, name) : -1;
+    return s >= 0 && t->sources[s].kind == kind ? s : -1;
+}
+
+/* The highest value of a sample field (at off) of source s over the frames
+ * the ring of t holds. */
+static uint64_t fm__highest(const fm_telemetry *t, int s, size_t off) {
+    uint64_t top = 0;
+    for (uint32_t k = 0; k < t->count; k++) {
+        const fm_telemetry_sample *x = fm_telemetry_get_sample(t, k, (uint32_t)s);
+        uint64_t v = *(const uint64_t *)(const void *)((const char *)x + off);
+        if (v > top) top = v;
+    }
+    return top;
+}
+#define FM__HIGHEST(t, s, field) fm__highest((t), (s), offsetof(fm_telemetry_sample, field))
+
 static void fm__write_pool(fm_file_writer *w, const fm_config *base,
                            const fm_telemetry *const *runs, uint32_t run_count, double headroom,
                            const char *name) {
     uint64_t peak = 0, chunk = 0, frames = 0;
     uint32_t seen_in = 0, max_cap = 0;
     fm_pool_desc bd;
-    bool in_base = fm__base_pool(base, name, &bd);
-    if (in_base) max_cap = bd.max_capacity;
+    if (fm__base_pool(base, name, &bd)) max_cap = bd.max_capacity;
     for (uint32_t r = 0; r < run_count; r++) {
         const fm_telemetry *t = runs[r];
-        int s = t ? fm_telemetry_find_source(t, name) : -1;
-        if (s < 0 || t->sources[s].kind != FM_TELEMETRY_POOL) continue;
+        int s = fm__source_of(t, name, FM_TELEMETRY_POOL);
+        if (s < 0) continue;
         const fm_telemetry_source *si = &t->sources[s];
         seen_in++;
-        for (uint32_t k = 0; k < t->count; k++) {
-            const fm_telemetry_sample *x = fm_telemetry_get_sample(t, k, (uint32_t)s);
-            if (x->live > peak) peak = x->live;
-            if (x->peak_live > peak) peak = x->peak_live;
-        }
-        if (si->peak_live > peak) peak = si->peak_live;
+        uint64_t top = FM__HIGHEST(t, s, live), top_peak = FM__HIGHEST(t, s, peak_live);
+        if (top_peak > top) top = top_peak;
+        if (si->peak_live > top) top = si->peak_live;
+        if (top > peak) peak = top;
         /* A malloc-backed source's chunk_items (1) is not the pool's. */
         if (si->backend == FM_TELEMETRY_BACKEND_POOL && si->chunk_items > chunk) chunk = si->chunk_items;
         frames = fm__tel_sat_add(frames, t->pushed);
-        uint32_t live_max;
-        if (!in_base && fm__live_max_capacity(t, s, &live_max) && live_max) max_cap = live_max;
+        uint32_t live_max; /* the config's cap first, else a live pool's */
+        if (!max_cap && fm__live_max_capacity(t, s, &live_max)) max_cap = live_max;
     }
     fm_file_printf(w, "\n[pool.%s]\n", name);
     if (!seen_in) {
@@ -770,13 +787,11 @@ static void fm__write_arena(fm_file_writer *w, const fm_config *base,
     bool known = fm__base_reserve(base, name, &reserve), seen = false;
     for (uint32_t r = 0; r < run_count; r++) {
         const fm_telemetry *t = runs[r];
-        int s = t ? fm_telemetry_find_source(t, name) : -1;
-        if (s < 0 || t->sources[s].kind != FM_TELEMETRY_ARENA) continue;
+        int s = fm__source_of(t, name, FM_TELEMETRY_ARENA);
+        if (s < 0) continue;
         seen = true;
-        for (uint32_t k = 0; k < t->count; k++) {
-            const fm_telemetry_sample *x = fm_telemetry_get_sample(t, k, (uint32_t)s);
-            if (x->high_water > hw) hw = x->high_water;
-        }
+        uint64_t top = FM__HIGHEST(t, s, high_water);
+        if (top > hw) hw = top;
         if (!known) known = fm__live_reserve(t, s, &reserve);
     }
     fm_file_printf(w, "\n[arena.%s]\n", name);
@@ -815,13 +830,11 @@ static void fm__write_tag(fm_file_writer *w, const fm_config *base,
     bool seen = false;
     for (uint32_t r = 0; r < run_count; r++) {
         const fm_telemetry *t = runs[r];
-        int s = t ? fm_telemetry_find_source(t, name) : -1;
-        if (s < 0 || t->sources[s].kind != FM_TELEMETRY_TAG) continue;
+        int s = fm__source_of(t, name, FM_TELEMETRY_TAG);
+        if (s < 0) continue;
         seen = true;
-        for (uint32_t k = 0; k < t->count; k++) {
-            const fm_telemetry_sample *x = fm_telemetry_get_sample(t, k, (uint32_t)s);
-            if (x->peak_live > peak) peak = x->peak_live;
-        }
+        uint64_t top = FM__HIGHEST(t, s, peak_live);
+        if (top > peak) peak = top;
         soft = t->sources[s].soft_limit;
         hard = t->sources[s].hard_limit;
     }
