@@ -22,16 +22,18 @@ static fm_telemetry *make_two_sources(uint32_t frames) {
     return t;
 }
 
-/* Frame f: particles allocs f, live 10 f, a growth on frames divisible by 3. */
+/* Frame f: particles allocs f, live 10 f, a growth on frames divisible by 3;
+ * a third source (a tag, when there is one) at 1 MiB committed. */
 static void push_frames(fm_telemetry *t, uint64_t first, uint32_t n) {
     for (uint64_t f = first; f < first + n; f++) {
-        fm_telemetry_sample s[2] = {
+        fm_telemetry_sample s[3] = {
             {.allocs = f, .frees = f / 2, .live = 10 * f, .capacity = 1024, .peak_live = 10 * f,
              .alloc_ns = 100 + f, .grow_events = f % 3 == 0, .grow_ns = f % 3 == 0 ? 5000 : 0,
              .ahead_grow_events = f % 5 == 0, .ahead_grow_ns = f % 5 == 0 ? 700 : 0,
              .resets = f % 7 == 0, .failed = f % 11 == 0},
             {.allocs = 3, .bytes_used = 4096 + f, .high_water = 9000, .capacity = 65536,
              .commit_events = f == first},
+            {.live = 1000 + f, .capacity = 1u << 20, .peak_live = 1u << 20, .failed = f == 7},
         };
         fm_telemetry_push(t, &(fm_telemetry_frame){.frame = f, .frame_ns = 16000000 + f,
                                                    .sim_ns = 1000, .alloc_total_ns = 100 + f,
@@ -136,8 +138,10 @@ static void test_telemetry_add_source_finds_names_and_refuses_bad_ones(void **st
     /* Sources may come after the first frame: earlier frames hold zeros. */
     push_frames(t, 0, 2);
     assert_int_equal(fm_telemetry_add_source(t, "late", FM_TELEMETRY_POOL, 1, 1), 2);
-    push_frames(t, 2, 1);
+    fm_telemetry_sample three[3] = {{.allocs = 1}, {.allocs = 2}, {.allocs = 3}};
+    fm_telemetry_push(t, &(fm_telemetry_frame){.frame = 2}, three);
     assert_int_equal(fm_telemetry_get_sample(t, 0, 2)->allocs, 0);
+    assert_int_equal(fm_telemetry_get_sample(t, 2, 2)->allocs, 3);
     fm_telemetry_set_source_shape(t, 2, FM_TELEMETRY_BACKEND_MALLOC, 48, 0);
     assert_int_equal(fm_telemetry_get_source(t, 2)->backend, FM_TELEMETRY_BACKEND_MALLOC);
     assert_int_equal(fm_telemetry_get_source(t, 2)->item_size, 48);

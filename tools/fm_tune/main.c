@@ -238,6 +238,7 @@ done:
     for (size_t i = 0; i < arrlenu(runs); i++) fm_telemetry_destroy(runs[i]);
     arrfree(runs);
     shfree(pools);
+    fm_config_destroy(cfg);
     return rc;
 }
 
