@@ -198,6 +198,8 @@ static bool untouched(const void *p, size_t n) {
       return fm_telemetry_add_source(NULL, "s", FM_TELEMETRY_POOL, 8, 1) == -1;) \
     X(fm_telemetry_set_source_shape, FM_ERR_INVALID_ARG,                         \
       fm_telemetry_set_source_shape(NULL, 0, FM_TELEMETRY_BACKEND_POOL, 8, 1); return true;) \
+    X(fm_telemetry_set_source_limits, FM_ERR_INVALID_ARG,                        \
+      fm_telemetry_set_source_limits(NULL, 0, 1, 2); return true;)              \
     X(fm_telemetry_detach, FM_ERR_INVALID_ARG, fm_telemetry_detach(NULL, 0); return true;) \
     X(fm_telemetry_source_count, FM_ERR_INVALID_ARG, return fm_telemetry_source_count(NULL) == 0;) \
     X(fm_telemetry_get_source, FM_ERR_INVALID_ARG,                               \

@@ -147,6 +147,10 @@ static void test_telemetry_add_source_finds_names_and_refuses_bad_ones(void **st
     assert_int_equal(fm_telemetry_get_source(t, 2)->item_size, 48);
     assert_int_equal(fm_telemetry_get_source(t, 2)->chunk_items, 1);
     fm_telemetry_set_source_shape(t, 9, FM_TELEMETRY_BACKEND_MALLOC, 1, 1); /* out of range */
+    fm_telemetry_set_source_limits(t, 2, 100, 200);
+    assert_int_equal(fm_telemetry_get_source(t, 2)->soft_limit, 100);
+    assert_int_equal(fm_telemetry_get_source(t, 2)->hard_limit, 200);
+    fm_telemetry_set_source_limits(t, 9, 1, 2); /* out of range */
     fm_telemetry_destroy(t);
 
     fm_telemetry *full = fm_telemetry_create(&(fm_telemetry_desc){.frames = 2, .max_sources = 2});

@@ -113,6 +113,7 @@ static fm_telemetry *select_frames(const fm_telemetry *t, uint64_t lo, uint64_t 
         const fm_telemetry_source *info = fm_telemetry_get_source(t, s);
         fm_telemetry_add_source(sub, info->name, info->kind, info->item_size, info->chunk_items);
         fm_telemetry_set_source_shape(sub, s, info->backend, info->item_size, info->chunk_items);
+        fm_telemetry_set_source_limits(sub, s, info->soft_limit, info->hard_limit);
     }
     /* Frames in the file are in order, so the range is contiguous. */
     for (uint32_t i = first; i < first + count; i++) {

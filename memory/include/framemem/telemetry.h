@@ -308,6 +308,10 @@ FM_TELEMETRY_API int fm_telemetry_add_source(fm_telemetry *tel, const char *name
 FM_TELEMETRY_API void fm_telemetry_set_source_shape(fm_telemetry *tel, uint32_t source,
                                                     fm_telemetry_backend backend,
                                                     uint64_t item_size, uint64_t chunk_items);
+/// Sets a source's budget in bytes (a tag's soft and hard limits; 0: none),
+/// as frame_end does for a tag and the CSV reader from its columns.
+FM_TELEMETRY_API void fm_telemetry_set_source_limits(fm_telemetry *tel, uint32_t source,
+                                                     uint64_t soft_limit, uint64_t hard_limit);
 /// Stops sampling a source's object (before it is destroyed): the source and
 /// its history stay; its later frames are zero. Out of range: no-op.
 FM_TELEMETRY_API void fm_telemetry_detach(fm_telemetry *tel, uint32_t source);

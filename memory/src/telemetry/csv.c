@@ -497,8 +497,7 @@ static bool fm__read_rows(fm__reader *rd, fm__csv_shape *sh, fm_telemetry *t) {
             samples[s] = row.sample;
             fm_telemetry_set_source_shape(t, (uint32_t)s, row.src.backend, row.src.item_size,
                                           row.src.chunk_items);
-            t->sources[s].soft_limit = row.src.soft_limit;
-            t->sources[s].hard_limit = row.src.hard_limit;
+            fm_telemetry_set_source_limits(t, (uint32_t)s, row.src.soft_limit, row.src.hard_limit);
         }
     }
     if (ok && in_frame) FM__END_FRAME();

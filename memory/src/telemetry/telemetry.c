@@ -230,6 +230,14 @@ void fm_telemetry_set_source_shape(fm_telemetry *tel, uint32_t source, fm_teleme
     tel->sources[source].chunk_items = chunk_items ? chunk_items : 1;
 }
 
+void fm_telemetry_set_source_limits(fm_telemetry *tel, uint32_t source, uint64_t soft_limit,
+                                    uint64_t hard_limit) {
+    FM__TEL_REFUSE_NULL(tel, "telemetry", );
+    if (source >= tel->source_count) return;
+    tel->sources[source].soft_limit = soft_limit;
+    tel->sources[source].hard_limit = hard_limit;
+}
+
 /* Reads the object's counters now, so the next frame's deltas start here. */
 static void fm__tel_baseline(fm_telemetry *t, uint32_t i);
 
