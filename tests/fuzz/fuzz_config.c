@@ -66,11 +66,14 @@ static void check_applied(const fz_applied *a) {
         FZ_CHECK((unsigned)p->growth < FM_GROWTH_COUNT);
         FZ_CHECK(p->grow_factor == 0.0f || (p->grow_factor > 1.0f && p->grow_factor <= 64.0f));
         FZ_CHECK(p->grow_step <= (1u << 28));
-        /* what create checks, with small and big items */
+        FZ_CHECK(p->chunk_bytes == 0 || (FM_IS_POW2(p->chunk_bytes) && p->chunk_bytes >= 4096 &&
+                                         p->chunk_bytes <= FM_POOL_MAX_CHUNK_BYTES));
+        /* what create checks, with small items and (where the file set
+         * no chunk size, which apply checks against the item) big ones */
         FZ_CHECK_EQ(fm_pool_desc_check(p, NULL, 0), FM_OK);
         fm_pool_desc big = *p;
         big.item_size = 1 << 20;
-        FZ_CHECK_EQ(fm_pool_desc_check(&big, NULL, 0), FM_OK);
+        if (!p->chunk_bytes) FZ_CHECK_EQ(fm_pool_desc_check(&big, NULL, 0), FM_OK);
     }
     const fm_arena_desc *ar = &a->frame.arena;
     FZ_CHECK(ar->reserve_bytes == 0 ||

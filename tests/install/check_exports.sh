@@ -3,8 +3,8 @@
 # LIBDIR (libframemem.so, libframemem_file.so, libframemem_telemetry.so)
 # export every function that
 # framemem's headers declare out of line, whatever compiler a caller uses
-# (fm_clock_now and the inline paths' fm__*_slow included), the one variable
-# they declare (fm__tc_cur), and nothing else. The declarations come from
+# (fm_clock_now and the inline paths' fm__*_slow included), the variables
+# they declare (fm__tc_cur, fm__pool_map), and nothing else. The declarations come from
 # the compiler (gcc -aux-info lists each function a translation unit
 # declares, with its header), the exports from nm -D.
 set -euo pipefail
@@ -20,10 +20,11 @@ gcc -std=c11 -DNDEBUG -I"$src/memory/include" -aux-info "$tmp/all.aux" -c "$tmp/
 sed -n 's|^/\* [^ ]*/framemem/[^ ]*:[0-9]*:NC \*/ extern .*[ *]\([A-Za-z_0-9]*\) (.*|\1|p' \
     "$tmp/all.aux" | sort -u >"$tmp/functions"
 # Variables: the extern declarations of framemem's headers (the line
-# markers say which header a line comes from; telemetry.h includes stdio.h).
+# markers say which header a line comes from; telemetry.h includes stdio.h),
+# an array's bounds dropped.
 gcc -std=c11 -DNDEBUG -I"$src/memory/include" -E "$tmp/all.c" |
     awk '/^# [0-9]+ "/ { fm = ($3 ~ /\/framemem\//); next } fm && /^extern /' |
-    sed 's/ *__attribute__.*//; s/ *;.*//; s/.*[ *]//' | sort -u >"$tmp/variables"
+    sed 's/ *__attribute__.*//; s/ *;.*//; s/\[.*//; s/.*[ *]//' | sort -u >"$tmp/variables"
 sort -u "$tmp/functions" "$tmp/variables" >"$tmp/declared"
 [ "$(wc -l <"$tmp/functions")" -ge 100 ] ||
     { echo "check_exports.sh: only $(wc -l <"$tmp/functions") declarations found" >&2; exit 1; }

@@ -50,6 +50,7 @@ static void test_config_valid_file_applies_every_key_and_only_those(void **state
                         "growth = linear\n"
                         "grow_factor = 1.5\n"
                         "grow_step = 4096\n"
+                        "chunk_bytes = 8192\n"
                         "prefault = no\n"
                         "grow_ahead = on\n"
                         "[ pool.entities ]\r\n"
@@ -73,6 +74,7 @@ static void test_config_valid_file_applies_every_key_and_only_those(void **state
     assert_int_equal(p.growth, FM_GROWTH_LINEAR);
     assert_true(p.grow_factor > 1.49f && p.grow_factor < 1.51f);
     assert_int_equal(p.grow_step, 4096);
+    assert_int_equal(p.chunk_bytes, 8192);
     assert_false(p.prefault);
     assert_true(p.grow_ahead);
     assert_int_equal(p.item_size, sizeof(particle)); /* the program's own fields stay */
@@ -82,6 +84,7 @@ static void test_config_valid_file_applies_every_key_and_only_those(void **state
     assert_int_equal(e.growth, FM_GROWTH_FIXED);
     assert_int_equal(e.initial_capacity, 2000);
     assert_int_equal(e.max_capacity, 9000);
+    assert_int_equal(e.chunk_bytes, 0); /* the default */
     assert_true(e.prefault);
     /* no section of that name: untouched */
     fm_pool_desc other = {.name = "bullets", .item_size = 8, .initial_capacity = 3};
@@ -389,6 +392,14 @@ static void test_config_accepted_values_always_build_and_rejected_ones_name_thei
         {"pool.particles", "grow_factor", "-2"},
         {"pool.particles", "grow_factor", "inf"},
         {"pool.particles", "grow_factor", "1e300"},
+        {"pool.particles", "chunk_bytes", "0"},
+        {"pool.particles", "chunk_bytes", "2048"},
+        {"pool.particles", "chunk_bytes", "4095"},
+        {"pool.particles", "chunk_bytes", "4096"},
+        {"pool.particles", "chunk_bytes", "6144"},
+        {"pool.particles", "chunk_bytes", "1073741824"},
+        {"pool.particles", "chunk_bytes", "2147483648"},
+        {"pool.particles", "chunk_bytes", "4k"},
         {"pool.particles", "prefault", "yes"},
         {"pool.particles", "prefault", "maybe"},
         {"pool.particles", "grow_ahead", "off"},
@@ -452,7 +463,10 @@ static void test_config_accepted_values_always_build_and_rejected_ones_name_thei
             assert_true(ap >= 0 && af >= 0 && at >= 0);
         }
         /* whatever was applied builds: on the system's memory... */
-        bool big = i < n_cases && !strcmp(cases[i].key, "initial_capacity") && strlen(cases[i].value) > 6;
+        /* 2^28 items, or 1 GiB chunks: more than the budget below holds */
+        bool big = i < n_cases &&
+                   ((!strcmp(cases[i].key, "initial_capacity") && strlen(cases[i].value) > 6) ||
+                    (!strcmp(cases[i].key, "chunk_bytes") && strlen(cases[i].value) > 9));
         if (!big) {
             fm_pool *p = fm_pool_create(&pd);
             if (!p) fail_msg("%s: %u problem(s), yet the pool was refused: %s", label, n,
@@ -708,7 +722,7 @@ static void test_config_tuned_from_several_runs_takes_the_highest_peak_and_keeps
         fm_telemetry_push(runs[r], &(fm_telemetry_frame){.frame = 1}, &s);
     }
     fm_config *base = load("[pool.particles]\nmax_capacity = 5000\ngrowth = linear\n"
-                           "[pool.kept]\ninitial_capacity = 33\n[tag.level]\nhard_limit_bytes = 4096\n");
+                           "[pool.kept]\ninitial_capacity = 33\nchunk_bytes = 8192\n[tag.level]\nhard_limit_bytes = 4096\n");
     char err[256];
     assert_true(fm_config_write_tuned_runs(base, (const fm_telemetry *const *)runs, 2, 2.0,
                                            "cfg_two.ini", err, sizeof err));
@@ -722,6 +736,7 @@ static void test_config_tuned_from_several_runs_takes_the_highest_peak_and_keeps
     fm_pool_desc k = {.name = "kept", .item_size = 32};
     assert_int_equal(fm_config_apply(d, &k), 1);
     assert_int_equal(k.initial_capacity, 33);
+    assert_int_equal(k.chunk_bytes, 8192); /* a chunk size too */
     fm_tag_desc td = {.name = "level"};
     assert_int_equal(fm_config_apply(d, &td), 1);
     assert_int_equal(td.hard_limit_bytes, 4096);

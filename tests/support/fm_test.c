@@ -246,6 +246,12 @@ bool fm_test_under_valgrind(void) {
 #endif
 }
 
+uint64_t fm_test_minor_faults(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (uint64_t)ru.ru_minflt;
+}
+
 static unsigned fm_test__valgrind_errors(void) {
 #ifdef FM_TEST_HAVE_VALGRIND
     return (unsigned)VALGRIND_COUNT_ERRORS;

@@ -39,6 +39,9 @@ void fm_test_allocator_assert_clean(const fm_test_allocator *a);
 
 /// true when the test runs under Valgrind (the Debug build's memcheck run).
 bool fm_test_under_valgrind(void);
+/// Minor page faults of this process so far (getrusage): a page touched for
+/// the first time.
+uint64_t fm_test_minor_faults(void);
 /// Tells Valgrind that the test reads [p, p + n) on purpose (released memory
 /// whose fill pattern it checks); nothing without Valgrind.
 void fm_test_allow_read(const void *p, size_t n);

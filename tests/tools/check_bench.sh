@@ -54,6 +54,11 @@ has_row regrowth "malloc(1024) |"
 has_row telemetry "fm_telemetry_frame_end, 16 pools |"
 has_row telemetry "16 fm_pool_get_stats calls (baseline) |"
 section telemetry | grep -q "target < 2000 ns: " || err "telemetry: no verdict line"
+has_row sparse "fm_pool; frees by fm_free (base pointer) |"
+has_row sparse "zone: first fit, free-by-tag |"
+has_row sparse "fm_pool_reset |"
+section sparse | grep -q "^- fm_pool_reset of 1000 live items, no dtor, under 5 µs: " ||
+    err "sparse: no verdict line for the reset target"
 
 if [ "$expect_libc" = 1 ]; then
     grep -q '^- malloc in fm-bench: libc\.so' <<<"$out" || err "fm-bench's malloc is not glibc's"

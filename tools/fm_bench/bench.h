@@ -52,6 +52,7 @@ void batch_run(const bench_opts *opts);
 void scene_run(const bench_opts *opts);
 void sync_run(const bench_opts *opts);
 void telemetry_run(const bench_opts *opts);
+void sparse_run(const bench_opts *opts);
 
 /* ----------------------------------------------- keeping work observable */
 

@@ -52,6 +52,11 @@ static const bench_experiment experiments[] = {
      "fm_telemetry_frame_end with 16 sources (pools; every kind) and fm_telemetry_grow_ahead "
      "vs 16 fm_pool_get_stats calls, ns per frame",
      telemetry_run},
+    {"sparse",
+     "a game's pattern: 9 small pools, 0..10 allocations per frame each, frees by base "
+     "pointer (fm_free), a level reset (fm_pool_reset), vs glibc and a first-fit zone "
+     "with free-by-tag; first allocations of fresh pools; fm_pool_of",
+     sparse_run},
 };
 enum { EXPERIMENTS = sizeof experiments / sizeof experiments[0] };
 

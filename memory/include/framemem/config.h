@@ -26,6 +26,7 @@
  *   growth = geometric         ; geometric | linear | fixed
  *   grow_factor = 2.0          ; (1, 64]
  *   grow_step = 4096           ; items, 0 .. 2^28 (0 = one chunk)
+ *   chunk_bytes = 4096         ; 0 (the default) or a power of two, 4096 .. 2^30
  *   prefault = true            ; true/false/1/0/yes/no/on/off
  *   grow_ahead = true          ; grown at the frame boundary (fm_telemetry_grow_ahead)
  *   [arena.frame]              ; an fm_arena or fm_frame_arena named "frame"

@@ -31,6 +31,7 @@ enum {
     FM__K_STEP = 1 << 4,
     FM__K_PREFAULT = 1 << 5,
     FM__K_AHEAD = 1 << 6,
+    FM__K_CHUNK = 1 << 7,
     FM__K_RESERVE = 1 << 0,
     FM__K_COMMIT = 1 << 1,
     FM__K_SOFT = 1 << 0,
@@ -47,6 +48,7 @@ typedef struct fm__section {
     fm_growth growth;
     float grow_factor;
     bool prefault, grow_ahead;
+    uint64_t chunk_bytes;
     uint64_t reserve, commit_step;
     uint64_t soft_limit, hard_limit;
 } fm__section;
@@ -131,6 +133,7 @@ static void fm__set_pool(const fm__section *s, fm_pool_desc *d) {
     if (s->set & FM__K_GROWTH) d->growth = s->growth;
     if (s->set & FM__K_FACTOR) d->grow_factor = s->grow_factor;
     if (s->set & FM__K_STEP) d->grow_step = s->grow_step;
+    if (s->set & FM__K_CHUNK) d->chunk_bytes = (size_t)s->chunk_bytes;
     if (s->set & FM__K_PREFAULT) d->prefault = s->prefault;
     if (s->set & FM__K_AHEAD) d->grow_ahead = s->grow_ahead;
 }
@@ -292,6 +295,20 @@ static void fm__pool_key(fm__parse *ps, const char *key, const char *value) {
             fm__problem(ps, "[pool.%s] grow_factor = %s out of range (%.9g as a float): %s", sn,
                         value, (double)gf, why);
         else s->grow_factor = gf, s->set |= FM__K_FACTOR;
+    } else if (!strcmp(key, "chunk_bytes")) {
+        /* Checked here for a 1-byte item; apply checks the program's own
+         * item size and alignment against it. */
+        char why[128];
+        if (!fm__parse_uint(value, 0, FM_POOL_MAX_CHUNK_BYTES, &v, &range)) {
+            if (range)
+                fm__problem(ps, "[pool.%s] chunk_bytes = %s out of range (0 .. %zu)", sn, value,
+                            FM_POOL_MAX_CHUNK_BYTES);
+            else
+                fm__problem(ps, "[pool.%s] chunk_bytes: bad number '%s' (bytes)", sn, value);
+        } else if (fm_pool_desc_check(&(fm_pool_desc){.item_size = 1, .chunk_bytes = (size_t)v},
+                                      why, sizeof why) != FM_OK)
+            fm__problem(ps, "[pool.%s] chunk_bytes = %s: %s", sn, value, why);
+        else s->chunk_bytes = v, s->set |= FM__K_CHUNK;
     } else if (!strcmp(key, "prefault") || !strcmp(key, "grow_ahead")) {
         bool b;
         if (!fm__parse_bool(value, &b))
@@ -301,7 +318,7 @@ static void fm__pool_key(fm__parse *ps, const char *key, const char *value) {
     } else {
         fm__problem(ps,
                     "[pool.%s] unknown key '%s' (initial_capacity, max_capacity, growth, "
-                    "grow_factor, grow_step, prefault, grow_ahead)",
+                    "grow_factor, grow_step, chunk_bytes, prefault, grow_ahead)",
                     sn, key);
     }
 }
@@ -637,6 +654,7 @@ static void fm__write_kept(fm_file_writer *w, const fm_config *base, fm__sec_kin
             if (s->set & FM__K_GROWTH) all.growth = s->growth;
             if (s->set & FM__K_FACTOR) all.grow_factor = s->grow_factor;
             if (s->set & FM__K_STEP) all.grow_step = s->grow_step;
+            if (s->set & FM__K_CHUNK) all.chunk_bytes = s->chunk_bytes;
             if (s->set & FM__K_PREFAULT) all.prefault = s->prefault;
             if (s->set & FM__K_AHEAD) all.grow_ahead = s->grow_ahead;
         } else if (kind == FM__SEC_ARENA) {
@@ -656,6 +674,8 @@ static void fm__write_kept(fm_file_writer *w, const fm_config *base, fm__sec_kin
         /* %.9g: the float itself comes back (1.0000001 must not read as 1). */
         if (set & FM__K_FACTOR) fm_file_printf(w, "grow_factor = %.9g\n", (double)all.grow_factor);
         if (set & FM__K_STEP) fm_file_printf(w, "grow_step = %u\n", all.grow_step);
+        if (set & FM__K_CHUNK)
+            fm_file_printf(w, "chunk_bytes = %llu\n", (unsigned long long)all.chunk_bytes);
         if (set & FM__K_PREFAULT) fm_file_printf(w, "prefault = %s\n", all.prefault ? "true" : "false");
         if (set & FM__K_AHEAD) fm_file_printf(w, "grow_ahead = %s\n", all.grow_ahead ? "true" : "false");
     } else if (kind == FM__SEC_ARENA) {
