@@ -97,6 +97,17 @@ static inline bool fm_handle_equal(fm_handle a, fm_handle b);
         fm_handle h;                                                            \
     } name
 
+/* Time spent inside a pool's alloc and free calls (see Timing above). */
+typedef enum fm_pool_timing {
+    FM_POOL_TIMING_OFF = 0,    /* nothing measured; the inline fast paths */
+    FM_POOL_TIMING_SAMPLED,    /* one call in FM_POOL_TIMING_SAMPLE, scaled; batches all */
+    FM_POOL_TIMING_EVERY_CALL, /* every call */
+    FM_POOL_TIMING_COUNT
+} fm_pool_timing;
+
+/* SAMPLED times one call in this many, on average (at random: see Timing). */
+#define FM_POOL_TIMING_SAMPLE 16
+
 typedef struct fm_pool_desc {
     const char *name;          /* shown in errors, stats and the overlay; copied */
     const char *type_name;     /* set by FM_POOL_DESC; the name when name is NULL */
@@ -115,6 +126,7 @@ typedef struct fm_pool_desc {
     void *user;                /* passed to ctor and dtor */
     fm_allocator allocator;    /* zero = system (virtual memory where available) */
     fm_tag *tag;               /* memory tag its chunks are charged to (tag.h); NULL: none */
+    fm_pool_timing timing;     /* OFF (default), SAMPLED or EVERY_CALL: see Timing */
 } fm_pool_desc;
 
 #define FM_POOL_MAX_ITEM_SIZE ((size_t)1 << 24)
@@ -140,7 +152,10 @@ typedef struct fm_pool_desc {
     X(trim_events, "trim calls that released memory")                            \
     X(bytes_trimmed, "bytes given back by trim since create")                    \
     X(bytes_reserved, "bytes taken from the backing allocator, held now")        \
-    X(bytes_overhead, "bytes_reserved minus capacity * item_size")
+    X(bytes_overhead, "bytes_reserved minus capacity * item_size")               \
+    X(alloc_ns_total, "nanoseconds inside alloc calls (desc.timing; SAMPLED: estimated)") \
+    X(free_ns_total, "nanoseconds inside free calls (desc.timing; SAMPLED: estimated)") \
+    X(timed_calls, "alloc and free calls timed by the clock (desc.timing)")
 
 typedef struct fm_pool_stats {
     const char *name;

@@ -331,6 +331,7 @@ static void fm__delete_core(fm_pool *pool, void *item) {
         /* No lock held: the dtor runs, then the policy's free (which reports
          * the item if the dtor freed it). */
         if (pool->desc.dtor) pool->desc.dtor(item, pool->desc.user);
+        fm__hook_free_live(pool, item);
         fm__sync_free(pool, item, "delete");
         return;
     }
@@ -344,6 +345,7 @@ static void fm__delete_core(fm_pool *pool, void *item) {
             return;
         }
     }
+    fm__hook_free_live(pool, item);
     fm__free_located(pool, item, &loc);
 }
 

@@ -185,8 +185,20 @@ struct fm_pool {
     size_t bytes_reserved;
     size_t self_bytes;
 
+    /* ---- watched pools (pool/watch.c): timing, FM_HOOKS */
+    uint32_t watch_scale; /* what a timed call counts for: 0 timing off, 1 every
+                             call, FM_POOL_TIMING_SAMPLE when sampled */
+    uint64_t alloc_ticks; /* inside alloc calls, timed ones times watch_scale */
+    uint64_t free_ticks;
+    uint64_t timed_calls;
+
     char name[];
 };
+
+/* hot.sync of a watched pool (pool/watch.c): its policy with this bit, so
+ * that the library's one test for a policy's path (hot.sync != NONE) leads
+ * there too; the inline paths never read hot.sync. */
+#define FM__SYNC_WATCHED 0x100u
 
 /* What fm__live_to_cached did. */
 enum { FM__NOT_FREED, FM__FREED_TO_CACHE, FM__FREED_RETIRED };
@@ -267,10 +279,21 @@ static void fm__retain_core(fm_pool *pool, void *item);
 static fm_error fm__check_core(const fm_pool *pool);
 
 /* pool.c: policies around the core */
+static size_t fm__alloc_n_policy(fm_pool *pool, void **out, size_t n);
 static bool fm__cached_policy(const fm_pool *p);
+static void fm__free_n_policy(fm_pool *pool, void *const *items, size_t n);
 static void fm__lock(const fm_pool *p);
+static bool fm__owner_ok(const fm_pool *p, const char *op);
+static void *fm__policy_alloc(fm_pool *p);
 static void fm__sync_free(fm_pool *p, void *item, const char *op);
 static void fm__unlock(const fm_pool *p);
+
+/* watch.c: timing and hooks */
+static void *fm__watch_alloc(fm_pool *p);
+static size_t fm__watch_alloc_n(fm_pool *p, void **out, size_t n);
+static void fm__watch_free(fm_pool *p, void *item);
+static void fm__watch_free_n(fm_pool *p, void *const *items, size_t n);
+static void fm__hook_free_live(const fm_pool *p, const void *item);
 /* ============================================ helpers of every file */
 
 /* Slots out of the core: live items, plus (THREAD_CACHE, LOCKFREE) free slots

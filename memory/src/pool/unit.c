@@ -19,3 +19,4 @@
 #include "pool/refs.c"
 #include "pool/check.c"
 #include "pool/pool.c"
+#include "pool/watch.c"
