@@ -197,18 +197,23 @@ static size_t fm__alloc_n(fm_pool *pool, void **out, size_t n) {
                    pool->name, n);
         return 0;
     }
-    if (FM__UNLIKELY(pool->hot.sync & FM__SYNC_WATCHED)) return fm__watch_alloc_n(pool, out, n);
-    return fm__alloc_n_policy(pool, out, n);
+    /* hot.sync is the policy, but for watched pools (pool/watch.c). */
+    if (FM__LIKELY(pool->hot.sync <= FM_SYNC_MUTEX)) return fm__alloc_n_serial(pool, out, n);
+    if (pool->hot.sync & FM__SYNC_WATCHED) return fm__watch_alloc_n(pool, out, n);
+    return fm__alloc_n_cached(pool, out, n);
 }
 
-static size_t fm__alloc_n_policy(fm_pool *pool, void **out, size_t n) {
+/* The policies' batches, NONE and MUTEX, then THREAD_CACHE and LOCKFREE.
+ * Inlined at each call (here and in the watch) with the batch loops, as
+ * when they had one call each. */
+static inline FM__ALWAYS_INLINE size_t fm__alloc_n_serial(fm_pool *pool, void **out, size_t n) {
+    if (!fm__enter(pool, "alloc")) return 0;
+    size_t got = fm__alloc_batch(pool, out, n);
+    fm__leave(pool);
+    return got;
+}
+static inline FM__ALWAYS_INLINE size_t fm__alloc_n_cached(fm_pool *pool, void **out, size_t n) {
     size_t got = 0;
-    if (!fm__cached_policy(pool)) { /* NONE and MUTEX */
-        if (!fm__enter(pool, "alloc")) return 0;
-        got = fm__alloc_batch(pool, out, n);
-        fm__leave(pool);
-        return got;
-    }
     for (; got < n; got++) {
         void *item = fm__policy_alloc(pool);
         if (!item) break; /* out[got] stays as it was, as under NONE and MUTEX */
@@ -279,17 +284,18 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
                    pool->name, n);
         return;
     }
-    if (FM__UNLIKELY(pool->hot.sync & FM__SYNC_WATCHED)) fm__watch_free_n(pool, items, n);
-    else fm__free_n_policy(pool, items, n);
+    if (FM__LIKELY(pool->hot.sync <= FM_SYNC_MUTEX)) fm__free_n_serial(pool, items, n);
+    else if (pool->hot.sync & FM__SYNC_WATCHED) fm__watch_free_n(pool, items, n);
+    else fm__free_n_cached(pool, items, n);
 }
 
-static void fm__free_n_policy(fm_pool *pool, void *const *items, size_t n) {
-    if (!fm__cached_policy(pool)) { /* NONE and MUTEX */
-        if (!fm__enter(pool, "free")) return;
-        fm__free_batch(pool, items, n);
-        fm__leave(pool);
-        return;
-    }
+/* The policies' batches (inlined as fm__alloc_n_serial and _cached). */
+static inline FM__ALWAYS_INLINE void fm__free_n_serial(fm_pool *pool, void *const *items, size_t n) {
+    if (!fm__enter(pool, "free")) return;
+    fm__free_batch(pool, items, n);
+    fm__leave(pool);
+}
+static inline FM__ALWAYS_INLINE void fm__free_n_cached(fm_pool *pool, void *const *items, size_t n) {
     for (size_t i = 0; i < n; i++) fm__sync_free(pool, items[i], "free");
 }
 

@@ -279,9 +279,11 @@ static void fm__retain_core(fm_pool *pool, void *item);
 static fm_error fm__check_core(const fm_pool *pool);
 
 /* pool.c: policies around the core */
-static size_t fm__alloc_n_policy(fm_pool *pool, void **out, size_t n);
+static size_t fm__alloc_n_cached(fm_pool *pool, void **out, size_t n);
+static size_t fm__alloc_n_serial(fm_pool *pool, void **out, size_t n);
 static bool fm__cached_policy(const fm_pool *p);
-static void fm__free_n_policy(fm_pool *pool, void *const *items, size_t n);
+static void fm__free_n_cached(fm_pool *pool, void *const *items, size_t n);
+static void fm__free_n_serial(fm_pool *pool, void *const *items, size_t n);
 static void fm__lock(const fm_pool *p);
 static bool fm__owner_ok(const fm_pool *p, const char *op);
 static void *fm__policy_alloc(fm_pool *p);

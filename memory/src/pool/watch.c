@@ -129,7 +129,7 @@ static size_t fm__watch_alloc_n(fm_pool *p, void **out, size_t n) {
     bool timed = p->watch_scale != 0;
     bool held = fm__watch_hold(p);
     uint64_t t0 = timed ? fm_clock_now() : 0;
-    size_t got = fm__alloc_n_policy(p, out, n);
+    size_t got = fm__cached_policy(p) ? fm__alloc_n_cached(p, out, n) : fm__alloc_n_serial(p, out, n);
     if (timed && n) fm__watch_add(p, &p->alloc_ticks, fm_clock_now() - t0, 1);
     for (size_t i = 0; FM__HOOKS && i < got; i++) fm__hook_alloc(p->name, out[i], p->item_size);
     if (held) fm__mutex_unlock(&p->lock);
@@ -143,7 +143,8 @@ static void fm__watch_free_n(fm_pool *p, void *const *items, size_t n) {
     if (FM__HOOKS) {
         for (size_t i = 0; i < n; i++) fm__watch_free_one(p, items[i]);
     } else {
-        fm__free_n_policy(p, items, n);
+        if (fm__cached_policy(p)) fm__free_n_cached(p, items, n);
+        else fm__free_n_serial(p, items, n);
     }
     if (timed && n) fm__watch_add(p, &p->free_ticks, fm_clock_now() - t0, 1);
 }
