@@ -51,6 +51,8 @@ has_row churn "malloc/free | 1024 B | random free, 10,000 live |"
 has_row bulk "fm_pool geometric, default initial |"
 has_row bulk "glibc malloc/free |"
 has_row regrowth "malloc(1024) |"
+has_row timing "per item, desc.timing SAMPLED |"
+has_row timing "batched, each batch clocked by the caller (engine/src/store.c) |"
 
 if [ "$expect_libc" = 1 ]; then
     grep -q '^- malloc in fm-bench: libc\.so' <<<"$out" || err "fm-bench's malloc is not glibc's"

@@ -48,6 +48,10 @@ static const bench_experiment experiments[] = {
      "16-byte alloc+free pairs under each sync policy (NONE, MUTEX, THREAD_CACHE, LOCKFREE) "
      "vs glibc malloc: 1 thread, 2 threads on their own pools, 2 threads on one shared pool",
      sync_run},
+    {"timing",
+     "a pool's timing of its own calls (desc.timing SAMPLED, EVERY_CALL) vs calls clocked by "
+     "hand and the engine's batch timing: overhead per alloc+free and timed vs wall time",
+     timing_run},
 };
 enum { EXPERIMENTS = sizeof experiments / sizeof experiments[0] };
 

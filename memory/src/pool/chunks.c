@@ -502,6 +502,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         p->grow_events++;
         p->grow_ticks_total += ticks;
         if (ticks > p->grow_ticks_max) p->grow_ticks_max = ticks;
+        fm__watch_grown += ticks;
     }
     fm__hook_grow(p->name, (size_t)k64 * p->chunk_bytes, start);
     return true;

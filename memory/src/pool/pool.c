@@ -266,14 +266,7 @@ void fm_pool_free(fm_pool *pool, void *item) {
 #ifdef FM__THREAD_CHECKS
     if (pool->hot.sync == FM_SYNC_NONE && !fm__owner_ok(pool, "free")) return;
 #endif
-    fm__pool_hot *h = &pool->hot;
-    uint64_t idx = fm__pool_hot_index(h, item);
-    if (FM__LIKELY(idx < h->cur_bump && fm__meta_kill(fm__meta(h->cur_base) + idx, true))) {
-        fm__slot_to_free(pool, item);
-        fm__push_current(pool, (uint32_t)idx);
-        h->headroom++;
-        return;
-    }
+    if (FM__LIKELY(fm__free_current(pool, &pool->hot, item))) return;
     fm__pool_free_slow(pool, item);
 }
 

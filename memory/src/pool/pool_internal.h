@@ -195,6 +195,10 @@ struct fm_pool {
     char name[];
 };
 
+/* Ticks the calling thread spent in growths inside alloc calls, for the
+ * watch (pool/watch.c) to count them apart. */
+static FM__THREAD_LOCAL uint64_t fm__watch_grown;
+
 /* hot.sync of a watched pool (pool/watch.c): its policy with this bit, so
  * that the library's one test for a policy's path (hot.sync != NONE) leads
  * there too; the inline paths never read hot.sync. */
@@ -355,6 +359,18 @@ static inline void fm__push_current(fm_pool *p, uint32_t idx) {
     h->cur_next_slot = h->cur_slots + (size_t)idx * h->stride;
     h->cur_next_meta = fm__meta(h->cur_base) + idx;
     h->cur_next = idx;
+}
+
+/* The common free, a live item of the current chunk in h (hot, for
+ * fm_pool_free; cs, for a watched pool, whose hot is empty): true when it
+ * was, and is freed; false, with nothing changed, for anything else. */
+static inline bool fm__free_current(fm_pool *p, fm__pool_hot *h, void *item) {
+    uint64_t idx = fm__pool_hot_index(h, item);
+    if (!(idx < h->cur_bump && fm__meta_kill(fm__meta(h->cur_base) + idx, true))) return false;
+    fm__slot_to_free(p, item);
+    fm__push_current(p, (uint32_t)idx);
+    h->headroom++;
+    return true;
 }
 
 /* The dm_base slot of a chunk base. */

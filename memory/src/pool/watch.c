@@ -15,9 +15,12 @@
  * counting that time N times. The gap to the next timed call is drawn at
  * random in [1, 2N - 1] (mean N), so a thread that alternates between two
  * pools does not time one of them only, and nothing shared is written
- * between samples. Batches (alloc_n, free_n) are always timed: one clock
- * pair for the whole batch. The sums are atomic adds under the shared
- * policies, plain ones under NONE (its owner thread only).
+ * between samples. A growth inside an alloc counts as long as it took
+ * (fm__grow adds its ticks to fm__watch_grown, of the thread), sampled or
+ * not: only the rest of a sampled call is scaled, so a rare slow growth is
+ * neither missed nor counted N times. Batches (alloc_n, free_n) are always
+ * timed: one clock pair for the whole batch. The sums are atomic adds under
+ * the shared policies, plain ones under NONE (its owner thread only).
  *
  * Hooks: an alloc event follows the take; a free event goes out once the
  * item is found live and before the policy frees it, so no thread can be
@@ -54,18 +57,19 @@ static inline bool fm__watch_timed(const fm_pool *p) {
     x ^= x >> 17;
     x ^= x << 5;
     fm__watch_seed = x;
-    fm__watch_gap = 1u + x % (2u * FM_POOL_TIMING_SAMPLE - 1u);
+    /* 1 + floor(x * (2N - 1) / 2^32): uniform enough, no division */
+    fm__watch_gap = 1u + (uint32_t)(((uint64_t)x * (2u * FM_POOL_TIMING_SAMPLE - 1u)) >> 32);
     return true;
 }
 
-/* Adds a timed call's ticks (times `scale`) to sum. */
-static void fm__watch_add(fm_pool *p, uint64_t *sum, uint64_t ticks, uint32_t scale) {
+/* Adds ticks to sum, and one to timed_calls when the call was timed. */
+static void fm__watch_add(fm_pool *p, uint64_t *sum, uint64_t ticks, bool timed) {
     if (p->sync == FM_SYNC_NONE) {
-        *sum += ticks * scale;
-        p->timed_calls++;
+        *sum += ticks;
+        p->timed_calls += timed;
     } else {
-        FM__ATOMIC_FETCH_ADD(sum, ticks * scale, RELAXED);
-        FM__ATOMIC_FETCH_ADD(&p->timed_calls, 1, RELAXED);
+        FM__ATOMIC_FETCH_ADD(sum, ticks, RELAXED);
+        if (timed) FM__ATOMIC_FETCH_ADD(&p->timed_calls, 1, RELAXED);
     }
 }
 
@@ -96,9 +100,19 @@ FM__NOINLINE static void *fm__watch_alloc(fm_pool *p) {
     if (p->sync == FM_SYNC_NONE && !fm__owner_ok(p, "alloc")) return NULL;
     bool timed = fm__watch_timed(p);
     bool held = fm__watch_hold(p);
+    uint64_t grown = fm__watch_grown;
     uint64_t t0 = timed ? fm_clock_now() : 0;
     void *item = p->sync == FM_SYNC_NONE ? fm__alloc_core(p) : fm__policy_alloc(p);
-    if (timed) fm__watch_add(p, &p->alloc_ticks, fm_clock_now() - t0, p->watch_scale);
+    /* A growth inside the call counts as it took, timed or not; the rest
+     * of a timed call counts scale times. */
+    uint64_t grew = fm__watch_grown - grown;
+    if (timed) {
+        uint64_t dt = fm_clock_now() - t0;
+        fm__watch_add(p, &p->alloc_ticks, grew + (dt > grew ? dt - grew : 0) * p->watch_scale,
+                      true);
+    } else if (grew && p->watch_scale) {
+        fm__watch_add(p, &p->alloc_ticks, grew, false);
+    }
     if (item) fm__hook_alloc(p->name, item, p->item_size);
     if (held) fm__mutex_unlock(&p->lock);
     return item;
@@ -108,8 +122,8 @@ FM__NOINLINE static void *fm__watch_alloc(fm_pool *p) {
 static void fm__watch_free_one(fm_pool *p, void *item) {
     bool held = fm__watch_hold(p);
     fm__hook_free_live(p, item);
-    if (p->sync == FM_SYNC_NONE) fm__free_checked(p, item, "free");
-    else fm__sync_free(p, item, "free");
+    if (p->sync != FM_SYNC_NONE) fm__sync_free(p, item, "free");
+    else if (!fm__free_current(p, p->cs, item)) fm__free_checked(p, item, "free");
     if (held) fm__mutex_unlock(&p->lock);
 }
 
@@ -119,7 +133,7 @@ FM__NOINLINE static void fm__watch_free(fm_pool *p, void *item) {
     bool timed = fm__watch_timed(p);
     uint64_t t0 = timed ? fm_clock_now() : 0;
     fm__watch_free_one(p, item);
-    if (timed) fm__watch_add(p, &p->free_ticks, fm_clock_now() - t0, p->watch_scale);
+    if (timed) fm__watch_add(p, &p->free_ticks, (fm_clock_now() - t0) * p->watch_scale, true);
 }
 
 /* ================================================================ batches */
@@ -130,7 +144,7 @@ static size_t fm__watch_alloc_n(fm_pool *p, void **out, size_t n) {
     bool held = fm__watch_hold(p);
     uint64_t t0 = timed ? fm_clock_now() : 0;
     size_t got = fm__cached_policy(p) ? fm__alloc_n_cached(p, out, n) : fm__alloc_n_serial(p, out, n);
-    if (timed && n) fm__watch_add(p, &p->alloc_ticks, fm_clock_now() - t0, 1);
+    if (timed && n) fm__watch_add(p, &p->alloc_ticks, fm_clock_now() - t0, true);
     for (size_t i = 0; FM__HOOKS && i < got; i++) fm__hook_alloc(p->name, out[i], p->item_size);
     if (held) fm__mutex_unlock(&p->lock);
     return got;
@@ -146,5 +160,5 @@ static void fm__watch_free_n(fm_pool *p, void *const *items, size_t n) {
         if (fm__cached_policy(p)) fm__free_n_cached(p, items, n);
         else fm__free_n_serial(p, items, n);
     }
-    if (timed && n) fm__watch_add(p, &p->free_ticks, fm_clock_now() - t0, 1);
+    if (timed && n) fm__watch_add(p, &p->free_ticks, fm_clock_now() - t0, true);
 }
