@@ -25,7 +25,9 @@
 #include <string.h>
 
 #ifdef FM_HOOKS
+#include "fm_tracy.h"
 #include "hooks_inline_caller.h"
+#include "tracy/TracyC.h"
 
 /* ================================================================ recorder */
 
@@ -742,6 +744,65 @@ static void test_hooks_replaced_while_threads_allocate_go_whole_to_one_set(void 
     fm_pool_destroy(run.pool);
 }
 
+/* ======================================= the Tracy adapter of the docs */
+
+/* tracy/TracyC.h's stand-in (tests/memory/fake_tracy): docs/profilers/
+ * fm_tracy.c's Tracy calls, checked by the recorder as Tracy would. */
+static int tracy_frames, tracy_growths;
+void fake_tracy_alloc(const void *ptr, size_t size, const char *name) {
+    record(EV_ALLOC, name, ptr, size);
+}
+void fake_tracy_free(const void *ptr, const char *name) { record(EV_FREE, name, ptr, 0); }
+void fake_tracy_discard(const char *name) { record(EV_RESET, name, NULL, 0); }
+void fake_tracy_message(const char *text, size_t size) {
+    assert_int_equal(strlen(text), size);
+    tracy_growths += strstr(text, " grew by ") != NULL;
+}
+void fake_tracy_frame_mark(void) { tracy_frames++; }
+
+static void test_hooks_tracy_adapter_of_the_docs_keeps_tracys_rules(void **state) {
+    fm_test_env *env = *state;
+    tracy_frames = tracy_growths = 0;
+    assert_true(fm_tracy_install());
+    for (size_t k = 0; k < sizeof all_policies / sizeof all_policies[0]; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "tracy %zu", k);
+        fm_pool *pool = fm_test_pool_create_counted(
+            env, (fm_pool_desc){.name = name, .item_size = 16, .sync = all_policies[k]});
+        void *items[100];
+        for (int i = 0; i < 100; i++) items[i] = fm_pool_alloc(pool);
+        fm_pool_free_n(pool, items, 50);
+        assert_int_equal(fm_pool_alloc_n(pool, items, 50), 50);
+        fm_pool_free_n(pool, items, 100);
+        /* Tracy's pool is named by a copy that outlives the pool. */
+        size_t last = rec.n - 1;
+        assert_string_equal(rec.ev[last].name, name);
+        assert_ptr_not_equal(rec.ev[last].name, fm_pool_name(pool));
+        fm_test_pool_destroy_clean(env, pool);
+        assert_int_equal(rec.ev[rec.n - 1].kind, EV_RESET);
+        assert_ptr_equal(rec.ev[rec.n - 1].name, rec.ev[last].name);
+        fm_hooks_frame_end();
+    }
+    fm_frame_arena *fa = fm_frame_arena_create(&(fm_frame_arena_desc){.name = "tracy frame"});
+    assert_non_null(fa);
+    for (int f = 0; f < 10; f++) {
+        for (int i = 0; i < 20; i++) assert_non_null(fm_frame_alloc(fa, 48, 0));
+        fm_frame_arena_advance(fa);
+        fm_hooks_frame_end();
+    }
+    fm_frame_arena_destroy(fa);
+    fm_tracy_uninstall();
+    fm_pool *quiet = make_pool(env, FM_SYNC_NONE, 16);
+    size_t n = rec.n;
+    fm_pool_free(quiet, fm_pool_alloc(quiet));
+    assert_int_equal(rec.n, n);
+    fm_test_pool_destroy_clean(env, quiet);
+    assert_no_violation();
+    assert_int_equal(tracy_frames, 14);
+    assert_true(tracy_growths >= 6); /* each pool's first chunks, each arena's commits */
+    assert_int_equal(rec.live, 0);
+}
+
 #endif /* FM_HOOKS */
 
 /* ===================================== both builds: install and refusal */
@@ -807,6 +868,7 @@ int main(void) {
         T(test_hooks_closure_pools_send_events_of_their_size_class_pools),
         T(test_hooks_threads_keep_the_alloc_free_order_under_each_shared_policy),
         T(test_hooks_replaced_while_threads_allocate_go_whole_to_one_set),
+        T(test_hooks_tracy_adapter_of_the_docs_keeps_tracys_rules),
 #undef T
 #endif
     };

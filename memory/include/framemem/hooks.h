@@ -27,7 +27,10 @@
  * for every event of one object while it lives, unique among live objects):
  * - alloc: an item or arena allocation was handed out: ptr, the size asked
  *   (a pool's item_size). Called after the memory was taken, before the call
- *   returns; fm_pool_alloc_n reports each item.
+ *   returns (MUTEX objects: before the lock is let go, so before any other
+ *   thread's reset); fm_pool_alloc_n reports each item. An arena allocation
+ *   of 0 bytes sends nothing (it takes no memory and shares its address with
+ *   the next). Closure pools report their size-class pools ("name/32").
  * - free: a pool item is freed (fm_pool_free, _free_n, _delete, the last
  *   _release). Called before its slot can be handed out again, by any
  *   thread: the free of an item and the next alloc of its slot arrive in
@@ -53,11 +56,18 @@
  * valid until those threads have left framemem (for example for the life
  * of the program).
  *
+ * Install hooks before creating the objects to profile: an object's items
+ * allocated before would be freed with no alloc event before them (Tracy
+ * stops at a free it has not seen allocated).
+ *
  * Cost: with FM_HOOKS off (the default) none: the inline fast paths and the
  * library are as without this header. With it on, every pool, arena and
- * closure call takes the library path (no inline fast path, in any caller),
- * pool frees are located once more before they free (to announce only real
- * ones), batches run item by item, and each event is an indirect call.
+ * closure call takes the library path (no inline fast path, in any caller:
+ * the library keeps the state those paths read empty, so a caller compiled
+ * without FM_HOOKS is heard too), pool frees are located once more before
+ * they free (to announce only real ones), fm_pool_free_n frees item by item,
+ * each event is an indirect call, and a timed pool's times (pool.h) include
+ * its hooks.
  */
 #ifndef FRAMEMEM_HOOKS_H
 #define FRAMEMEM_HOOKS_H

@@ -54,8 +54,27 @@
  * other call may run or follow) and a resolve racing a trim of its chunk.
  * Stats are exact once threads are quiet; peak_live counts cached slots.
  *
+ * Timing (desc.timing; fm-bench --only timing measures it): the pool adds up
+ * the time spent inside its alloc and free calls (alloc_ns_total,
+ * free_ns_total and timed_calls in the stats), so telemetry can show
+ * allocation time per frame without the caller wrapping calls in a clock.
+ * A timed pool's calls, inline ones included, go through the library.
+ * - SAMPLED: one call in FM_POOL_TIMING_SAMPLE (16) is timed, at random (a
+ *   thread switching between pools times each), and counts 16 times; a
+ *   growth inside an alloc counts exactly, timed or not. The cheap mode, and
+ *   the closest to the time of untimed calls (one clock pair per 16 calls;
+ *   back-to-back readings of every call inflate each interval): for totals
+ *   per frame, over hundreds of calls or more.
+ * - EVERY_CALL: every call between two clock readings (tens of ns each):
+ *   exact counts, every slow call seen, the most overhead.
+ * In both, fm_pool_alloc_n and fm_pool_free_n are timed whole, once per call
+ * (nothing scaled), fm_pool_new as its alloc; fm_pool_delete and
+ * fm_pool_release, which run the dtor, are not timed; a refused call is.
+ * Without timing (the default) the counts stay 0 and the inline fast paths
+ * are as they are; growths are timed in every mode (grow_ns_total).
+ *
  * Defaults (zero fields): name "pool", item_align FM_DEFAULT_ALIGN (16),
- * initial_capacity one chunk, unbounded, geometric growth by 2.0.
+ * initial_capacity one chunk, unbounded, geometric growth by 2.0, no timing.
  *
  * NULL (base.h): every function but destroy (a no-op) reports a NULL pool as
  * FM_ERR_INVALID_ARG; the inline alloc, free and resolve of optimised builds
@@ -165,8 +184,8 @@ typedef struct fm_pool_stats {
 } fm_pool_stats;
 
 /// Creates a pool. NULL on failure, nothing leaked: FM_ERR_INVALID_ARG (item_size
-/// 0 or too big, bad item_align, grow_factor outside (1, 64], unknown growth or
-/// sync, initial_capacity above max_capacity, an allocator with only one of
+/// 0 or too big, bad item_align, grow_factor outside (1, 64], unknown growth,
+/// sync or timing, initial_capacity above max_capacity, an allocator with only one of
 /// alloc/free), FM_ERR_BUDGET (the first chunks would pass desc.tag's hard limit)
 /// or FM_ERR_OUT_OF_MEMORY (backing allocator refused).
 FM_API fm_pool *fm_pool_create(const fm_pool_desc *desc);
