@@ -430,6 +430,7 @@ static void test_hooks_arena_allocations_commits_resets_and_rewinds(void **state
         assert_int_equal(rec.ev[rec.n - 1].kind, EV_RESET);
         assert_ptr_equal(rec.ev[rec.n - 1].name, name);
         fm_test_allocator_assert_clean(&heap);
+        fm_test_allocator_release(&heap);
     }
 }
 
