@@ -330,6 +330,37 @@ static void test_closures_events_and_deferred_calls(void) {
     fm_closure_pool_destroy(closures);
 }
 
+/* ------------------------------------------- timing and profiler hooks */
+
+static void count_hook_alloc(const void *ptr, size_t size, const char *name, void *user) {
+    *(int *)user += ptr != NULL && size == sizeof(particle) && name != NULL;
+}
+
+static void test_pool_timing_and_profiler_hooks(void) {
+    fm_pool *pool = fm_pool_create(DESC(FM_POOL_DESC(particle, .name = "timed",
+                                                     .timing = FM_POOL_TIMING_EVERY_CALL)));
+    CHECK(pool != NULL && fm_pool_get_desc(pool).timing == FM_POOL_TIMING_EVERY_CALL);
+    int events = 0;
+    fm_hooks hooks = FM_ZERO_INIT;
+    hooks.alloc = count_hook_alloc;
+    hooks.user = &events;
+    bool installed = fm_set_hooks(&hooks);
+#ifdef FM_HOOKS
+    CHECK(installed);
+#else
+    CHECK(!installed && fm_last_error() == FM_ERR_UNSUPPORTED);
+#endif
+    particle *p = (particle *)fm_pool_alloc(pool); /* inline or not, timed and announced */
+    fm_pool_free(pool, p);
+    fm_hooks_frame_end();
+    CHECK(fm_set_hooks(NULL) && events == (installed ? 1 : 0));
+    fm_pool_stats st;
+    fm_pool_get_stats(pool, &st);
+    CHECK(st.timed_calls == 2 && st.alloc_ns_total > 0 && st.free_ns_total > 0);
+    CHECK(FM_POOL_TIMING_SAMPLE > 1 && FM_POOL_TIMING_COUNT == 3);
+    fm_pool_destroy(pool);
+}
+
 /* ------------------------------------------------- clock, errors, files */
 
 static void test_clock_errors_and_helpers(void) {
@@ -491,6 +522,7 @@ int main(int argc, char **argv) {
     test_tags_count_growth_and_refuse_past_the_budget();
     test_arenas_allocate_zeroed_typed_memory_and_rewind();
     test_closures_events_and_deferred_calls();
+    test_pool_timing_and_profiler_hooks();
     test_clock_errors_and_helpers();
     char path[FM_FILE_PATH_MAX];
     snprintf(path, sizeof path, "%s.txt", argv[0]);

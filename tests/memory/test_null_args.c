@@ -262,13 +262,15 @@ static bool untouched(const void *p, size_t n) {
 FM_NULL_TABLE(MEMORY_NULL_CASES, memory_null_cases);
 
 /* Public functions that take no object: error codes and names, the error
- * handler, policy names, alignment and handle arithmetic, the clock. */
+ * handler, policy names, alignment and handle arithmetic, the clock, the
+ * profiler hooks (fm_set_hooks(NULL) removes them: test_hooks.c). */
 static const char *const memory_no_object[] = {
     "fm_error_name",  "fm_error_str",     "fm_error_is_warning", "fm_last_error", "fm_clear_error",
     "fm_last_error_message", "fm_set_error_handler", "fm_report_error", "fm_sync_name",
     "fm_growth_name", "fm_align_up",      "fm_is_aligned",     "fm_handle_is_null",
     "fm_handle_equal", "fm_clock_now",    "fm_clock_init",     "fm_clock_to_ns",
-    "fm_clock_ticks_per_sec", "fm_clock_source", "fm_pool_map_bytes",
+    "fm_clock_ticks_per_sec", "fm_clock_source", "fm_pool_map_bytes", "fm_set_hooks",
+    "fm_hooks_frame_end",
     /* file.h: paths, buffers and out-structs, no object */
     "fm_file_begin", "fm_file_write_whole", "fm_file_read", "fm_file_skip_bom",
     "fm_file_check_input", "fm_file_check_outputs", "fm_file_stdout_ok",

@@ -59,6 +59,8 @@ has_row sparse "zone: first fit, free-by-tag |"
 has_row sparse "fm_pool_reset |"
 section sparse | grep -q "^- fm_pool_reset of 1000 live items, no dtor, under 5 µs: " ||
     err "sparse: no verdict line for the reset target"
+has_row timing "per item, desc.timing SAMPLED |"
+has_row timing "batched, each batch clocked by the caller (engine/src/store.c) |"
 
 if [ "$expect_libc" = 1 ]; then
     grep -q '^- malloc in fm-bench: libc\.so' <<<"$out" || err "fm-bench's malloc is not glibc's"

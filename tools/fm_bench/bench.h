@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "framemem/file.h"
+#include "framemem/pool.h"
 
 /* --------------------------------------------------------------- options */
 
@@ -53,6 +54,34 @@ void scene_run(const bench_opts *opts);
 void sync_run(const bench_opts *opts);
 void telemetry_run(const bench_opts *opts);
 void sparse_run(const bench_opts *opts);
+void timing_run(const bench_opts *opts);
+
+/* ------------------------------------------- particles (batch, timing) */
+
+/* The calls the particle frames of batch.c make. */
+typedef enum bench_calls {
+    BENCH_CALLS_SINGLE,          /* fm_pool_alloc / fm_pool_free per item, as callers write
+                                    them (inline in optimised builds) */
+    BENCH_CALLS_SINGLE_LIBRARY,  /* (fm_pool_alloc) / (fm_pool_free): the library's functions */
+    BENCH_CALLS_SINGLE_CLOCKED,  /* per item, each call between two fm_clock_now of the caller */
+    BENCH_CALLS_BATCHED,         /* fm_pool_alloc_n / fm_pool_free_n */
+    BENCH_CALLS_BATCHED_CLOCKED, /* each batch between two fm_clock_now, as engine/src/store.c */
+    BENCH_CALLS_MALLOC,          /* glibc malloc / free per item */
+} bench_calls;
+
+typedef struct bench_particles {
+    double alloc_ns, free_ns; /* per item: the clock around the frames' alloc and free loops */
+    uint64_t items;           /* allocations in the counted frames */
+    double timed_ns;          /* per item, counted frames: the pool's alloc_ns_total +
+                                 free_ns_total (desc.timing), or the caller's clock (CLOCKED) */
+    uint64_t timed_calls;     /* the pool's timed_calls in the counted frames */
+} bench_particles;
+
+/// The batch experiment's particles (batch.c): live 32-byte items dying in
+/// scattered batches, 300 frames, the first 100 not counted, with these
+/// calls on a pool of this sync and timing (prefaulted, never growing).
+bench_particles bench_particles_run(bench_calls calls, fm_sync sync, fm_pool_timing timing,
+                                    uint32_t live);
 
 /* ----------------------------------------------- keeping work observable */
 

@@ -57,6 +57,10 @@ static const bench_experiment experiments[] = {
      "pointer (fm_free), a level reset (fm_pool_reset), vs glibc and a first-fit zone "
      "with free-by-tag; first allocations of fresh pools; fm_pool_of",
      sparse_run},
+    {"timing",
+     "a pool's timing of its own calls (desc.timing SAMPLED, EVERY_CALL) vs calls clocked by "
+     "hand and the engine's batch timing: overhead per alloc+free and timed vs wall time",
+     timing_run},
 };
 enum { EXPERIMENTS = sizeof experiments / sizeof experiments[0] };
 

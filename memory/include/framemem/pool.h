@@ -54,9 +54,28 @@
  * other call may run or follow) and a resolve racing a trim of its chunk.
  * Stats are exact once threads are quiet; peak_live counts cached slots.
  *
+ * Timing (desc.timing; fm-bench --only timing measures it): the pool adds up
+ * the time spent inside its alloc and free calls (alloc_ns_total,
+ * free_ns_total and timed_calls in the stats), so telemetry can show
+ * allocation time per frame without the caller wrapping calls in a clock.
+ * A timed pool's calls, inline ones included, go through the library.
+ * - SAMPLED: one call in FM_POOL_TIMING_SAMPLE (16) is timed, at random (a
+ *   thread switching between pools times each), and counts 16 times; a
+ *   growth inside an alloc counts exactly, timed or not. The cheap mode, and
+ *   the closest to the time of untimed calls (one clock pair per 16 calls;
+ *   back-to-back readings of every call inflate each interval): for totals
+ *   per frame, over hundreds of calls or more.
+ * - EVERY_CALL: every call between two clock readings (tens of ns each):
+ *   exact counts, every slow call seen, the most overhead.
+ * In both, fm_pool_alloc_n and fm_pool_free_n are timed whole, once per call
+ * (nothing scaled), fm_pool_new as its alloc; fm_pool_delete and
+ * fm_pool_release, which run the dtor, are not timed; a refused call is.
+ * Without timing (the default) the counts stay 0 and the inline fast paths
+ * are as they are; growths are timed in every mode (grow_ns_total).
+ *
  * Defaults (zero fields): name "pool", item_align FM_DEFAULT_ALIGN (16),
  * initial_capacity one chunk, unbounded, geometric growth by 2.0, the
- * default chunk size (below).
+ * default chunk size (below), no timing.
  *
  * Memory: chunks of desc.chunk_bytes, a power of two from 4 KiB to 1 GiB
  * that holds at least one item and its 6 bytes of metadata (22 with
@@ -136,6 +155,17 @@ static inline bool fm_handle_equal(fm_handle a, fm_handle b);
         fm_handle h;                                                            \
     } name
 
+/* Time spent inside a pool's alloc and free calls (see Timing above). */
+typedef enum fm_pool_timing {
+    FM_POOL_TIMING_OFF = 0,    /* nothing measured; the inline fast paths */
+    FM_POOL_TIMING_SAMPLED,    /* one call in FM_POOL_TIMING_SAMPLE, scaled; batches all */
+    FM_POOL_TIMING_EVERY_CALL, /* every call */
+    FM_POOL_TIMING_COUNT
+} fm_pool_timing;
+
+/* SAMPLED times one call in this many, on average (at random: see Timing). */
+#define FM_POOL_TIMING_SAMPLE 16
+
 typedef struct fm_pool_desc {
     const char *name;          /* shown in errors, stats and the overlay; copied */
     const char *type_name;     /* set by FM_POOL_DESC; the name when name is NULL */
@@ -156,6 +186,7 @@ typedef struct fm_pool_desc {
     fm_tag *tag;               /* memory tag its chunks are charged to (tag.h); NULL: none */
     bool grow_ahead;           /* opts in to fm_telemetry_grow_ahead (telemetry.h) */
     size_t chunk_bytes;        /* 0 = default; else a power of two, 4 KiB .. 1 GiB: see Memory */
+    fm_pool_timing timing;     /* OFF (default), SAMPLED or EVERY_CALL: see Timing */
 } fm_pool_desc;
 
 #define FM_POOL_MAX_ITEM_SIZE ((size_t)1 << 24)
@@ -188,7 +219,10 @@ typedef struct fm_pool_desc {
     X(bytes_trimmed, "bytes given back by trim since create")                    \
     X(resets, "fm_pool_reset calls (their frees are in total_frees)")            \
     X(bytes_reserved, "bytes taken from the backing allocator, held now")        \
-    X(bytes_overhead, "bytes_reserved minus capacity * item_size")
+    X(bytes_overhead, "bytes_reserved minus capacity * item_size")               \
+    X(alloc_ns_total, "nanoseconds inside alloc calls (desc.timing; SAMPLED: estimated)") \
+    X(free_ns_total, "nanoseconds inside free calls (desc.timing; SAMPLED: estimated)") \
+    X(timed_calls, "alloc and free calls timed by the clock (desc.timing)")
 
 typedef struct fm_pool_stats {
     const char *name;
@@ -198,8 +232,8 @@ typedef struct fm_pool_stats {
 } fm_pool_stats;
 
 /// Creates a pool. NULL on failure, nothing leaked: FM_ERR_INVALID_ARG (item_size
-/// 0 or too big, bad item_align, grow_factor outside (1, 64], unknown growth or
-/// sync, initial_capacity above max_capacity, an allocator with only one of
+/// 0 or too big, bad item_align, grow_factor outside (1, 64], unknown growth,
+/// sync or timing, initial_capacity above max_capacity, an allocator with only one of
 /// alloc/free), FM_ERR_BUDGET (the first chunks would pass desc.tag's hard limit)
 /// or FM_ERR_OUT_OF_MEMORY (backing allocator refused).
 FM_API fm_pool *fm_pool_create(const fm_pool_desc *desc);

@@ -530,7 +530,9 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
         if (ticks > p->grow_ticks_max) p->grow_ticks_max = ticks;
         if (kind == FM__GROW_ALLOC) p->alloc_grow_events++, p->alloc_grow_ticks += ticks;
         if (kind == FM__GROW_AHEAD) p->ahead_grow_events++, p->ahead_grow_ticks += ticks;
+        fm__watch_grown += ticks;
     }
+    fm__hook_grow(p->name, (size_t)k64 * p->chunk_bytes, start);
     return true;
 }
 
