@@ -14,7 +14,7 @@
 #include "overlay/overlay.h"
 #include "sw_target.h"
 
-enum { W = 1280, H = 720, FRAMES = 300, GROW_FRAME = 120, AHEAD_FRAME = 200 };
+enum { W = 1280, H = 720, FRAMES = 300, GROW_FRAME = 120, AHEAD_FRAME = 200, RESET_FRAME = 160 };
 
 
 static Uint32 colour_rgb(SDL_Color c) { return (Uint32)c.r << 16 | (Uint32)c.g << 8 | c.b; }
@@ -27,7 +27,8 @@ static int count_in(const sw_target *t, const SDL_FRect *r, Uint32 rgb) {
 }
 
 /* Three pools and an arena; "bullets" grows inside an allocation at
- * GROW_FRAME, grow-ahead works at AHEAD_FRAME when `growth` is set. */
+ * GROW_FRAME, grow-ahead works at AHEAD_FRAME and "particles" is reset at
+ * RESET_FRAME when `growth` is set; the arena resets every frame. */
 static fm_telemetry *make_telemetry(bool growth) {
     fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){0});
     assert_non_null(t);
@@ -51,10 +52,12 @@ static fm_telemetry *make_telemetry(bool growth) {
             s[1].grow_ns = 400000;
             s[1].alloc_ns += 400000;
         }
+        if (growth && f == RESET_FRAME) s[0].resets = 1;
         if (growth && f == AHEAD_FRAME) {
             s[0].ahead_grow_events = 1;
             s[0].ahead_grow_ns = 90000;
         }
+        s[3].resets = 1;
         s[3].bytes_used = 300000;
         s[3].high_water = 310000;
         s[3].capacity = 1u << 20;
@@ -126,6 +129,7 @@ static void test_overlay_bars_use_each_pool_colour_in_few_draw_calls(void **stat
         if (count_in(&tg, &lo.alloc_graph, colour_rgb(ovl_source_color(s))) < 300)
             fail_msg("pool %u colour missing from the allocation graph", s);
     assert_int_equal(count_in(&tg, &lo.alloc_graph, OVL_GROWTH_RGB), 0); /* no growth, no magenta */
+    assert_int_equal(count_in(&tg, &lo.alloc_graph, OVL_RESET_RGB), 0); /* arena resets: no line */
     assert_true(count_in(&tg, &lo.frame_graph, OVL_SIM_RGB) > 300);
     assert_true(count_in(&tg, &lo.frame_graph, OVL_RENDER_RGB) > 300);
     assert_true(count_in(&tg, &lo.maint_graph, OVL_MAINT_RGB) > 0);
@@ -279,12 +283,39 @@ static void test_overlay_tags_are_bars_against_their_budgets(void **state) {
     fm_telemetry_destroy(t);
 }
 
+static void test_overlay_pool_reset_is_a_white_line_at_its_column(void **state) {
+    (void)state;
+    fm_telemetry *t = make_telemetry(true);
+    sw_target tg = sw_target_open(W, H);
+    draw(&tg, t, NULL);
+    ovl_layout lo;
+    ovl_layout_compute(&area, t, &desc, &lo);
+    float slot_w = lo.alloc_graph.w / 600.0f;
+    float x = lo.alloc_graph.x + slot_w * (float)(600 - FRAMES + RESET_FRAME);
+    /* above the frame's bars, the line runs up the graph */
+    SDL_FRect column = {x - 1, lo.alloc_graph.y, slot_w + 2, lo.alloc_graph.h * 0.6f};
+    assert_true(count_in(&tg, &column, OVL_RESET_RGB) > 100);
+    /* nowhere else: 20 frames before, and the growth's column */
+    SDL_FRect before = {x - 20 * slot_w, lo.alloc_graph.y, slot_w, lo.alloc_graph.h};
+    assert_int_equal(count_in(&tg, &before, OVL_RESET_RGB), 0);
+    float xg = lo.alloc_graph.x + slot_w * (float)(600 - FRAMES + GROW_FRAME);
+    SDL_FRect grown = {xg, lo.alloc_graph.y, slot_w, lo.alloc_graph.h};
+    assert_int_equal(count_in(&tg, &grown, OVL_RESET_RGB), 0);
+    /* the label names the pool: white text right of the line, under the
+     * growth labels' rows */
+    SDL_FRect label = {x + 2, lo.alloc_graph.y, 200, lo.alloc_graph.h * 0.5f};
+    assert_true(count_in(&tg, &label, OVL_RESET_RGB) > 20);
+    sw_target_close(&tg);
+    fm_telemetry_destroy(t);
+}
+
 static void test_overlay_source_colours_are_distinct_from_growth(void **state) {
     (void)state;
     for (uint32_t s = 0; s < FM_TELEMETRY_MAX_SOURCES; s++) {
         SDL_Color c = ovl_source_color(s);
         assert_int_equal(c.a, 255);
-        assert_true(colour_rgb(c) != OVL_GROWTH_RGB && colour_rgb(c) != OVL_MAINT_RGB);
+        assert_true(colour_rgb(c) != OVL_GROWTH_RGB && colour_rgb(c) != OVL_MAINT_RGB &&
+                    colour_rgb(c) != OVL_RESET_RGB);
         if (s > 0 && s < OVL_PALETTE_SIZE)
             assert_true(colour_rgb(c) != colour_rgb(ovl_source_color(s - 1)));
     }
@@ -295,6 +326,7 @@ int main(void) {
         cmocka_unit_test(test_overlay_layout_panels_are_inside_the_area_and_ordered),
         cmocka_unit_test(test_overlay_bars_use_each_pool_colour_in_few_draw_calls),
         cmocka_unit_test(test_overlay_growth_frame_is_magenta_at_its_column),
+        cmocka_unit_test(test_overlay_pool_reset_is_a_white_line_at_its_column),
         cmocka_unit_test(test_overlay_from_csv_draws_the_same_pixels),
         cmocka_unit_test(test_overlay_empty_telemetry_and_small_area_draw),
         cmocka_unit_test(test_overlay_tags_are_bars_against_their_budgets),

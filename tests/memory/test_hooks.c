@@ -17,6 +17,7 @@
 
 #include "framemem/framemem.h"
 #include "framemem/hooks.h"
+#include "framemem/telemetry.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -388,6 +389,92 @@ static void test_hooks_destroy_sends_reset_and_its_live_items_go(void **state) {
     }
 }
 
+/* The four pool events in one stream, under each policy: growth at create
+ * and before the alloc that needed it, frees by fm_pool_free and by fm_free
+ * (the chunk map), a reset (fm_pool_reset) that drops what is live, then
+ * allocations again, which may reuse the addresses the reset freed. */
+static void test_hooks_event_order_under_alloc_free_reset_and_growth(void **state) {
+    fm_test_env *env = *state;
+    for (size_t k = 0; k < sizeof all_policies / sizeof all_policies[0]; k++) {
+        rec_clear();
+        fm_pool *pool = fm_test_pool_create_counted(
+            env, (fm_pool_desc){.name = "level", .item_size = 512, .chunk_bytes = 4096,
+                                .sync = all_policies[k], .growth = FM_GROWTH_LINEAR});
+        const char *name = fm_pool_name(pool);
+        uint64_t per = fm_test_pool_stats(pool).capacity; /* one chunk */
+        assert_true(per >= 2 && per <= 8);
+        void *items[9];
+        rec_event want[32];
+        size_t n = 0;
+        want[n++] = (rec_event){EV_GROW, name, NULL, 4096};
+        for (uint64_t i = 0; i <= per; i++) {
+            items[i] = fm_pool_alloc(pool);
+            if (i == per) want[n++] = (rec_event){EV_GROW, name, NULL, 4096};
+            want[n++] = (rec_event){EV_ALLOC, name, items[i], 512};
+        }
+        fm_free(items[0]);
+        want[n++] = (rec_event){EV_FREE, name, items[0], 0};
+        fm_pool_free(pool, items[1]);
+        want[n++] = (rec_event){EV_FREE, name, items[1], 0};
+        assert_int_equal(live_of(name), per - 1);
+        fm_pool_reset(pool);
+        want[n++] = (rec_event){EV_RESET, name, NULL, 0};
+        assert_int_equal(live_of(name), 0);
+        void *again = fm_pool_alloc(pool);
+        want[n++] = (rec_event){EV_ALLOC, name, again, 512};
+        fm_free(again);
+        want[n++] = (rec_event){EV_FREE, name, again, 0};
+        assert_events(0, want, n);
+        assert_int_equal(fm_test_pool_stats(pool).resets, 1);
+        fm_test_pool_destroy_clean(env, pool);
+    }
+}
+
+static void reset_inside_walk(void *item, void *user) {
+    (void)item;
+    fm_pool_reset(user); /* refused: the walk is under way */
+}
+
+static int reset_dtor_calls;
+static void reset_dtor(void *item, void *user) {
+    (void)item, (void)user;
+    reset_dtor_calls++;
+    assert_int_equal(rec.by_kind[EV_RESET], 0); /* not sent yet */
+}
+
+/* With a dtor, the reset runs it on each live item first: the reset event
+ * follows; a reset the pool refuses (inside a walk) sends nothing. */
+static void test_hooks_reset_is_sent_after_the_dtors_and_a_refused_one_sends_nothing(void **state) {
+    fm_test_env *env = *state;
+    for (size_t k = 0; k < sizeof all_policies / sizeof all_policies[0]; k++) {
+        rec_clear();
+        reset_dtor_calls = 0;
+        fm_pool *pool = fm_test_pool_create_counted(
+            env, (fm_pool_desc){.name = "dtors", .item_size = 32, .sync = all_policies[k],
+                                .dtor = reset_dtor});
+        const char *name = fm_pool_name(pool);
+        for (int i = 0; i < 5; i++) assert_non_null(fm_pool_alloc(pool));
+        size_t from = rec.n;
+        fm_pool_reset(pool);
+        assert_int_equal(reset_dtor_calls, 5);
+        rec_event want[] = {{EV_RESET, name, NULL, 0}};
+        assert_events(from, want, 1);
+        assert_int_equal(live_of(name), 0);
+        fm_test_pool_destroy_clean(env, pool);
+    }
+    rec_clear();
+    fm_pool *pool = make_pool(env, FM_SYNC_NONE, 16);
+    void *item = fm_pool_alloc(pool);
+    size_t from = rec.n;
+    int errors = env->errors.count;
+    fm_pool_foreach(pool, reset_inside_walk, pool);
+    assert_int_equal(env->errors.count, errors + 1);
+    assert_int_equal(rec.n, from); /* no reset event */
+    assert_int_equal(live_of(fm_pool_name(pool)), 1);
+    fm_pool_free(pool, item);
+    fm_test_pool_destroy_clean(env, pool);
+}
+
 /* ================================================================= arenas */
 
 static void test_hooks_arena_allocations_commits_resets_and_rewinds(void **state) {
@@ -465,6 +552,48 @@ static void test_hooks_frame_end_is_sent_when_called(void **state) {
     fm_hooks_frame_end();
     rec_event want[] = {{EV_FRAME_END, NULL, NULL, 0}, {EV_FRAME_END, NULL, NULL, 0}};
     assert_events(0, want, 2);
+}
+
+/* fm_telemetry_frame_end sends frame_end as its last step, after the frame's
+ * events, grow-ahead's growth among them; every frame end does, a full ring
+ * too. */
+static void test_hooks_telemetry_frame_end_sends_frame_end_after_the_frames_events(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = fm_test_pool_create_counted(
+        env, (fm_pool_desc){.name = "framed", .item_size = 512, .chunk_bytes = 4096,
+                            .growth = FM_GROWTH_LINEAR, .grow_ahead = true});
+    const char *name = fm_pool_name(pool);
+    uint64_t per = fm_test_pool_stats(pool).capacity;
+    fm_telemetry *tel = fm_telemetry_create(&(fm_telemetry_desc){.frames = 2});
+    assert_int_equal(fm_telemetry_add_pool(tel, pool), 0);
+    size_t from = rec.n;
+    rec_event want[24];
+    size_t n = 0;
+    void *items[8];
+    for (uint64_t i = 0; i < per; i++) {
+        items[i] = fm_pool_alloc(pool);
+        want[n++] = (rec_event){EV_ALLOC, name, items[i], 512};
+    }
+    fm_telemetry_frame_end(tel);
+    want[n++] = (rec_event){EV_FRAME_END, NULL, NULL, 0};
+    /* next frame: the last frame's net allocation (per items) asks for room
+     * at the boundary, before the frame ends */
+    assert_int_equal(fm_telemetry_grow_ahead(tel), 0);
+    want[n++] = (rec_event){EV_GROW, name, NULL, 0};
+    fm_telemetry_frame_end(tel);
+    want[n++] = (rec_event){EV_FRAME_END, NULL, NULL, 0};
+    for (uint64_t i = 0; i < per; i++) {
+        fm_pool_free(pool, items[i]);
+        want[n++] = (rec_event){EV_FREE, name, items[i], 0};
+    }
+    fm_telemetry_frame_end(tel); /* the ring of 2 is full: still sent */
+    want[n++] = (rec_event){EV_FRAME_END, NULL, NULL, 0};
+    assert_events(from, want, n);
+    assert_int_equal(fm_telemetry_get_sample(tel, 0, 0)->ahead_grow_events, 1);
+    size_t before = rec.n;
+    fm_telemetry_destroy(tel);
+    assert_int_equal(rec.n, before);
+    fm_test_pool_destroy_clean(env, pool);
 }
 
 /* ====================================================== install, remove */
@@ -860,9 +989,12 @@ int main(void) {
         T(test_hooks_delete_and_last_release_send_free_after_the_dtor),
         T(test_hooks_growth_is_sent_at_create_and_before_the_alloc_that_needed_it),
         T(test_hooks_destroy_sends_reset_and_its_live_items_go),
+        T(test_hooks_event_order_under_alloc_free_reset_and_growth),
+        T(test_hooks_reset_is_sent_after_the_dtors_and_a_refused_one_sends_nothing),
         T(test_hooks_arena_allocations_commits_resets_and_rewinds),
         T(test_hooks_frame_arena_advance_resets_the_arena_coming_round),
         T(test_hooks_frame_end_is_sent_when_called),
+        T(test_hooks_telemetry_frame_end_sends_frame_end_after_the_frames_events),
         T(test_hooks_null_or_empty_set_removes_the_hooks),
         T(test_hooks_callers_built_without_fm_hooks_still_send_events),
         T(test_hooks_timed_pools_send_events_and_count_their_calls),

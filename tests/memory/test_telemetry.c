@@ -274,9 +274,13 @@ static void test_telemetry_frame_end_samples_each_objects_own_counters(void **st
     size_t n = 0;
     fm_closure *cls[16];
     for (int f = 0; f < 20; f++) {
-        /* pool: 30 more each frame, 10 freed */
+        /* pool: 30 more each frame, 10 freed; a level reset every 7 frames */
         for (int k = 0; k < 30; k++) items[n++] = fm_pool_alloc(p);
         for (int k = 0; k < 10; k++) fm_pool_free(p, items[--n]);
+        if (f % 7 == 6) {
+            fm_pool_reset(p);
+            n = 0;
+        }
         /* arena: a scratch that grows, reset every 5 frames */
         for (int k = 0; k < f + 1; k++) assert_non_null(fm_arena_alloc(a, 1000, 16));
         if (f % 5 == 4) fm_arena_reset(a);
@@ -298,7 +302,12 @@ static void test_telemetry_frame_end_samples_each_objects_own_counters(void **st
     fm_pool_stats ps;
     fm_pool_get_stats(p, &ps);
     assert_int_equal(SUM(t, sp, allocs), ps.total_allocs);
-    assert_int_equal(SUM(t, sp, frees), ps.total_frees);
+    assert_int_equal(SUM(t, sp, frees), ps.total_frees); /* a reset's frees included */
+    assert_int_equal(SUM(t, sp, resets), ps.resets);
+    assert_int_equal(ps.resets, 2);
+    for (uint32_t i = 0; i < 20; i++) /* in the frames they happened */
+        assert_int_equal(fm_telemetry_get_sample(t, i, (uint32_t)sp)->resets, i % 7 == 6);
+    assert_int_equal(SUM(t, sp, alloc_ns), 0); /* no timing: counts and growth times only */
     assert_int_equal(SUM(t, sp, grow_events), ps.alloc_grow_events);
     assert_true(ps.alloc_grow_events > 0);
     assert_int_equal(SUM(t, sp, grow_ns), ps.alloc_grow_ns);
@@ -446,6 +455,53 @@ static void test_telemetry_frame_times_split_allocation_maintenance_and_the_rest
     assert_int_equal(fm_telemetry_get_frame(t, 2)->render_ns, 1234);
     assert_int_equal(fm_telemetry_get_frame(t, 1)->render_ns, 0);
     fm_telemetry_destroy(t);
+}
+
+/* A pool with desc.timing reports its own time inside alloc and free calls
+ * as the source's alloc_ns, frame by frame, beside what the caller adds;
+ * untimed pools still give counts and growth times. */
+static void test_telemetry_timed_pools_give_their_time_inside_calls_per_frame(void **state) {
+    (void)state;
+    static const fm_pool_timing modes[] = {FM_POOL_TIMING_EVERY_CALL, FM_POOL_TIMING_SAMPLED};
+    for (size_t m = 0; m < 2; m++) {
+        /* 4 KiB chunks: the first frame's 400 items grow both pools. */
+        fm_pool *timed = fm_pool_create(
+            &FM_POOL_DESC(thing, .name = "timed", .chunk_bytes = 4096, .timing = modes[m]));
+        fm_pool *plain = fm_pool_create(&FM_POOL_DESC(thing, .name = "plain", .chunk_bytes = 4096));
+        fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){.frames = 8});
+        int st = fm_telemetry_add_pool(t, timed), sp = fm_telemetry_add_pool(t, plain);
+        void *a[400], *b[400];
+        uint64_t before = 0;
+        for (int f = 0; f < 6; f++) {
+            for (int i = 0; i < 400; i++) a[i] = fm_pool_alloc(timed), b[i] = fm_pool_alloc(plain);
+            for (int i = 0; i < 400; i++) fm_pool_free(timed, a[i]), fm_pool_free(plain, b[i]);
+            if (f == 5) fm_telemetry_add_alloc_ns(t, (uint32_t)st, 1000000); /* the caller's too */
+            fm_telemetry_frame_end(t);
+            fm_pool_stats ps;
+            fm_pool_get_stats(timed, &ps);
+            uint64_t now = ps.alloc_ns_total + ps.free_ns_total;
+            const fm_telemetry_sample *x = fm_telemetry_get_sample(t, (uint32_t)f, (uint32_t)st);
+            assert_int_equal(x->alloc_ns, now - before + (f == 5 ? 1000000 : 0));
+            assert_int_equal(x->allocs, 400);
+            assert_int_equal(x->frees, 400);
+            before = now;
+            const fm_telemetry_sample *y = fm_telemetry_get_sample(t, (uint32_t)f, (uint32_t)sp);
+            assert_int_equal(y->alloc_ns, 0);
+            assert_int_equal(y->allocs, 400);
+            assert_int_equal(fm_telemetry_get_frame(t, (uint32_t)f)->alloc_total_ns,
+                             x->alloc_ns + y->alloc_ns);
+        }
+        fm_pool_stats ps;
+        fm_pool_get_stats(timed, &ps);
+        assert_true(ps.timed_calls > 0);
+        assert_true(SUM(t, st, alloc_ns) > 1000000); /* 4,800 calls took some time */
+        /* The growth of the first frame: timed in both pools, in grow_ns. */
+        assert_true(SUM(t, sp, grow_events) > 0 && SUM(t, sp, grow_ns) > 0);
+        assert_true(SUM(t, st, grow_events) > 0 && SUM(t, st, grow_ns) > 0);
+        fm_telemetry_destroy(t);
+        fm_pool_destroy(plain);
+        fm_pool_destroy(timed);
+    }
 }
 
 /* A detached source records zeros; its history and totals stay. */
@@ -836,8 +892,12 @@ static void test_telemetry_csv_of_live_objects_round_trips(void **state) {
     void *items[3000];
     for (int f = 0; f < 10; f++) {
         for (int i = 0; i < 300; i++) items[f * 300 + i] = fm_pool_alloc(p);
+        if (f == 4) fm_pool_reset(p); /* its items gone; the row says so */
         fm_telemetry_frame_end(t);
     }
+    assert_int_equal(fm_telemetry_get_sample(t, 4, 0)->resets, 1);
+    assert_int_equal(fm_telemetry_get_sample(t, 4, 0)->frees, 1500);
+    assert_int_equal(fm_telemetry_get_sample(t, 4, 0)->live, 0);
     char err[256];
     assert_true(fm_telemetry_write_csv(t, "tel_live.csv", err, sizeof err));
     fm_telemetry *u = fm_telemetry_read_csv("tel_live.csv", err, sizeof err);
@@ -849,7 +909,7 @@ static void test_telemetry_csv_of_live_objects_round_trips(void **state) {
         for (uint32_t s = 0; s < 2; s++)
             assert_memory_equal(fm_telemetry_get_sample(u, i, s), fm_telemetry_get_sample(t, i, s),
                                 sizeof(fm_telemetry_sample));
-    for (int i = 0; i < 3000; i++) fm_pool_free(p, items[i]);
+    for (int i = 1500; i < 3000; i++) fm_pool_free(p, items[i]);
     fm_telemetry_destroy(u);
     fm_telemetry_destroy(t);
     fm_pool_destroy(p);
@@ -1095,6 +1155,7 @@ int main(void) {
         T(test_telemetry_closure_pools_count_makes_releases_and_growth),
         T(test_telemetry_tags_show_bytes_against_their_budget),
         T(test_telemetry_frame_times_split_allocation_maintenance_and_the_rest),
+        T(test_telemetry_timed_pools_give_their_time_inside_calls_per_frame),
         T(test_telemetry_detached_sources_keep_their_history),
         T(test_telemetry_clear_restarts_totals_and_peaks),
         T(test_telemetry_allocates_nothing_after_create),

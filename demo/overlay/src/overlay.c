@@ -190,11 +190,14 @@ static float segment_height(const fm_telemetry_sample *sm, double ymax, float fu
 
 static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const resolved *r) {
     double peak = 0;
-    uint64_t grows = 0;
+    uint64_t grows = 0, resets = 0;
     for (uint32_t k = 0; k < v->shown; k++) {
         double sum = 0;
-        for (uint32_t s = 0; s < v->sources; s++)
-            sum += (double)fm_telemetry_get_sample(v->t, v->first + k, s)->alloc_ns;
+        for (uint32_t s = 0; s < v->sources; s++) {
+            const fm_telemetry_sample *sm = fm_telemetry_get_sample(v->t, v->first + k, s);
+            sum += (double)sm->alloc_ns;
+            if (fm_telemetry_get_source(v->t, s)->kind == FM_TELEMETRY_POOL) resets += sm->resets;
+        }
         if (sum > peak) peak = sum;
         grows += fm_telemetry_get_frame(v->t, v->first + k)->grow_events;
     }
@@ -206,13 +209,29 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     fmt_ns(bud, sizeof bud, r->alloc_budget_ns);
     snprintf(cap, sizeof cap,
              "allocation time per frame, stacked by pool (last %u frames): max %s; growth inside "
-             "an allocation in magenta (%llu in view)",
-             v->shown, a, (unsigned long long)grows);
+             "an allocation in magenta (%llu in view); pool resets white (%llu)",
+             v->shown, a, (unsigned long long)grows, (unsigned long long)resets);
     ovl_text(b, g->x, g->y - r->lh, r->ts, rgb(TEXT_RGB, 255), cap);
     graph_frame(b, g, r);
 
     float bw = g->w / (float)v->slots;
     const SDL_Color grow = {OVL_GROWTH_R, OVL_GROWTH_G, OVL_GROWTH_B, 255};
+    /* Pool resets (arenas reset every frame: not marked), behind the bars,
+     * named on a fourth label row under the growths' three. */
+    const SDL_Color reset_c = rgb(OVL_RESET_RGB, 255);
+    float reset_end[1] = {-1e9f};
+    for (uint32_t k = 0; resets && k < v->shown; k++)
+        for (uint32_t s = 0; s < v->sources; s++) {
+            if (fm_telemetry_get_source(v->t, s)->kind != FM_TELEMETRY_POOL ||
+                !fm_telemetry_get_sample(v->t, v->first + k, s)->resets)
+                continue;
+            float x = slot_x(v, g, k);
+            ovl_rect(b, x, g->y, 1, g->h - 1, reset_c);
+            char lab[FM_TELEMETRY_NAME_MAX + 8];
+            snprintf(lab, sizeof lab, "reset %s", fm_telemetry_get_source(v->t, s)->name);
+            place_label(b, reset_end, 1, x, g->y + 5 * r->ts + 3 * r->lh, r, reset_c, lab);
+            break;
+        }
     /* Source by source (then frame by frame): long runs of one colour, which
      * a software renderer fills with one call each. A segment's base is the
      * sum of the segments below it in the same frame. */

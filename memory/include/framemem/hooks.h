@@ -16,8 +16,9 @@
  *     }
  *     fm_set_hooks(&(fm_hooks){.alloc = on_alloc, .free = on_free, .reset = on_reset});
  *
- *     // 2. Once per frame, after the frame's work (the telemetry's frame end
- *     //    calls it for you).
+ *     // 2. Once per frame, after the frame's work. fm_telemetry_frame_end
+ *     //    (framemem/telemetry.h) calls it as its last step: a program
+ *     //    with a telemetry object does not call it again.
  *     fm_hooks_frame_end();
  *
  *     // 3. NULL removes them.
@@ -36,15 +37,17 @@
  *   thread: the free of an item and the next alloc of its slot arrive in
  *   that order (under THREAD_CACHE and LOCKFREE too). A refused free (double,
  *   foreign, interior) sends nothing.
- * - reset: every item of the object is gone at once: fm_arena_reset, a frame
- *   arena's advance (its arena coming round), destroy of a pool or arena
- *   (live items included), and fm_arena_rewind. An arena keeps no list of
- *   its allocations, so a rewind is reported as a reset: a profiler drops
- *   the allocations below the mark as well (an arena's allocations are
- *   never freed one by one, so no event about them follows).
+ * - reset: every item of the object is gone at once: fm_pool_reset (after
+ *   its dtor, if any, ran on each live item; frees a dtor makes are sent as
+ *   frees), fm_arena_reset, a frame arena's advance (its arena coming
+ *   round), destroy of a pool or arena (live items included), and
+ *   fm_arena_rewind. An arena keeps no list of its allocations, so a rewind
+ *   is reported as a reset: a profiler drops the allocations below the mark
+ *   as well (an arena's allocations are never freed one by one, so no event
+ *   about them follows).
  * - grow: the object took bytes more from its backing memory (a pool's
  *   chunks, at create too; an arena's commit or block) in ns nanoseconds.
- * - frame_end: fm_hooks_frame_end was called.
+ * - frame_end: fm_hooks_frame_end was called (by fm_telemetry_frame_end too).
  *
  * Threads: hooks run on the thread that made the call, inside it, some with
  * the object's lock held: a hook must not call framemem on that object, and

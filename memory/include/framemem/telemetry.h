@@ -46,11 +46,18 @@
  * from the last frame end (or create); maint_ns is the time of
  * fm_telemetry_grow_ahead and of the sampling itself; alloc_total_ns the sum
  * of the sources' alloc_ns: time inside allocation calls that the caller
- * measured (fm_telemetry_add_alloc_ns, around batches of calls, say), plus
- * what pools in timing mode measured themselves; sim_ns the rest of the
- * frame. Render time is reported after the frame (fm_telemetry_set_render_ns).
- * Growth times come from the pools whatever the timing. Nanoseconds, from
+ * measured (fm_telemetry_add_alloc_ns, around batches of calls, say), plus,
+ * for a pool with desc.timing (pool.h), what it measured itself: the change
+ * of its alloc_ns_total + free_ns_total over the frame; sim_ns the rest of
+ * the frame. Render time is reported after the frame
+ * (fm_telemetry_set_render_ns). Without timing a pool's alloc_ns is what the
+ * caller adds (0 if nothing); its counts and growth times (grow_ns,
+ * ahead_grow_ns) come from the pool whatever the timing. Nanoseconds, from
  * fm_clock.
+ *
+ * Profilers: fm_telemetry_frame_end calls fm_hooks_frame_end
+ * (framemem/hooks.h) as its last step, so an FM_HOOKS build's frame_end
+ * event follows the frame's other events (grow-ahead's growth included).
  *
  * Grow-ahead. fm_telemetry_grow_ahead calls fm_pool_grow_ahead(pool,
  * margin x the largest net allocation (allocations minus frees, at least 0)
@@ -105,7 +112,8 @@
  *   alloc_total_ns     sum of every source's alloc_ns in the frame
  *   maint_ns           frame-boundary maintenance (grow-ahead, sampling)
  *   render_ns          set by fm_telemetry_set_render_ns, else 0
- *   resets             pool resets, arena resets, frame arena advances
+ *   resets             pool resets (fm_pool_reset), arena resets, frame arena
+ *                      advances
  *   failed             allocations refused (tag: growths its budget refused)
  *   soft_limit         tag: soft limit in bytes (0: none; others: 0)
  *   hard_limit         tag: hard limit in bytes (0: none; others: 0)
@@ -335,7 +343,8 @@ FM_TELEMETRY_API void fm_telemetry_add_alloc_ns(fm_telemetry *tel, uint32_t sour
 /// (each reported by the pool: FM_ERR_BUDGET, FM_ERR_OUT_OF_MEMORY, ...).
 FM_TELEMETRY_API uint32_t fm_telemetry_grow_ahead(fm_telemetry *tel);
 /// The frame boundary: samples every attached source and records the frame
-/// (the oldest drops out of a full ring). Allocates nothing.
+/// (the oldest drops out of a full ring), then sends the profiler hooks'
+/// frame_end (fm_hooks_frame_end). Allocates nothing.
 FM_TELEMETRY_API void fm_telemetry_frame_end(fm_telemetry *tel);
 /// Appends a frame recorded elsewhere: rec plus one sample per source
 /// (samples[source_count], NULL: zeros), copied; totals updated.

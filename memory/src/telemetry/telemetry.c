@@ -2,6 +2,7 @@
 #include "telemetry_internal.h"
 
 #include "framemem/clock.h"
+#include "framemem/hooks.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -351,6 +352,7 @@ typedef struct fm__tel_read {
     uint64_t grow, grow_ns, ahead, ahead_ns;
     uint64_t bytes_used, high_water, commits, resets, failed;
     uint64_t item_size, chunk_items, soft_limit, hard_limit;
+    uint64_t timed_ns; /* a pool's own timing (desc.timing): ns inside alloc and free */
     bool frees_from_live; /* closures: frees = allocs - change of live */
 } fm__tel_read;
 
@@ -370,7 +372,9 @@ static void fm__tel_read_object(const fm__tel_src *s, fm__tel_read *r) {
         r->grow_ns = st.alloc_grow_ns;
         r->ahead = st.ahead_grow_events;
         r->ahead_ns = st.ahead_grow_ns;
+        r->resets = st.resets;
         r->failed = st.failed_allocs;
+        r->timed_ns = st.alloc_ns_total + st.free_ns_total;
         r->item_size = st.stride;
         r->chunk_items = st.items_per_chunk ? st.items_per_chunk : 1;
         break;
@@ -460,6 +464,7 @@ static void fm__tel_baseline(fm_telemetry *t, uint32_t i) {
     s->seen_commits = r.commits;
     s->seen_resets = r.resets;
     s->seen_failed = r.failed;
+    s->seen_timed_ns = r.timed_ns;
     s->peak_base = r.peak;
     s->peak_seen = r.live;
     fm_telemetry_source *si = &t->sources[i];
@@ -504,6 +509,8 @@ static void fm__tel_sample(fm_telemetry *t, uint32_t i, fm_telemetry_sample *x) 
     x->commit_events = fm__tel_delta(r.commits, &s->seen_commits);
     x->resets = fm__tel_delta(r.resets, &s->seen_resets);
     x->failed = fm__tel_delta(r.failed, &s->seen_failed);
+    /* A timed pool's own time inside its calls joins what the caller added. */
+    x->alloc_ns = fm__tel_sat_add(x->alloc_ns, fm__tel_delta(r.timed_ns, &s->seen_timed_ns));
     fm_telemetry_source *si = &t->sources[i];
     si->item_size = r.item_size;
     si->chunk_items = r.chunk_items;
@@ -625,6 +632,8 @@ void fm_telemetry_frame_end(fm_telemetry *tel) {
     tel->last_end = t1;
     tel->has_begin = false;
     tel->pending_maint = 0;
+    /* The frame boundary for profilers too (framemem/hooks.h). */
+    fm_hooks_frame_end();
 }
 
 void fm_telemetry_push(fm_telemetry *tel, const fm_telemetry_frame *rec,

@@ -52,6 +52,7 @@ typedef struct fm__tel_src {
     uint64_t seen_allocs, seen_frees, seen_live;
     uint64_t seen_grow, seen_grow_ns, seen_ahead, seen_ahead_ns;
     uint64_t seen_commits, seen_resets, seen_failed;
+    uint64_t seen_timed_ns; /* a timed pool's alloc_ns_total + free_ns_total */
     /* Peaks since attach or clear: the object's own peak once it passes
      * peak_base (its value then), else the highest live seen at frame ends. */
     uint64_t peak_base, peak_seen;

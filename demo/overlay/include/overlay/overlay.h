@@ -10,7 +10,10 @@
  *     in each source's colour (ovl_source_color) with a legend; a line at the
  *     allocation budget (a share of the frame budget); in a frame where a
  *     pool grew inside an allocation call that pool's part of the bar is drawn
- *     in OVL_GROWTH_RGB, with a tick above it and the pool's name;
+ *     in OVL_GROWTH_RGB, with a tick above it and the pool's name; a frame
+ *     where a pool was reset (fm_pool_reset: a level's items gone at once)
+ *     has a full-height OVL_RESET_RGB line behind its bars, labelled
+ *     "reset <pool>";
  *   - maintenance (grow-ahead) time per frame, on its own scale, apart, with
  *     the pool that grew ahead named;
  *   - frame time per frame stacked as simulation / allocation / maintenance /
@@ -51,6 +54,8 @@ extern "C" {
 #define OVL_GROWTH_G 0
 #define OVL_GROWTH_B 255
 #define OVL_GROWTH_RGB 0xFF00FFu
+/* A pool reset (fm_pool_reset): a white line behind the frame's bars. */
+#define OVL_RESET_RGB 0xFFFFFFu
 /* Maintenance (grow-ahead) bars. */
 #define OVL_MAINT_RGB 0xE6E6E6u
 /* Memory budgets: above a tag's soft limit, and at its hard limit. */
