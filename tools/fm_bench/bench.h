@@ -56,6 +56,25 @@ void telemetry_run(const bench_opts *opts);
 void sparse_run(const bench_opts *opts);
 void timing_run(const bench_opts *opts);
 
+/* ------------------------------------------------ issue 20's targets */
+
+/* What the telemetry and timing experiments measured in this run; main.c
+ * prints the targets with their verdicts after the experiments. */
+typedef struct bench_issue20 {
+    bool telemetry;                       /* telemetry_run ran */
+    uint64_t frame_end_pools_ns;          /* fm_telemetry_frame_end, 16 pools, median */
+    uint64_t frame_end_mixed_ns;          /* 16 sources of every kind */
+    bool timing;                          /* timing_run ran */
+    double sampled_over, sampled_pct;     /* per item: overhead ns per alloc+free, % */
+    double every_over, every_pct;
+    double sampled_ratio, every_ratio;    /* timed / wall of the same loops */
+    double batch_pool_over, batch_pool_ratio;     /* batched, desc.timing */
+    double batch_engine_over, batch_engine_ratio; /* batched, the engine's batch timing */
+} bench_issue20;
+extern bench_issue20 bench_i20;
+/// Prints "Targets (issue 20), this run:" and a verdict per target.
+void bench_issue20_targets(void);
+
 /* ------------------------------------------- particles (batch, timing) */
 
 /* The calls the particle frames of batch.c make. */

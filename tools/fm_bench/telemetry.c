@@ -151,4 +151,7 @@ void telemetry_run(const bench_opts *opts) {
         printf("\n%s: %llu ns per frame (p99 %llu); target < 2000 ns: %s", tel_names[v],
                (unsigned long long)m[v], (unsigned long long)p[v], m[v] < 2000 ? "met" : "NOT met");
     printf("\n");
+    bench_i20.telemetry = true;
+    bench_i20.frame_end_pools_ns = m[TEL_POOLS];
+    bench_i20.frame_end_mixed_ns = m[TEL_MIXED];
 }
