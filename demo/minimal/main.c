@@ -38,7 +38,8 @@ int main(int argc, char **argv) {
         return fprintf(stderr, "framemem-minimal: %s\n", err), 2;
     fm_tag_desc game_tag = {.name = "game", .soft_limit_bytes = 1 << 20, .hard_limit_bytes = 2 << 20};
     fm_pool_desc spark_desc = FM_POOL_DESC(spark, .name = "sparks", .initial_capacity = 64,
-                                           .grow_ahead = true); /* grown at frame ends */
+                                           .grow_ahead = true, /* grown at frame ends */
+                                           .timing = FM_POOL_TIMING_SAMPLED); /* its time per frame */
     fm_pool_desc ship_desc = FM_POOL_DESC(ship, .name = "ships", .initial_capacity = 8);
     fm_frame_arena_desc frame_desc = {.name = "frame", .arena.commit_step = 16 << 10};
     if (cfg) {

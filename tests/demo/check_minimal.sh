@@ -3,7 +3,8 @@
 # driver): a run from the program's own small sizes grows inside allocation
 # calls after its first frame; fm-tune writes a config from its CSV; the
 # same run on that config grows in no allocation call after the first frame
-# (the program's summary and its CSV agree). A config with problems is
+# (the program's summary and its CSV agree); the timed pool's allocation
+# time is in the CSV. A config with problems is
 # reported at its file:line and the run goes on; one that cannot be read
 # stops it (exit 2).
 #
@@ -25,6 +26,12 @@ late_growths() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "grow_ev
 [ "$(late_growths run1.csv)" -gt 0 ] || err "first run: no growth inside an allocation after frame 0"
 grep -q "300 frames, [1-9][0-9]* growth(s) inside allocation calls after the first" out1.txt ||
     err "first run's summary: $(cat out1.txt)"
+# Allocation time per frame from the pool's own timing (desc.timing), not
+# from calls the program clocks: sparks' alloc_ns adds up, ships' (untimed) is 0.
+alloc_ns() { awk -F, -v src="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "alloc_ns") c = i; next }
+                                  $2 == src { t += $c } END { print t + 0 }' "$1"; }
+[ "$(alloc_ns run1.csv sparks)" -gt 0 ] || err "first run: no allocation time for 'sparks'"
+[ "$(alloc_ns run1.csv ships)" = 0 ] || err "first run: allocation time for the untimed 'ships'"
 for src in sparks ships frame game; do
     grep -q "^[0-9]*,$src," run1.csv || err "run1.csv has no rows for '$src'"
 done
