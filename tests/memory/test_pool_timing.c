@@ -76,6 +76,31 @@ static void test_pool_timing_every_call_times_each_alloc_and_free_under_each_pol
     }
 }
 
+/* fm_pool_reset (issue 19) starts the chunks over: a timed pool keeps
+ * every call going through the library (inline ones too) and counting, and
+ * fm_free reaches its timing as fm_pool_free does; a reset itself is not
+ * an alloc or free call. */
+static void test_pool_timing_goes_on_after_a_reset_and_through_fm_free(void **state) {
+    fm_test_env *env = *state;
+    for (int k = 0; k < POLICIES; k++) {
+        fm_pool *pool = make(env, FM_POOL_TIMING_EVERY_CALL, policies[k]);
+        void *items[100];
+        for (int i = 0; i < 100; i++) assert_non_null(items[i] = fm_pool_alloc(pool));
+        fm_pool_reset(pool);
+        fm_pool_stats st = fm_test_pool_stats(pool);
+        assert_int_equal(st.timed_calls, 100);
+        assert_int_equal(st.resets, 1);
+        pairs(pool, 50);
+        void *last = fm_pool_alloc(pool);
+        fm_free(last);
+        st = fm_test_pool_stats(pool);
+        assert_int_equal(st.timed_calls, 100 + 200 + 2);
+        assert_int_equal(st.total_allocs, 100 + 100 + 1);
+        assert_int_equal(st.live, 0);
+        fm_test_pool_destroy_clean(env, pool);
+    }
+}
+
 static void test_pool_timing_times_a_batch_once_and_new_as_an_alloc(void **state) {
     fm_test_env *env = *state;
     for (int mode = FM_POOL_TIMING_SAMPLED; mode <= FM_POOL_TIMING_EVERY_CALL; mode++) {
@@ -233,6 +258,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_pool_timing_is_off_by_default_and_counts_nothing),
         T(test_pool_timing_every_call_times_each_alloc_and_free_under_each_policy),
+        T(test_pool_timing_goes_on_after_a_reset_and_through_fm_free),
         T(test_pool_timing_times_a_batch_once_and_new_as_an_alloc),
         T(test_pool_timing_sampled_times_about_one_call_in_the_sample_rate),
         T(test_pool_timing_sampled_pools_used_in_turn_are_both_timed),
