@@ -140,22 +140,34 @@ static void test_overlay_bars_use_each_pool_colour_in_few_draw_calls(void **stat
     fm_telemetry_destroy(t);
 }
 
+/* The left edge of frame f's column in a graph of 600 slots whose last
+ * FRAMES hold the frames (frame f of 300 sits in slot 600 - 300 + f). */
+static float column_x(const SDL_FRect *graph, uint32_t f) {
+    return graph->x + graph->w / 600.0f * (float)(600 - FRAMES + f);
+}
+
+/* make_telemetry(true) drawn on tg, its layout in lo. */
+static fm_telemetry *draw_with_events(sw_target *tg, ovl_layout *lo) {
+    fm_telemetry *t = make_telemetry(true);
+    *tg = sw_target_open(W, H);
+    draw(tg, t, NULL);
+    ovl_layout_compute(&area, t, &desc, lo);
+    return t;
+}
+
 static void test_overlay_growth_frame_is_magenta_at_its_column(void **state) {
     (void)state;
-    fm_telemetry *t = make_telemetry(true);
-    sw_target tg = sw_target_open(W, H);
-    draw(&tg, t, NULL);
+    sw_target tg;
     ovl_layout lo;
-    ovl_layout_compute(&area, t, &desc, &lo);
-    /* Frame GROW_FRAME of 300 sits in slot 600 - 300 + GROW_FRAME of 600. */
+    fm_telemetry *t = draw_with_events(&tg, &lo);
     float slot_w = lo.alloc_graph.w / 600.0f;
-    float x = lo.alloc_graph.x + slot_w * (float)(600 - FRAMES + GROW_FRAME);
+    float x = column_x(&lo.alloc_graph, GROW_FRAME);
     SDL_FRect column = {x, lo.alloc_graph.y, slot_w + 1, lo.alloc_graph.h};
     assert_true(count_in(&tg, &column, OVL_GROWTH_RGB) > 50); /* the tall bar */
     SDL_FRect other = {x + 20 * slot_w, lo.alloc_graph.y + 30, slot_w, lo.alloc_graph.h - 30};
     assert_int_equal(count_in(&tg, &other, OVL_GROWTH_RGB), 0);
     /* The grow-ahead frame stands out in the maintenance strip. */
-    float xa = lo.maint_graph.x + slot_w * (float)(600 - FRAMES + AHEAD_FRAME);
+    float xa = column_x(&lo.maint_graph, AHEAD_FRAME);
     SDL_FRect top = {xa, lo.maint_graph.y, slot_w + 1, lo.maint_graph.h * 0.5f};
     assert_true(count_in(&tg, &top, OVL_MAINT_RGB) > 0);
     sw_target_close(&tg);
@@ -285,20 +297,18 @@ static void test_overlay_tags_are_bars_against_their_budgets(void **state) {
 
 static void test_overlay_pool_reset_is_a_white_line_at_its_column(void **state) {
     (void)state;
-    fm_telemetry *t = make_telemetry(true);
-    sw_target tg = sw_target_open(W, H);
-    draw(&tg, t, NULL);
+    sw_target tg;
     ovl_layout lo;
-    ovl_layout_compute(&area, t, &desc, &lo);
+    fm_telemetry *t = draw_with_events(&tg, &lo);
     float slot_w = lo.alloc_graph.w / 600.0f;
-    float x = lo.alloc_graph.x + slot_w * (float)(600 - FRAMES + RESET_FRAME);
+    float x = column_x(&lo.alloc_graph, RESET_FRAME);
     /* above the frame's bars, the line runs up the graph */
     SDL_FRect column = {x - 1, lo.alloc_graph.y, slot_w + 2, lo.alloc_graph.h * 0.6f};
     assert_true(count_in(&tg, &column, OVL_RESET_RGB) > 100);
     /* nowhere else: 20 frames before, and the growth's column */
     SDL_FRect before = {x - 20 * slot_w, lo.alloc_graph.y, slot_w, lo.alloc_graph.h};
     assert_int_equal(count_in(&tg, &before, OVL_RESET_RGB), 0);
-    float xg = lo.alloc_graph.x + slot_w * (float)(600 - FRAMES + GROW_FRAME);
+    float xg = column_x(&lo.alloc_graph, GROW_FRAME);
     SDL_FRect grown = {xg, lo.alloc_graph.y, slot_w, lo.alloc_graph.h};
     assert_int_equal(count_in(&tg, &grown, OVL_RESET_RGB), 0);
     /* the label names the pool: white text right of the line, under the
