@@ -611,9 +611,12 @@ static void test_telemetry_allocates_nothing_after_create(void **state) {
  * room, and the growth is counted as grow-ahead, not in an allocation. */
 static void test_telemetry_grow_ahead_moves_growth_to_the_frame_boundary(void **state) {
     (void)state;
+    /* 4 KiB chunks (about 150 items): growth every frame or two without
+     * grow-ahead, whatever the default chunk size and the build's metadata */
     fm_pool *ahead = fm_pool_create(&FM_POOL_DESC(thing, .name = "ahead", .initial_capacity = 64,
-                                                  .grow_ahead = true));
-    fm_pool *plain = fm_pool_create(&FM_POOL_DESC(thing, .name = "plain", .initial_capacity = 64));
+                                                  .chunk_bytes = 4096, .grow_ahead = true));
+    fm_pool *plain = fm_pool_create(
+        &FM_POOL_DESC(thing, .name = "plain", .initial_capacity = 64, .chunk_bytes = 4096));
     fm_pool *fixed = fm_pool_create(&FM_POOL_DESC(thing, .name = "fixed", .initial_capacity = 4096,
                                                   .growth = FM_GROWTH_FIXED, .grow_ahead = true));
     fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){.frames = 64, .grow_ahead_window = 8});
