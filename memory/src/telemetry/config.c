@@ -887,7 +887,9 @@ bool fm_config_write_tuned_runs(const fm_config *base, const fm_telemetry *const
             return false;
         }
     }
-    for (int k = 0; k < FM__SEC_KINDS; k++)
+    /* No names (no runs, no base): the lists stay empty, and NULL gets no
+     * offset (undefined even when 0). */
+    for (int k = 0; buf && k < FM__SEC_KINDS; k++)
         names[k].v = (char (*)[FM_TELEMETRY_NAME_MAX])((char *)buf + (size_t)k * most * FM_TELEMETRY_NAME_MAX);
     static const fm__sec_kind of_kind[FM_TELEMETRY_KIND_COUNT] = {
         [FM_TELEMETRY_POOL] = FM__SEC_POOL, [FM_TELEMETRY_ARENA] = FM__SEC_ARENA,
