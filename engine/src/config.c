@@ -13,7 +13,10 @@
 
 #define ENG__MAX_ITEMS (1u << 28)
 #define ENG__MIN_RESERVE ((uint64_t)1 << 20)
-#define ENG__MAX_RESERVE ((uint64_t)64 << 30)
+/* 64 GiB, or what a size_t holds (32-bit builds): the loader's limit and the
+ * tuned writer's cap, so a written config always loads. */
+#define ENG__MAX_RESERVE                                                                     \
+    (SIZE_MAX < ((uint64_t)64 << 30) ? (uint64_t)SIZE_MAX : (uint64_t)64 << 30)
 #define ENG__MIN_COMMIT ((uint64_t)4 << 10)
 
 /* ---------------------------------------------------------------- defaults */
@@ -332,7 +335,7 @@ static void eng__key(eng__parse *ps, const char *key, const char *value) {
     if (!strcmp(key, "reserve") || !strcmp(key, "commit_step")) {
         bool is_reserve = key[0] == 'r';
         uint64_t lo = is_reserve ? ENG__MIN_RESERVE : ENG__MIN_COMMIT;
-        uint64_t hi = ENG__MAX_RESERVE < SIZE_MAX ? ENG__MAX_RESERVE : (uint64_t)SIZE_MAX;
+        uint64_t hi = ENG__MAX_RESERVE;
         if (!eng__parse_uint(value, lo, hi, &v, &range)) {
             if (range)
                 eng__problem(ps, "[arena.%s] %s = %s out of range (%llu .. %llu bytes)", s->name,

@@ -373,14 +373,29 @@ static bool fm__align_valid(fm_arena *a, size_t align, const char *op) {
     return false;
 }
 
-static FM__COLD void fm__report_size(fm_arena *a, size_t size) {
-    fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows the address space", a->name,
-               size);
+/* No arena could hold size bytes, wherever it lay: a chained block needs its
+ * header and the largest alignment's padding besides. The same verdict on
+ * every target, whatever the arena's address. */
+static bool fm__size_overflows(size_t size) {
+    return size > SIZE_MAX - FM__BLOCK_HEADER - FM_MAX_ALIGN;
+}
+
+/* size bytes at p would pass the top of the address space: a size no arena
+ * could hold is invalid; any other is past this arena's end (a 32-bit arena
+ * high in memory meets it below 2 GiB), as it would be past a 64-bit one's
+ * reserve. */
+static FM__COLD void fm__report_size(fm_arena *a, uintptr_t p, size_t size) {
+    if (fm__size_overflows(size))
+        fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows the address space",
+                   a->name, size);
+    else
+        fm__report(FM_ERR_ARENA_FULL, "arena '%s': %zu bytes at %p would pass the end of the "
+                   "address space", a->name, size, (void *)p);
 }
 
 static bool fm__size_fits(fm_arena *a, uintptr_t p, size_t size) {
     if (FM__LIKELY(size <= UINTPTR_MAX - p)) return true;
-    fm__report_size(a, size);
+    fm__report_size(a, p, size);
     return false;
 }
 
@@ -401,7 +416,7 @@ static bool fm__arena_grow(fm_arena *a, uintptr_t top, uintptr_t p, size_t size)
             fm__report(err, "arena '%s': the OS refused to commit memory", a->name);
         return err == FM_OK;
     }
-    if (size > SIZE_MAX - FM__BLOCK_HEADER - FM_MAX_ALIGN) {
+    if (fm__size_overflows(size)) {
         fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows", a->name, size);
         return false;
     }

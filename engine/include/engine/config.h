@@ -10,7 +10,7 @@
  *   prefault = true            ; true/false/1/0/yes/no/on/off
  *   grow_ahead = true
  *   [arena.frame]
- *   reserve = 268435456        ; bytes, 1 MiB .. 64 GiB
+ *   reserve = 268435456        ; bytes, 1 MiB .. 64 GiB (32-bit: 4 GiB - 1)
  *   commit_step = 65536        ; bytes, 4 KiB .. reserve
  *
  * Comments are lines starting with ';' or '#', and a ';' after a blank ends

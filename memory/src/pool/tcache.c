@@ -43,8 +43,9 @@
 enum { FM__TC_BATCH = FM__TC_SLOTS / 2 };
 
 /* hint_slots of an entry with no hint: slot starts counted from it lie at
- * 2^63 and above, where no user-space pointer is, so no item matches. */
-#define FM__TC_NO_HINT ((uintptr_t)1 << 63)
+ * 2^63 and above, where no user-space pointer is, so no item matches (a
+ * 64-bit word on every target: 2^31 is an address on 32-bit ones). */
+#define FM__TC_NO_HINT ((uint64_t)1 << 63)
 /* A table slot whose thread is handing the entry back (no pool id is this). */
 #define FM__TC_CLAIMED UINT64_MAX
 
@@ -397,7 +398,7 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
 static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
     if (FM__LIKELY(fm__tc_cur.id == p->id)) {
         fm__tc_entry *e = fm__tc_cur.entry;
-        uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
+        uint64_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
         uint64_t slot = fm__exact_index((uintptr_t)item - hs, p->hot.inv, p->hot.inv_shift);
         if (FM__LIKELY(slot < p->hot.per_chunk && e->count < FM__TC_SLOTS - 1 &&
                        !FM__ATOMIC_LOAD(&e->next_slot, RELAXED))) {

@@ -105,8 +105,9 @@ struct fm__tc_entry {
     /* Written by the owning thread only (but hint_slots), read by stats
      * and destroy: accessed atomically. */
     uint32_t count;       /* slots[0, count) are free slots of the pool */
-    uintptr_t hint_slots; /* first slot of a chunk of the pool this thread freed
-                             into; trim resets it */
+    uint64_t hint_slots;  /* first slot of a chunk of the pool this thread freed
+                             into; trim resets it (to 2^63: no address, even on
+                             32-bit targets, where 2^31 is one) */
     uint32_t *hint_meta;  /* that chunk's meta words (valid while hint_slots is) */
     /* The inline free's last slot, not yet on slots[] (NULL: none), and its
      * meta word (whose index in its chunk's words is its slot_idx): as with
@@ -155,7 +156,7 @@ static inline uint32_t fm__tc_next_idx(const fm__tc_entry *e, uintptr_t base_mas
  * Montgomery; inv and shift are the pool's): a slot start at index j gives
  * j; any other address, inside an item, before the slots or in another
  * chunk, gives a value far above every slot index. */
-static inline uint64_t fm__exact_index(uintptr_t off, uint64_t inv, uint32_t shift) {
+static inline uint64_t fm__exact_index(uint64_t off, uint64_t inv, uint32_t shift) {
     uint64_t x = off * inv;
     return (x >> shift) | (x << ((64u - shift) & 63u));
 }
@@ -335,7 +336,7 @@ static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     if (__builtin_expect(fm__tc_cur.id == fm__pool_tc_id(h), 1)) {
         fm__tc_entry *e = fm__tc_cur.entry;
-        uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
+        uint64_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
         uint64_t si = fm__exact_index((uintptr_t)item - hs, h->inv, h->inv_shift);
         if (__builtin_expect(si < h->per_chunk, 1)) {
             uint32_t *meta = e->hint_meta + si;
