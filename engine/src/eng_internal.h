@@ -13,11 +13,7 @@
 #include "framemem/base.h"
 #include "framemem/pool.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define ENG__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define ENG__PRINTF(f, a)
-#endif
+#define ENG__PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 
 /// a + b, saturating at UINT64_MAX: sums of numbers read from files.
 static inline uint64_t eng__sat_add(uint64_t a, uint64_t b) {

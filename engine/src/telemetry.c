@@ -5,7 +5,7 @@
 #include "framemem/file.h"
 
 #include <errno.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,17 +50,18 @@ void eng__report_null(const char *fn, const char *what, char *err, size_t err_le
 
 /* ------------------------------------------------------------ clock overhead */
 
-static pthread_once_t eng__overhead_once = PTHREAD_ONCE_INIT;
-static uint64_t eng__overhead_ns;
+/* Measured once per process: the first measurement published wins (no
+ * thread library: the engine has no platform code). */
+static _Atomic uint64_t eng__overhead_ns = UINT64_MAX; /* UINT64_MAX: not yet */
 
 static int eng__cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
-static void eng__measure_overhead(void) {
+static uint64_t eng__measure_overhead(void) {
     enum { N = 1001 };
-    static uint64_t d[N];
+    uint64_t d[N];
     fm_clock_init();
     for (int i = 0; i < N; i++) {
         uint64_t t0 = fm_clock_now();
@@ -68,12 +69,16 @@ static void eng__measure_overhead(void) {
         d[i] = t1 - t0;
     }
     qsort(d, N, sizeof d[0], eng__cmp_u64);
-    eng__overhead_ns = fm_clock_to_ns(d[N / 2]);
+    uint64_t ns = fm_clock_to_ns(d[N / 2]);
+    return ns == UINT64_MAX ? ns - 1 : ns;
 }
 
 uint64_t eng_telemetry_clock_overhead_ns(void) {
-    pthread_once(&eng__overhead_once, eng__measure_overhead);
-    return eng__overhead_ns;
+    uint64_t ns = atomic_load(&eng__overhead_ns);
+    if (ns != UINT64_MAX) return ns;
+    uint64_t mine = eng__measure_overhead();
+    /* Another thread's first: every caller sees that one value. */
+    return atomic_compare_exchange_strong(&eng__overhead_ns, &ns, mine) ? mine : ns;
 }
 
 uint64_t eng_suggest_capacity(uint64_t peak_live, double headroom, uint64_t chunk_items) {

@@ -93,14 +93,21 @@ const char *fm_last_error_message(void);
 /// Installs the process-wide error handler; NULL restores the default (stderr).
 /// The message passed to fn lives only for the duration of the call.
 void fm_set_error_handler(fm_error_fn fn, void *user);
+/* printf-style checking of framemem's formatting functions. MinGW: the
+ * library formats with mingw-w64's C99 printf (__USE_MINGW_ANSI_STDIO), so
+ * formats are checked as GNU's (%zu, %llu), not as msvcrt's. */
+#if defined(__MINGW32__) && defined(__GNUC__) && !defined(__clang__)
+#define FM__PRINTF_LIKE(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__) || defined(__clang__)
+#define FM__PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define FM__PRINTF_LIKE(f, a)
+#endif
+
 /// Reports err as framemem's own failing calls do: sets the calling thread's
 /// last error and message (printf-style) and calls the error handler. For
 /// layers built on framemem (the engine) whose errors belong in the same place.
-void fm_report_error(fm_error err, const char *fmt, ...)
-#if defined(__GNUC__) || defined(__clang__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+void fm_report_error(fm_error err, const char *fmt, ...) FM__PRINTF_LIKE(2, 3);
 
 /* -------------------------------------------------------- backing allocator */
 

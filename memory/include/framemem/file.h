@@ -61,11 +61,7 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-#define FM_FILE_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define FM_FILE_PRINTF(f, a)
-#endif
+#define FM_FILE_PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 
 /// Longest path (terminator included) a writer takes; longer ones are refused.
 #define FM_FILE_PATH_MAX 4096

@@ -55,8 +55,15 @@ typedef struct fm__tc_thread {
     bool armed; /* the exit hook runs at this thread's exit */
 } fm__tc_thread;
 
+#ifdef FM__TC_INLINE
 __thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
-static FM__THREAD_LOCAL fm__tc_thread fm__tc_self;
+#else
+/* Where no inline path reads it (detail/pool.h), the library's own. */
+static FM__THREAD_LOCAL fm__tc_slot fm__tc_cur_tls;
+#define fm__tc_cur FM__TLS(fm__tc_cur_tls)
+#endif
+static FM__THREAD_LOCAL fm__tc_thread fm__tc_self_tls;
+#define fm__tc_self FM__TLS(fm__tc_self_tls)
 static fm__exit_hook fm__tc_exit;
 static fm__once fm__tc_once = FM__ONCE_INIT;
 static bool fm__tc_hook_ok;

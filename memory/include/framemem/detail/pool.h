@@ -134,8 +134,14 @@ struct fm__tc_entry {
  * freed by its pool's destroy is never read again, as no call on that pool
  * may follow and ids are never reused. initial-exec: %fs-relative loads,
  * also if the library is built as a shared object (which then needs static
- * TLS space, as glibc's own variables do). */
+ * TLS space, as glibc's own variables do). Windows: gcc's MinGW targets
+ * have only emulated TLS (a call per access, a malloc per thread), so
+ * THREAD_CACHE's alloc and free are not inlined there and fm__tc_cur stays
+ * inside the library (platform/thread.h). */
+#if !defined(_WIN32)
+#define FM__TC_INLINE 1
 extern __thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
+#endif
 
 void *fm__pool_alloc_slow(fm_pool *pool);
 /* cold: a NONE free outside the current chunk calls it, and the inline free
@@ -256,6 +262,7 @@ static inline uint64_t fm__pool_tc_id(const fm__pool_hot *h) {
     return FM__ATOMIC_LOAD(&h->tc_id, RELAXED);
 }
 
+#ifdef FM__TC_INLINE
 /* THREAD_CACHE: a pop from this thread's magazine for the pool (its
  * next_slot first). */
 static inline void *fm__pool_alloc_tc(fm_pool *pool) {
@@ -288,6 +295,8 @@ static inline void *fm__pool_alloc_tc(fm_pool *pool) {
     return fm__pool_alloc_slow(pool);
 }
 
+#endif /* FM__TC_INLINE */
+
 /* --*headroom < 0, as one decrement of memory and a branch on its sign: from
  * C, gcc loads, decrements, stores and tests the word when the caller's code
  * around it keeps a register busy (which depends on the caller). */
@@ -310,7 +319,11 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
         h->cur_next_slot = NULL;
         meta = h->cur_next_meta;
     } else if (h->tc_id != UINT64_MAX) {
+#ifdef FM__TC_INLINE
         return fm__pool_alloc_tc(pool);
+#else
+        return fm__pool_alloc_slow(pool);
+#endif
     } else if (__builtin_expect(h->cur_top != 0, 1)) {
         size_t idx = h->cur_stack[--h->cur_top];
         slot = h->cur_slots + idx * h->stride;
@@ -328,6 +341,7 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     return slot;
 }
 
+#ifdef FM__TC_INLINE
 /* THREAD_CACHE: a slot start of the chunk this thread freed into last, live,
  * becomes the magazine's next_slot (the one before it moves onto slots[],
  * which must have room). The live bit goes with a relaxed load and store,
@@ -362,6 +376,8 @@ slow:
     fm__pool_free_slow(pool, item);
 }
 
+#endif /* FM__TC_INLINE */
+
 static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     /* A THREAD_CACHE pool skips the index arithmetic. */
@@ -383,7 +399,11 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
         fm__pool_free_slow(pool, item); /* another chunk, or misuse */
         return;
     }
+#ifdef FM__TC_INLINE
     fm__pool_free_tc(pool, item);
+#else
+    fm__pool_free_slow(pool, item);
+#endif
 }
 
 #endif /* FM__INLINE && !FM_TRACK_SITES */
