@@ -100,6 +100,16 @@ static bool fm__file_os_id(const char *path, uint64_t *dev, uint64_t *ino) {
     return true;
 }
 
+/* A device (NUL, CON, COM1: no file of a folder, stat fails on them) or a
+ * pipe at path. */
+static bool fm__file_is_device(const char *path) {
+    HANDLE h = fm__file_handle(path);
+    if (h == INVALID_HANDLE_VALUE) return false;
+    DWORD type = GetFileType(h);
+    CloseHandle(h);
+    return type == FILE_TYPE_CHAR || type == FILE_TYPE_PIPE;
+}
+
 /* Windows takes both separators. */
 static const char *fm__file_last_sep(const char *path) {
     const char *a = strrchr(path, '/'), *b = strrchr(path, '\\');
@@ -135,6 +145,10 @@ static bool fm__file_os_id(const char *path, uint64_t *dev, uint64_t *ino) {
 }
 
 static const char *fm__file_last_sep(const char *path) { return strrchr(path, '/'); }
+static bool fm__file_is_device(const char *path) {
+    (void)path; /* stat says S_IFCHR */
+    return false;
+}
 #endif
 
 struct fm_file_writer {
@@ -192,6 +206,9 @@ static int fm__file_errno(void) { return errno ? errno : EIO; }
 static bool fm__file_dest(const char *path, char *dest, int *mode, char *err, size_t err_len) {
     struct stat st;
     *mode = -1;
+    if (fm__file_is_device(path))
+        return fm__file_fail(err, err_len, "%s: not a regular file (refusing to replace it)",
+                             path);
     if (stat(path, &st) == 0) {
         if (!S_ISREG(st.st_mode))
             return fm__file_fail(err, err_len, "%s: not a regular file (refusing to replace it)",
@@ -587,7 +604,7 @@ bool fm_file_check_outputs(const char *const *outputs, size_t output_count,
         const char *out = outputs[i];
         if (!out) continue;
         struct stat st;
-        if (stat(out, &st) == 0 && !S_ISREG(st.st_mode))
+        if (fm__file_is_device(out) || (stat(out, &st) == 0 && !S_ISREG(st.st_mode)))
             return fm__file_fail(err, err_len, "%s: not a regular file (refusing to replace it)",
                                  out);
         fm__file_id id = fm__file_identify(out);

@@ -185,7 +185,7 @@ typedef struct budget {
 static void *budget_alloc(size_t size, size_t align, void *user) {
     budget *b = user;
     if (size > b->limit - b->live) return NULL;
-    void *p = aligned_alloc(align, (size + align - 1) / align * align);
+    void *p = fm_test_aligned_alloc(align, (size + align - 1) / align * align);
     if (p) b->live += size;
     return p;
 }
@@ -194,7 +194,7 @@ static void budget_free(void *p, size_t size, void *user) {
     budget *b = user;
     if (!p) return;
     b->live -= size;
-    free(p);
+    fm_test_aligned_free(p);
 }
 
 typedef struct sweep_case {

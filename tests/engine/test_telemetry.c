@@ -353,6 +353,21 @@ static void test_telemetry_reader_names_file_and_line_of_every_problem(void **st
 
 /* ------------------------------------------------------------------ trace */
 
+#ifdef FM_JSON_CHECKED_ON_HOST
+/* A cross build run under an emulator (wine) cannot start the host's
+ * python3: ctest's engine_telemetry_json runs the same check on the files
+ * this suite leaves, after it. */
+static int json_check(const char *path) {
+    print_message("[ did not apply ] checking %s here: python3 runs on the host (ctest's "
+                  "engine_telemetry_json checks it after this suite)\n",
+                  path);
+    return -1;
+}
+#define JSON_CHECK_EQ(path, rc) (void)json_check(path)
+#define JSON_CHECK_NE(path, rc) (void)json_check(path)
+#else
+#define JSON_CHECK_EQ(path, rc) assert_int_equal(json_check(path), rc)
+#define JSON_CHECK_NE(path, rc) assert_int_not_equal(json_check(path), rc)
 static int json_check(const char *path) {
 #ifdef FM_PYTHON3
     char cmd[1024];
@@ -370,6 +385,7 @@ static int json_check(const char *path) {
     return 1;
 #endif
 }
+#endif
 
 static void test_telemetry_trace_is_json_with_frames_and_growth_events(void **state) {
     (void)state;
@@ -377,7 +393,7 @@ static void test_telemetry_trace_is_json_with_frames_and_growth_events(void **st
     push_frames(t, 1, 7);
     char err[256];
     assert_true(eng_telemetry_write_trace(t, "tel_trace.json", err, sizeof err));
-    assert_int_equal(json_check("tel_trace.json"), 0);
+    JSON_CHECK_EQ("tel_trace.json", 0);
     char *j = slurp("tel_trace.json");
     int frames = 0, grows = 0, aheads = 0;
     for (const char *p = j; (p = strstr(p, "\"ph\":\"X\",\"pid\":1,\"tid\":1")); p++) frames++;
@@ -389,7 +405,7 @@ static void test_telemetry_trace_is_json_with_frames_and_growth_events(void **st
     free(j);
     /* The check itself fails on broken JSON. */
     write_file("tel_broken.json", "{\"traceEvents\":[{\"ph\":\"X\",}]");
-    assert_int_not_equal(json_check("tel_broken.json"), 0);
+    JSON_CHECK_NE("tel_broken.json", 0);
     assert_false(eng_telemetry_write_trace(t, "no_such_dir/t.json", err, sizeof err));
     assert_true(fm_test_contains(err, "no_such_dir/t.json"));
     struct stat st;

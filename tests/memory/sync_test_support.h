@@ -16,7 +16,7 @@
 
 #include "fm_test.h"
 
-#include <pthread.h>
+#include "fm_test_thread.h"
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +27,7 @@
 typedef struct sync_errors {
     atomic_int count;
     atomic_int by_code[FM_ERROR_COUNT];
-    pthread_mutex_t lock;
+    fm_test_mutex lock;
     char last_message[512];
 } sync_errors;
 
@@ -35,21 +35,21 @@ static inline void sync_errors_handler(fm_error err, const char *message, void *
     sync_errors *e = user;
     atomic_fetch_add(&e->count, 1);
     if ((unsigned)err < FM_ERROR_COUNT) atomic_fetch_add(&e->by_code[err], 1);
-    pthread_mutex_lock(&e->lock);
+    fm_test_mutex_lock(&e->lock);
     snprintf(e->last_message, sizeof e->last_message, "%s", message ? message : "");
-    pthread_mutex_unlock(&e->lock);
+    fm_test_mutex_unlock(&e->lock);
 }
 
 static inline void sync_errors_install(sync_errors *e) {
     memset(e, 0, sizeof *e);
-    pthread_mutex_init(&e->lock, NULL);
+    fm_test_mutex_init(&e->lock);
     fm_set_error_handler(sync_errors_handler, e);
     fm_clear_error();
 }
 
 static inline void sync_errors_remove(sync_errors *e) {
     fm_set_error_handler(NULL, NULL);
-    pthread_mutex_destroy(&e->lock);
+    fm_test_mutex_destroy(&e->lock);
 }
 
 /* Asserts that the reports since `before` were exactly n of code. */
@@ -65,7 +65,7 @@ static inline void sync_expect_errors(sync_errors *e, int before, fm_error code,
 /* ---------------------------------------------------- thread-safe allocator */
 
 typedef struct sync_alloc {
-    pthread_mutex_t lock;
+    fm_test_mutex lock;
     size_t live_bytes;
     size_t live_blocks;
     uint64_t alloc_calls;
@@ -77,35 +77,35 @@ typedef struct sync_alloc {
 static inline void *sync_alloc_alloc(size_t size, size_t align, void *user) {
     sync_alloc *a = user;
     if (a->hook) a->hook(a);
-    pthread_mutex_lock(&a->lock);
+    fm_test_mutex_lock(&a->lock);
     a->alloc_calls++;
     bool refuse = a->fail_from && a->alloc_calls >= a->fail_from;
     void *p = NULL;
     if (!refuse) {
         size_t al = align < sizeof(void *) ? sizeof(void *) : align;
-        p = aligned_alloc(al, (size + al - 1) / al * al);
+        p = fm_test_aligned_alloc(al, (size + al - 1) / al * al);
         if (p) {
             a->live_bytes += size;
             a->live_blocks++;
         }
     }
-    pthread_mutex_unlock(&a->lock);
+    fm_test_mutex_unlock(&a->lock);
     return p;
 }
 
 static inline void sync_alloc_free(void *ptr, size_t size, void *user) {
     sync_alloc *a = user;
     if (!ptr) return;
-    pthread_mutex_lock(&a->lock);
+    fm_test_mutex_lock(&a->lock);
     a->live_bytes -= size;
     a->live_blocks--;
-    pthread_mutex_unlock(&a->lock);
-    free(ptr);
+    fm_test_mutex_unlock(&a->lock);
+    fm_test_aligned_free(ptr);
 }
 
 static inline void sync_alloc_init(sync_alloc *a) {
     memset(a, 0, sizeof *a);
-    pthread_mutex_init(&a->lock, NULL);
+    fm_test_mutex_init(&a->lock);
 }
 
 static inline fm_allocator sync_alloc_get(sync_alloc *a) {
@@ -116,7 +116,7 @@ static inline fm_allocator sync_alloc_get(sync_alloc *a) {
 static inline void sync_alloc_finish(sync_alloc *a) {
     assert_int_equal(a->live_bytes, 0);
     assert_int_equal(a->live_blocks, 0);
-    pthread_mutex_destroy(&a->lock);
+    fm_test_mutex_destroy(&a->lock);
 }
 
 /* ----------------------------------------------------------------- threads */
@@ -124,11 +124,11 @@ static inline void sync_alloc_finish(sync_alloc *a) {
 #define SYNC_MAX_THREADS 16
 
 static inline void sync_run(int n, void *(*fn)(void *), void *args, size_t arg_size) {
-    pthread_t t[SYNC_MAX_THREADS];
+    fm_test_thread t[SYNC_MAX_THREADS];
     assert_true(n > 0 && n <= SYNC_MAX_THREADS);
     for (int i = 0; i < n; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * arg_size), 0);
-    for (int i = 0; i < n; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(fm_test_thread_create(&t[i], fn, (char *)args + (size_t)i * arg_size), 0);
+    for (int i = 0; i < n; i++) assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
 }
 
 /* xorshift64*: per-thread random streams. */

@@ -5,7 +5,7 @@
 
 #include "framemem/clock.h"
 
-#include <pthread.h>
+#include "fm_test_thread.h"
 #include <string.h>
 #include <time.h>
 
@@ -19,24 +19,20 @@ static void *read_ticks_per_sec(void *arg) {
     return NULL;
 }
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
+static void sleep_ms(long ms) { fm_test_sleep_ms((unsigned)ms); }
 
 /* ------------------------------------------------------------------- tests */
 
 /* Runs first, so these threads race for the one-time calibration. */
 static void test_clock_concurrent_first_calibration_agrees(void **state) {
     (void)state;
-    pthread_t threads[CALIBRATION_THREADS];
+    fm_test_thread threads[CALIBRATION_THREADS];
     double rates[CALIBRATION_THREADS] = {0};
     for (int i = 0; i < CALIBRATION_THREADS; i++) {
-        assert_int_equal(pthread_create(&threads[i], NULL, read_ticks_per_sec, &rates[i]), 0);
+        assert_int_equal(fm_test_thread_create(&threads[i], read_ticks_per_sec, &rates[i]), 0);
     }
     for (int i = 0; i < CALIBRATION_THREADS; i++) {
-        assert_int_equal(pthread_join(threads[i], NULL), 0);
+        assert_int_equal(fm_test_thread_join(threads[i], NULL), 0);
     }
     for (int i = 0; i < CALIBRATION_THREADS; i++) {
         assert_true(rates[i] > 0.0);

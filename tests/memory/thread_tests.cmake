@@ -14,4 +14,24 @@ if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT CMAKE_EXE_LINKER_FLAGS MATCHES "(^
   target_compile_definitions(test_pool_backing PRIVATE FM_TEST_WRAP_HEAP)
   target_link_options(test_pool_backing PRIVATE
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=posix_memalign,--wrap=aligned_alloc)
+elseif(MINGW)
+  # The C runtime is a DLL: only calls from the statically linked code (the
+  # library, libgcc's emulated TLS, mingw-w64's own) are routed, which is
+  # what the test counts. _aligned_malloc is the library's heap there.
+  target_compile_definitions(test_pool_backing PRIVATE FM_TEST_WRAP_HEAP)
+  target_link_options(test_pool_backing PRIVATE
+    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=_aligned_malloc,--wrap=_aligned_free)
 endif()
+
+# The thread suites carry the label "threads" (tools/dev repeats them in the
+# cross configurations). Windows runs each twice: with CreateThread threads
+# and with the C runtime's (_beginthreadex), see tests/support/fm_test_thread.h.
+set(fm_thread_suites arena_threads closure_threads pool_threads pool_backing)
+foreach(suite ${fm_thread_suites})
+  set_tests_properties(memory_${suite} PROPERTIES LABELS threads)
+  if(WIN32)
+    add_test(NAME memory_${suite}_crt COMMAND test_${suite})
+    set_tests_properties(memory_${suite}_crt PROPERTIES
+      LABELS threads TIMEOUT 120 ENVIRONMENT FM_TEST_THREADS=crt)
+  endif()
+endforeach()

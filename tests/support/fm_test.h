@@ -76,6 +76,11 @@ void fm_test_allocator_recover(fm_test_allocator *a);
 /// cmocka-asserts: no live bytes or blocks, no contract violations.
 void fm_test_allocator_assert_clean(const fm_test_allocator *a);
 
+/// size bytes aligned to align (a power of two, at least sizeof(void *)) from
+/// the C heap; freed by fm_test_aligned_free.
+void *fm_test_aligned_alloc(size_t align, size_t size);
+void fm_test_aligned_free(void *p);
+
 /// true when the test runs under Valgrind (the Debug build's memcheck run).
 bool fm_test_under_valgrind(void);
 /// Tells Valgrind that the test reads [p, p + n) on purpose (released memory
@@ -91,7 +96,16 @@ typedef struct fm_test_child {
 } fm_test_child;
 
 /// Runs fn in a forked child with stderr captured; the child exits 0 after fn.
+/// Windows has no fork: fn runs in this process with stderr captured, which
+/// only builds without sanitizers or Valgrind reach (there fn's reads are
+/// harmless and it reports what it read).
 fm_test_child fm_test_run_child(void (*fn)(void));
+#ifdef _WIN32
+#define WIFEXITED(status) ((void)(status), 1)
+#define WEXITSTATUS(status) (status)
+#else
+#include <sys/wait.h>
+#endif
 /// true when the child's memory error was caught: an ASan "use-after-poison"
 /// report, or a Valgrind error counted while fn ran.
 bool fm_test_child_caught(const fm_test_child *r);
@@ -183,8 +197,10 @@ void fm_test_limit_file_size(size_t max_bytes);
 /// Runs fn(arg) in a forked child under fm_test_limit_file_size(max_bytes)
 /// and returns its result (the child's exit code; 128 + signal if killed).
 /// fn must not use cmocka's asserts (it reports through its return value).
+/// Windows has neither fork nor a file-size limit: the calling test is
+/// skipped there, saying so.
 int fm_test_run_full_disk(size_t max_bytes, int (*fn)(void *arg), void *arg);
-/// Makes a fresh folder "/tmp/PREFIX_XXXXXX" and puts its path in dir
+/// Makes a fresh folder "/tmp/PREFIX_XXXXXX" (Windows: in %TEMP%) and puts its path in dir
 /// (dir_size bytes); false when it cannot.
 bool fm_test_make_dir(char *dir, size_t dir_size, const char *prefix);
 /// Removes dir and everything in it; 0 when done.
@@ -196,6 +212,39 @@ void fm_test_expect_contains(const char *text, const char *want);
 /// Files in dir whose names contain ".tmp" (a writer's leftovers); -1 when
 /// dir cannot be read.
 int fm_test_count_temp_files(const char *dir);
+/* Special files where the OS has them. Where it has not (Windows: no FIFOs
+ * in the file system, no permission bits, symbolic links only with a
+ * privilege), the maker prints "[ did not apply ] WHAT: why" and returns
+ * false, and the test goes on without that case. */
+
+/// A FIFO at path (cmocka-asserts mkfifo); false on Windows.
+bool fm_test_make_fifo(const char *path, const char *what);
+/// A symbolic link at `at` naming target (cmocka-asserts); false where the OS
+/// refused for want of a privilege.
+bool fm_test_make_symlink(const char *target, const char *at, const char *what);
+/// A hard link at `at` to the file target; cmocka-asserts.
+void fm_test_make_hardlink(const char *target, const char *at);
+/// true when path itself (not what it names) is a symbolic link.
+bool fm_test_is_symlink(const char *path);
+/// true when path is a FIFO.
+bool fm_test_is_fifo(const char *path);
+/// true when path is a folder.
+bool fm_test_is_dir(const char *path);
+/// Makes a folder (mode 0755 where modes exist); 0 on success.
+int fm_test_mkdir(const char *path);
+/// true where files carry POSIX permission bits; otherwise says WHAT did
+/// not apply and returns false.
+bool fm_test_mode_bits(const char *what);
+/// A SIGALRM in seconds (0: cancel) so a blocking test fails instead of
+/// hanging; nothing on Windows, where ctest's timeout is the guard.
+void fm_test_alarm(unsigned seconds);
+/// A character device every system has ("/dev/zero"; Windows: "NUL").
+#ifdef _WIN32
+#define FM_TEST_DEVICE "NUL"
+#else
+#define FM_TEST_DEVICE "/dev/zero"
+#endif
+
 /// Writes text to path (replacing it); cmocka-asserts success.
 void fm_test_write_text(const char *path, const char *text);
 /// true when the file at path holds exactly text.
