@@ -119,7 +119,13 @@ static const char *fm__file_last_sep(const char *path) {
 #else
 #define FM__O_EXTRA (O_CLOEXEC | O_NOCTTY)
 #define FM__O_NONBLOCK O_NONBLOCK
+#if defined(__APPLE__)
+/* Darwin's fsync leaves the data in the drive's cache: F_FULLFSYNC flushes
+ * it (where the file system refuses, fsync is the best there is). */
+static int fm__fsync(int fd) { return fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd); }
+#else
 #define fm__fsync(fd) fsync(fd)
+#endif
 #define fm__rename_replacing(from, to) rename((from), (to))
 
 static bool fm__file_link_target(const char *path, char *out, size_t out_len, bool *is_link) {
