@@ -2,12 +2,13 @@
  * platform.h: the demo's window and renderer, or an offscreen surface.
  *
  * Windowed: SDL_Renderer accelerated when SDL finds a GPU driver, software
- * otherwise (or with .software, or when the "accelerated" OpenGL is Mesa's
- * llvmpipe/softpipe, which is slower than SDL's software renderer). With no
- * display, SDL's silent fallback to its offscreen driver is refused so the
- * user gets a message suggesting --headless instead of an invisible window. Headless: SDL's offscreen video driver (dummy
- * when offscreen is missing) and a software renderer drawing into an
- * SDL_Surface, so the same drawing code runs with no display at all.
+ * otherwise (or with .software, or when the "accelerated" OpenGL is a CPU
+ * rasterizer such as Mesa's llvmpipe or softpipe: platform.c says why). With
+ * no display, SDL's silent fallback to its offscreen driver is refused so the
+ * user gets a message suggesting --headless instead of an invisible window.
+ * Headless: SDL's offscreen video driver (dummy when offscreen is missing)
+ * and a software renderer drawing into an SDL_Surface, so the same drawing
+ * code runs with no display at all.
  */
 #ifndef DEMO_PLATFORM_H
 #define DEMO_PLATFORM_H

@@ -6,28 +6,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool grow(demo_run_stats *s) {
-    size_t cap = s->cap ? s->cap * 2 : 4096;
-    uint64_t **series[] = {&s->alloc_ns, &s->frame_ns, &s->render_ns, &s->present_ns};
-    for (size_t i = 0; i < 4; i++) {
-        uint64_t *p = realloc(*series[i], cap * sizeof **series[i]);
-        if (!p) return false;
-        *series[i] = p;
-    }
-    s->cap = cap;
-    return true;
+#include "engine/ds.h"
+
+/* Room for one more frame in every series; the first reservation holds a
+ * minute at 60 fps, so a run's first frames regrow nothing. */
+static bool reserve(demo_run_stats *s) {
+    size_t n = s->count ? 1 : 4096;
+    return ENG_ARR_RESERVE(s->alloc_ns, n, NULL) && ENG_ARR_RESERVE(s->frame_ns, n, NULL) &&
+           ENG_ARR_RESERVE(s->render_ns, n, NULL) && ENG_ARR_RESERVE(s->present_ns, n, NULL);
 }
 
 void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns,
                         uint64_t present_ns) {
-    if (s->count == s->cap && !grow(s)) {
+    if (!reserve(s)) {
         s->oom = true;
         return;
     }
-    s->alloc_ns[s->count] = rec->alloc_total_ns;
-    s->frame_ns[s->count] = wall_ns;
-    s->render_ns[s->count] = rec->render_ns;
-    s->present_ns[s->count] = present_ns;
+    /* Into the room reserved: these cannot fail. */
+    arrput(s->alloc_ns, rec->alloc_total_ns);
+    arrput(s->frame_ns, wall_ns);
+    arrput(s->render_ns, rec->render_ns);
+    arrput(s->present_ns, present_ns);
     s->grow_events += rec->grow_events;
     if (s->count > 0) s->grow_events_after_first += rec->grow_events;
     s->ahead_grow_events += rec->ahead_grow_events;
@@ -38,16 +37,20 @@ void demo_run_stats_add_paused(demo_run_stats *s) { s->paused++; }
 
 void demo_run_stats_reset(demo_run_stats *s) {
     s->count = 0;
+    arrsetlen(s->alloc_ns, 0); /* the capacity stays: nothing allocated */
+    arrsetlen(s->frame_ns, 0);
+    arrsetlen(s->render_ns, 0);
+    arrsetlen(s->present_ns, 0);
     s->paused = 0;
     s->grow_events = s->grow_events_after_first = s->ahead_grow_events = 0;
     s->oom = false;
 }
 
 void demo_run_stats_free(demo_run_stats *s) {
-    free(s->alloc_ns);
-    free(s->frame_ns);
-    free(s->render_ns);
-    free(s->present_ns);
+    arrfree(s->alloc_ns);
+    arrfree(s->frame_ns);
+    arrfree(s->render_ns);
+    arrfree(s->present_ns);
     memset(s, 0, sizeof *s);
 }
 

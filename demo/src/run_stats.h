@@ -4,8 +4,9 @@
  * The engine's telemetry ring holds the last 600 frames; the summary covers
  * every frame since start (or the last stats reset), so the demo keeps its own
  * per-frame series: allocation time, wall frame time, render time and
- * in-allocation growth events. The arrays grow by doubling (amortised, a few
- * reallocations per run; the engine's instrumentation is untouched).
+ * in-allocation growth events. The series are stb_ds arrays (engine/ds.h) on
+ * the C heap; when one cannot grow, later frames are left out and the
+ * summary says so (the engine's instrumentation is untouched).
  */
 #ifndef DEMO_RUN_STATS_H
 #define DEMO_RUN_STATS_H
@@ -18,8 +19,8 @@
 #include "engine/engine.h"
 
 typedef struct demo_run_stats {
-    uint64_t *alloc_ns, *frame_ns, *render_ns, *present_ns;
-    size_t count, cap;
+    uint64_t *alloc_ns, *frame_ns, *render_ns, *present_ns; /* stb_ds arrays */
+    size_t count; /* frames in each series */
     uint64_t grow_events, grow_events_after_first, ahead_grow_events;
     uint64_t paused; /* frames run while paused: counted, not in the series */
     bool oom; /* a series could not grow: later frames are not counted */

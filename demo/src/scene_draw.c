@@ -1,6 +1,9 @@
 /*
  * scene_draw.c: particles as pixels in one streaming texture, the rest as
- * batched quads.
+ * batched quads. Particles are the bulk of a frame's sprites (100,000 at
+ * --scale 5): as pixels they cost one texture upload plus a few calls,
+ * whatever their count, where a quad each would cost the renderer per
+ * sprite.
  */
 #include "scene_draw.h"
 

@@ -1,11 +1,10 @@
 /*
  * scene_draw.h: draws the engine's render list with a handful of draw calls.
  *
- * Particles (the bulk: 100,000 at --scale 5) are written as pixels into one
- * streaming texture the size of the output (SDL_LockTexture), which also
- * carries the background, then copied with one SDL_RenderCopy. Entities and
- * effects are quads, one SDL_RenderGeometry call per layer. The cost is one
- * texture upload plus a few calls, whatever the sprite count.
+ * Particles are written as pixels into one streaming texture the size of the
+ * output (SDL_LockTexture), which also carries the background, then copied
+ * with one SDL_RenderCopy. Entities and effects are quads, one
+ * SDL_RenderGeometry call per layer.
  */
 #ifndef DEMO_SCENE_DRAW_H
 #define DEMO_SCENE_DRAW_H

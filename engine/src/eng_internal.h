@@ -1,6 +1,36 @@
-/* eng_internal.h: helpers shared by the engine's sources (not installed). */
-#ifndef ENG_INTERNAL_H
-#define ENG_INTERNAL_H
+/*
+ * eng_internal.h: what the engine's sources share (not installed).
+ *
+ * The sources form a one-way chain: a file calls functions of the files below
+ * it and never one of a file above, so a program links only the part it uses
+ * (fm-tune and fm-plot read telemetry and configs without the world). Bottom
+ * to top:
+ *
+ *   ENG_FILE_ORDER: util ds telemetry config store world engine
+ *
+ *   util.c       the engine's backing memory (eng_desc.allocator), messages
+ *                into err, NULL-object reports, faults counted while running
+ *   ds.c         stb_ds over fm_allocator with growth that can fail (engine/ds.h)
+ *   telemetry.c  source registry, frame ring, CSV and trace export, CSV import
+ *   config.c     pool-size INI files, the descs a config makes, tuned output
+ *   store.c      one kind of world item in a pool or on malloc, counted, timed
+ *   world.c      entities, components, particles, events and timers
+ *   engine.c     the eng object: frames, controls, queries, headless runner
+ *
+ * tests/engine/check_chain.sh reads the ENG_FILE_ORDER line above and fails
+ * when an object file of the engine refers to an eng_ symbol that is not
+ * defined below it (nm), or when a source is missing from the line.
+ *
+ * Names: everything internal to the engine is eng__ (functions, types,
+ * variables) or ENG__ (macros, enum values); a name shared between files
+ * carries its file's name after the prefix (eng__store_init, eng__world_*),
+ * except util.c's helpers, which every file uses (eng__mem_*, eng__set_err,
+ * eng__fault). This header declares the helpers of util.c and what
+ * telemetry.c and config.c give the files above them; store.h and world.h
+ * declare their own.
+ */
+#ifndef ENG__INTERNAL_H
+#define ENG__INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,6 +44,8 @@
 #include "framemem/pool.h"
 
 #define ENG__PRINTF(f, a) FM__PRINTF_LIKE(f, a)
+
+/* ================================================================ util.c */
 
 /// a + b, saturating at UINT64_MAX: sums of numbers read from files.
 static inline uint64_t eng__sat_add(uint64_t a, uint64_t b) {
@@ -42,26 +74,17 @@ void eng__report_null(const char *fn, const char *what, char *err, size_t err_le
         }                                                                       \
     } while (0)
 
-/// Names of sources and config sections: 1-31 of [A-Za-z0-9_.-].
-bool eng__valid_name(const char *name);
-
-/* ------------------------------------------------------- backing memory */
-
 /* The engine's own memory (its struct, the world's, telemetry rings, store
  * tables, the config read buffer) comes from eng_desc.allocator, as its
  * framemem objects do (fm_allocator_alloc/free); the zero allocator, or a
- * NULL one, is the C heap, exactly as before. */
+ * NULL one, is the C heap. */
 
 /// size bytes aligned for any type, not zeroed; NULL when refused.
 void *eng__mem_alloc(const fm_allocator *a, size_t size);
 /// n * size zeroed bytes; NULL when refused or the product overflows.
 void *eng__mem_calloc(const fm_allocator *a, size_t n, size_t size);
-/// Frees what eng__mem_alloc/calloc/resize gave for size bytes; NULL: no-op.
+/// Frees what eng__mem_alloc/calloc gave for size bytes; NULL: no-op.
 void eng__mem_free(const fm_allocator *a, void *p, size_t size);
-/// realloc through the allocator: old_size bytes kept; NULL (p untouched) when refused.
-void *eng__mem_resize(const fm_allocator *a, void *p, size_t old_size, size_t new_size);
-
-/* ---------------------------------------------------------------- faults */
 
 /* Memory refused while the engine runs (a pool that could not grow, a frame's
  * lists, a timer, a rebuild): the engine keeps going with less, and counts
@@ -75,11 +98,16 @@ typedef struct eng__faults {
 /// Counts a failure and keeps its message (f NULL: nothing).
 ENG__PRINTF(2, 3) void eng__fault(eng__faults *f, const char *fmt, ...);
 
+/* =========================================================== telemetry.c */
+
 /* Most frames a telemetry ring holds. */
 #define ENG__MAX_FRAMES (1u << 24)
 
 /// Telemetry whose ring comes from a (NULL: the C heap); see eng_telemetry_create.
 eng_telemetry *eng__telemetry_create(const eng_telemetry_desc *desc, const fm_allocator *a);
+
+/* ============================================================== config.c */
+
 /// The pool desc fields a pool config sets (capacities, growth, factor,
 /// step, prefault); the caller adds name, item size and alignment, allocator
 /// and its switches. The loader checks it with fm_pool_desc_check.
@@ -91,8 +119,4 @@ fm_frame_arena_desc eng__frame_arena_desc(const eng_arena_config *c, const fm_al
 int eng__config_load(eng_config *cfg, const char *path, eng_config_diag *rep,
                      const fm_allocator *a);
 
-/// Field k of ENG_SAMPLE_FIELDS / ENG_FRAME_FIELDS; NULL out of range.
-uint64_t *eng__sample_field(eng_sample *x, int k);
-uint64_t *eng__frame_field(eng_frame_record *r, int k);
-
-#endif /* ENG_INTERNAL_H */
+#endif /* ENG__INTERNAL_H */

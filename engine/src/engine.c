@@ -4,14 +4,13 @@
 #include "framemem/clock.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eng_internal.h"
 #include "world.h"
 
-#define ENG__FRAME_SOURCE ENG_ST_COUNT /* telemetry index of the frame arena */
+#define ENG__FRAME_SOURCE ENG__ST_COUNT /* telemetry index of the frame arena */
 
 struct eng {
     eng_desc desc;
@@ -21,7 +20,7 @@ struct eng {
     eng_config cfg;
     eng_config_diag report;
     eng_telemetry *tel;
-    eng_world *world;
+    eng__world *world;
     eng__faults faults; /* failures met while running, for eng_info / eng_last_failure */
     /* settings */
     double scale;
@@ -52,77 +51,33 @@ static double eng__clamp_scale(double s) {
     return s;
 }
 
-/* ------------------------------------------------- backing memory, faults */
-
-/* NULL stands for the zero allocator (the C heap) in the engine's helpers. */
-static const fm_allocator eng__heap;
-static const fm_allocator *eng__or_heap(const fm_allocator *a) { return a ? a : &eng__heap; }
-
-void *eng__mem_alloc(const fm_allocator *a, size_t size) {
-    return fm_allocator_alloc(eng__or_heap(a), size, FM_DEFAULT_ALIGN);
-}
-
-void *eng__mem_calloc(const fm_allocator *a, size_t n, size_t size) {
-    if (size && n > SIZE_MAX / size) return NULL;
-    /* The heap's calloc leaves big blocks as untouched zero pages. Not on
-     * Windows, where the zero allocator's blocks come from _aligned_malloc
-     * and its free (_aligned_free) cannot take calloc's. */
-#ifndef _WIN32
-    if (!eng__or_heap(a)->alloc) return calloc(n ? n : 1, size ? size : 1);
-#endif
-    void *p = eng__mem_alloc(a, n * size);
-    if (p) memset(p, 0, n * size);
-    return p;
-}
-
-void eng__mem_free(const fm_allocator *a, void *p, size_t size) {
-    fm_allocator_free(eng__or_heap(a), p, size);
-}
-
-void *eng__mem_resize(const fm_allocator *a, void *p, size_t old_size, size_t new_size) {
-    void *n = eng__mem_alloc(a, new_size);
-    if (!n) return NULL;
-    if (p) memcpy(n, p, old_size < new_size ? old_size : new_size);
-    eng__mem_free(a, p, old_size);
-    return n;
-}
-
-void eng__fault(eng__faults *f, const char *fmt, ...) {
-    if (!f) return;
-    f->count++;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(f->last, sizeof f->last, fmt, ap);
-    va_end(ap);
-}
-
 /* ------------------------------------------------------------ the world */
 
 /* Commits of the arena serving the current frame: every allocation of a
  * frame lands in that one arena, so its count's change is the frame's. */
 static uint64_t eng__current_commits(eng *e) {
     fm_arena_stats as;
-    fm_arena_get_stats(fm_frame_arena_current(eng_world_frame_arena(e->world)), &as);
+    fm_arena_get_stats(fm_frame_arena_current(eng__world_frame_arena(e->world)), &as);
     return as.commit_events;
 }
 
 static void eng__register_shapes(eng *e) {
-    for (int i = 0; i < ENG_ST_COUNT; i++) {
-        eng_store *s = eng_world_store(e->world, i);
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
+        eng__store *s = eng__world_store(e->world, i);
         s->source = i;
-        eng_telemetry_set_source_shape(e->tel, (uint32_t)i, e->backend, eng_store_item_stride(s),
-                                       eng_store_chunk_items(s));
+        eng_telemetry_set_source_shape(e->tel, (uint32_t)i, e->backend, eng__store_item_stride(s),
+                                       eng__store_chunk_items(s));
     }
     eng_telemetry_set_source_shape(e->tel, ENG__FRAME_SOURCE, e->backend, 0, 1);
     fm_frame_arena_stats fs;
-    fm_frame_arena_get_stats(eng_world_frame_arena(e->world), &fs);
+    fm_frame_arena_get_stats(eng__world_frame_arena(e->world), &fs);
     e->fa_allocs_seen = fs.total_allocs;
     e->fa_commits_seen = eng__current_commits(e);
 }
 
-static eng_world *eng__make_world(eng *e, char *err, size_t err_len) {
-    return eng_world_create(
-        &(eng_world_desc){
+static eng__world *eng__make_world(eng *e, char *err, size_t err_len) {
+    return eng__world_create(
+        &(eng__world_desc){
             .seed = e->desc.seed,
             .w = e->desc.world_w,
             .h = e->desc.world_h,
@@ -144,13 +99,13 @@ static eng_world *eng__make_world(eng *e, char *err, size_t err_len) {
 static bool eng__rebuild(eng *e, char *err, size_t err_len) {
     if (e->in_frame) eng_frame_end(e);
     char why[512] = "";
-    eng_world *nw = eng__make_world(e, why, sizeof why);
+    eng__world *nw = eng__make_world(e, why, sizeof why);
     if (!nw) {
         eng__fault(&e->faults, "rebuild refused, the old world stays: %s", why);
         eng__set_err(err, err_len, "%s", why);
         return false;
     }
-    eng_world_destroy(e->world);
+    eng__world_destroy(e->world);
     e->world = nw;
     e->scene_frame = 0;
     eng__register_shapes(e);
@@ -237,8 +192,8 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
         eng__mem_free(&d.allocator, e, sizeof *e);
         return NULL;
     }
-    for (int i = 0; i < ENG_ST_COUNT; i++)
-        eng_telemetry_add_source(e->tel, eng_store_names[i], ENG_SOURCE_POOL, 0, 1);
+    for (int i = 0; i < ENG__ST_COUNT; i++)
+        eng_telemetry_add_source(e->tel, eng__store_names[i], ENG_SOURCE_POOL, 0, 1);
     eng_telemetry_add_source(e->tel, "frame", ENG_SOURCE_ARENA, 0, 1);
     uint64_t ov = eng_telemetry_clock_overhead_ns();
     e->overhead_ticks = (uint64_t)((double)ov * fm_clock_ticks_per_sec() / 1e9 + 0.5);
@@ -254,7 +209,7 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
 
 void eng_destroy(eng *e) {
     if (!e) return;
-    eng_world_destroy(e->world);
+    eng__world_destroy(e->world);
     eng_telemetry_destroy(e->tel);
     fm_allocator a = e->desc.allocator;
     eng__mem_free(&a, e, sizeof *e);
@@ -288,7 +243,7 @@ void eng_frame_begin(eng *e) {
     e->in_frame = true;
     e->updated = false;
     e->t_begin = fm_clock_now();
-    eng_world_begin(e->world);
+    eng__world_begin(e->world);
     e->fa_commits_seen = eng__current_commits(e);
     e->update_ticks = fm_clock_now() - e->t_begin;
 }
@@ -301,7 +256,7 @@ void eng_update(eng *e, double dt) {
     e->updated = true;
     /* The world runs due timers in the frame's first update: simulation time. */
     uint64_t t0 = fm_clock_now();
-    eng_world_update(e->world, dt, eng__load(e), eng__particle_load(e));
+    eng__world_update(e->world, dt, eng__load(e), eng__particle_load(e));
     e->update_ticks += fm_clock_now() - t0;
     if (e->burst_left > 0.0) e->burst_left = e->burst_left > dt ? e->burst_left - dt : 0.0;
 }
@@ -310,17 +265,17 @@ void eng_frame_end(eng *e) {
     ENG__REFUSE_NULL(e, "engine", );
     if (!e->in_frame) return;
     uint64_t t0 = fm_clock_now();
-    for (int i = 0; i < ENG_ST_COUNT; i++) eng_store_grow_ahead(eng_world_store(e->world, i));
+    for (int i = 0; i < ENG__ST_COUNT; i++) eng__store_grow_ahead(eng__world_store(e->world, i));
     eng_frame_record rec = {.frame = e->frame};
     uint64_t alloc_ns = 0;
     e->last_batches = 0;
-    for (int i = 0; i < ENG_ST_COUNT; i++) {
-        e->last_batches += (uint32_t)eng_world_store(e->world, i)->f_batches;
-        eng_store_sample(eng_world_store(e->world, i), &e->samples[i], e->overhead_ticks);
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
+        e->last_batches += (uint32_t)eng__world_store(e->world, i)->f_batches;
+        eng__store_sample(eng__world_store(e->world, i), &e->samples[i], e->overhead_ticks);
         alloc_ns += e->samples[i].alloc_ns;
     }
     fm_frame_arena_stats fs;
-    fm_frame_arena_get_stats(eng_world_frame_arena(e->world), &fs);
+    fm_frame_arena_get_stats(eng__world_frame_arena(e->world), &fs);
     eng_sample *fa = &e->samples[ENG__FRAME_SOURCE];
     memset(fa, 0, sizeof *fa);
     fa->allocs = fs.total_allocs - e->fa_allocs_seen;
@@ -352,7 +307,7 @@ void eng_tick(eng *e, double dt) {
 
 eng_render_list eng_get_render_list(const eng *e) {
     ENG__REFUSE_NULL(e, "engine", (eng_render_list){0});
-    return eng_world_render_list(e->world);
+    return eng__world_render_list(e->world);
 }
 
 void eng_set_render_ns(eng *e, uint64_t ns) {
@@ -392,7 +347,7 @@ void eng_clear_growth_override(eng *e) {
 void eng_set_grow_ahead(eng *e, bool on) {
     ENG__REFUSE_NULL(e, "engine", );
     e->grow_ahead = on;
-    eng_world_set_grow_ahead(e->world, on, &e->cfg);
+    eng__world_set_grow_ahead(e->world, on, &e->cfg);
 }
 
 void eng_set_prefault(eng *e, bool on) {
@@ -446,8 +401,8 @@ bool eng_write_tuned_config(eng *e, const char *path, double headroom, char *err
 void eng_reset_stats(eng *e) {
     ENG__REFUSE_NULL(e, "engine", );
     eng_telemetry_clear(e->tel);
-    for (int i = 0; i < ENG_ST_COUNT; i++) {
-        eng_store *s = eng_world_store(e->world, i);
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
+        eng__store *s = eng__world_store(e->world, i);
         s->peak_live = s->live;
     }
 }
@@ -458,8 +413,8 @@ void eng_get_info(const eng *e, eng_info *out) {
     if (!e && out) memset(out, 0, sizeof *out);
     ENG__REFUSE_NULL(e, "engine", );
     if (!out) return;
-    eng_world_counts c;
-    eng_world_counts_get(e->world, &c);
+    eng__world_counts c;
+    eng__world_counts_get(e->world, &c);
     memset(out, 0, sizeof *out);
     out->frame = e->frame;
     out->seed = e->desc.seed;
@@ -479,12 +434,12 @@ void eng_get_info(const eng *e, eng_info *out) {
     out->died = c.died;
     out->collisions = c.collisions;
     out->timers_fired = c.timers_fired;
-    out->checksum = eng_world_checksum(e->world);
+    out->checksum = eng__world_checksum(e->world);
     out->burst_left = e->burst_left;
     out->clock_overhead_ns = eng_telemetry_clock_overhead_ns();
     out->timed_batches = e->last_batches;
-    for (int i = 0; i < ENG_ST_COUNT; i++)
-        out->refused_allocs += eng_world_store(e->world, i)->failed_allocs;
+    for (int i = 0; i < ENG__ST_COUNT; i++)
+        out->refused_allocs += eng__world_store(e->world, i)->failed_allocs;
     out->failures = e->faults.count;
 }
 
@@ -512,9 +467,9 @@ const char *eng_config_problems(const eng *e) {
 
 const fm_pool *eng_get_pool(const eng *e, const char *name) {
     ENG__REFUSE_NULL(e, "engine", NULL);
-    for (int i = 0; i < ENG_ST_COUNT; i++) {
-        if (name && strcmp(eng_store_names[i], name) == 0)
-            return eng_world_store(e->world, i)->pool;
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
+        if (name && strcmp(eng__store_names[i], name) == 0)
+            return eng__world_store(e->world, i)->pool;
     }
     return NULL;
 }
@@ -527,11 +482,11 @@ eng_telemetry *eng_run_headless(const eng_desc *desc, uint32_t frames, eng_run_r
     if (!e) return NULL;
     for (uint32_t i = 0; i < frames; i++) eng_tick(e, 1.0 / 60.0);
     if (out) {
-        eng_world_counts c;
-        eng_world_counts_get(e->world, &c);
+        eng__world_counts c;
+        eng__world_counts_get(e->world, &c);
         *out = (eng_run_result){
             .frames = e->frame,
-            .checksum = eng_world_checksum(e->world),
+            .checksum = eng__world_checksum(e->world),
             .entities = c.entities,
             .particles = c.particles,
             .total_spawned = c.total_spawned,

@@ -7,13 +7,14 @@
 #include <string.h>
 
 #include "eng_internal.h"
+#include "engine/ds.h"
 
 /* The slot index sits in front of each malloc'd item that has a handle. */
 #define ENG__MHDR 16u
 
 /* ---------------------------------------------------------------- lifetime */
 
-bool eng_store_init(eng_store *s, const eng_store_desc *d) {
+bool eng__store_init(eng__store *s, const eng__store_desc *d) {
     memset(s, 0, sizeof *s);
     s->name = d->name;
     s->source = -1;
@@ -50,20 +51,17 @@ bool eng_store_init(eng_store *s, const eng_store_desc *d) {
     return true;
 }
 
-void eng_store_deinit(eng_store *s) {
+void eng__store_deinit(eng__store *s) {
     if (s->pool) fm_pool_destroy(s->pool);
     s->pool = NULL;
-    if (s->slots) {
-        for (uint32_t i = 0; i < s->slot_count; i++)
-            if (s->slots[i].item) free((uint8_t *)s->slots[i].item - ENG__MHDR);
-        eng__mem_free(&s->alloc, s->slots, (size_t)s->slot_cap * sizeof *s->slots);
-        s->slots = NULL;
-    }
+    for (size_t i = 0; i < arrlenu(s->slots); i++)
+        if (s->slots[i].item) free((uint8_t *)s->slots[i].item - ENG__MHDR);
+    arrfree(s->slots);
 }
 
 /* ------------------------------------------------------ malloc slot table */
 
-static bool eng__slot_take(eng_store *s, void *item, uint32_t *out) {
+static bool eng__slot_take(eng__store *s, void *item, uint32_t *out) {
     if (s->slot_free) {
         uint32_t i = s->slot_free - 1;
         s->slot_free = s->slots[i].next;
@@ -71,21 +69,16 @@ static bool eng__slot_take(eng_store *s, void *item, uint32_t *out) {
         *out = i;
         return true;
     }
-    if (s->slot_count == s->slot_cap) {
-        uint32_t nc = s->slot_cap ? s->slot_cap * 2 : 256;
-        eng__mslot *ns = eng__mem_resize(&s->alloc, s->slots, (size_t)s->slot_cap * sizeof *ns,
-                                         (size_t)nc * sizeof *ns);
-        if (!ns) return false;
-        s->slots = ns;
-        s->slot_cap = nc;
-    }
-    uint32_t i = s->slot_count++;
-    s->slots[i] = (eng__mslot){.item = item, .gen = 1, .next = 0};
-    *out = i;
+    /* Handles hold index + 1 in 32 bits. A first table of 256 slots spares
+     * the frame loop a run of small regrowths. */
+    size_t n = arrlenu(s->slots);
+    if (n >= UINT32_MAX - 1 || !ENG_ARR_RESERVE(s->slots, n ? 1 : 256, &s->alloc)) return false;
+    arrput(s->slots, ((eng__mslot){.item = item, .gen = 1, .next = 0}));
+    *out = (uint32_t)n;
     return true;
 }
 
-static void *eng__malloc_item(eng_store *s) {
+static void *eng__malloc_item(eng__store *s) {
     if (!s->handles) return malloc(s->item_size);
     uint8_t *raw = malloc(ENG__MHDR + s->item_size);
     if (!raw) return NULL;
@@ -98,7 +91,7 @@ static void *eng__malloc_item(eng_store *s) {
     return raw + ENG__MHDR;
 }
 
-static void eng__free_item(eng_store *s, void *item) {
+static void eng__free_item(eng__store *s, void *item) {
     if (!s->handles) {
         free(item);
         return;
@@ -116,7 +109,7 @@ static void eng__free_item(eng_store *s, void *item) {
 
 /* -------------------------------------------------------------- alloc/free */
 
-uint32_t eng_store_alloc_n(eng_store *s, void **out, uint32_t n) {
+uint32_t eng__store_alloc_n(eng__store *s, void **out, uint32_t n) {
     if (!n) return 0;
     uint32_t asked = n;
     /* A full pool is an expected state of a game (fewer sparks), not an
@@ -162,7 +155,7 @@ uint32_t eng_store_alloc_n(eng_store *s, void **out, uint32_t n) {
     return got;
 }
 
-void eng_store_free_n(eng_store *s, void *const *items, uint32_t n) {
+void eng__store_free_n(eng__store *s, void *const *items, uint32_t n) {
     if (!n) return;
     uint64_t t0 = s->timing ? fm_clock_now() : 0;
     if (s->backend == ENG_BACKEND_POOL) {
@@ -179,7 +172,7 @@ void eng_store_free_n(eng_store *s, void *const *items, uint32_t n) {
     s->live -= n;
 }
 
-fm_handle eng_store_handle(const eng_store *s, const void *item) {
+fm_handle eng__store_handle(const eng__store *s, const void *item) {
     if (!item) return FM_HANDLE_NULL;
     if (s->backend == ENG_BACKEND_POOL) return fm_pool_handle(s->pool, item);
     if (!s->handles) return FM_HANDLE_NULL;
@@ -188,52 +181,52 @@ fm_handle eng_store_handle(const eng_store *s, const void *item) {
     return (fm_handle){((uint64_t)s->slots[idx].gen << 32) | (uint64_t)(idx + 1)};
 }
 
-void *eng_store_resolve(const eng_store *s, fm_handle h) {
+void *eng__store_resolve(const eng__store *s, fm_handle h) {
     if (s->backend == ENG_BACKEND_POOL) return fm_pool_resolve(s->pool, h);
     uint32_t loc = (uint32_t)h.bits, gen = (uint32_t)(h.bits >> 32);
-    if (!s->handles || loc == 0 || loc > s->slot_count) return NULL;
+    if (!s->handles || loc == 0 || loc > arrlenu(s->slots)) return NULL;
     const eng__mslot *sl = &s->slots[loc - 1];
     return sl->item && sl->gen == gen ? sl->item : NULL;
 }
 
 /* ----------------------------------------------------- frame boundary work */
 
-uint64_t eng_store_capacity(const eng_store *s) {
+uint64_t eng__store_capacity(const eng__store *s) {
     if (s->backend != ENG_BACKEND_POOL) return s->live;
     fm_pool_stats st;
     fm_pool_get_stats(s->pool, &st);
     return st.capacity;
 }
 
-uint64_t eng_store_chunk_items(const eng_store *s) {
+uint64_t eng__store_chunk_items(const eng__store *s) {
     if (s->backend != ENG_BACKEND_POOL) return 1;
     fm_pool_stats st;
     fm_pool_get_stats(s->pool, &st);
     return st.items_per_chunk;
 }
 
-uint64_t eng_store_item_stride(const eng_store *s) {
+uint64_t eng__store_item_stride(const eng__store *s) {
     if (s->backend != ENG_BACKEND_POOL) return s->item_size;
     fm_pool_stats st;
     fm_pool_get_stats(s->pool, &st);
     return st.stride;
 }
 
-void eng_store_grow_ahead(eng_store *s) {
+void eng__store_grow_ahead(eng__store *s) {
     int64_t net = (int64_t)s->f_allocs - (int64_t)s->f_frees;
     s->net[s->net_pos] = net > 0 ? net : 0;
-    s->net_pos = (s->net_pos + 1) % ENG_GROW_AHEAD_WINDOW;
+    s->net_pos = (s->net_pos + 1) % ENG__GROW_AHEAD_WINDOW;
     if (s->backend != ENG_BACKEND_POOL || !s->grow_ahead) return;
     /* Allocations of a frame come after its frees, so a frame's peak demand
      * over its starting live count is its net allocation; the largest of the
      * recent ones is what the next frame may need. */
     int64_t worst = 0;
-    for (uint32_t i = 0; i < ENG_GROW_AHEAD_WINDOW; i++)
+    for (uint32_t i = 0; i < ENG__GROW_AHEAD_WINDOW; i++)
         if (s->net[i] > worst) worst = s->net[i];
     fm_pool_stats st;
     fm_pool_get_stats(s->pool, &st);
     uint64_t headroom = st.capacity - st.live;
-    uint64_t want = (uint64_t)worst * ENG_GROW_AHEAD_MARGIN;
+    uint64_t want = (uint64_t)worst * ENG__GROW_AHEAD_MARGIN;
     if (worst == 0 || headroom >= want) return;
     uint64_t target = st.live + 2 * want;
     if (target > UINT32_MAX) target = UINT32_MAX;
@@ -251,7 +244,7 @@ void eng_store_grow_ahead(eng_store *s) {
     s->f_ahead_ns += st.grow_ns_total - ns0;
 }
 
-void eng_store_sample(eng_store *s, eng_sample *out, uint64_t overhead_ticks) {
+void eng__store_sample(eng__store *s, eng_sample *out, uint64_t overhead_ticks) {
     memset(out, 0, sizeof *out);
     out->allocs = s->f_allocs;
     out->frees = s->f_frees;

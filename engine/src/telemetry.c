@@ -6,11 +6,11 @@
 
 #include <errno.h>
 #include <stdatomic.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eng_internal.h"
+#include "engine/ds.h"
 
 struct eng_telemetry {
     uint32_t cap;         /* frames in the ring */
@@ -33,19 +33,6 @@ const char *eng_backend_name(eng_backend b) {
     case ENG_BACKEND_MALLOC: return "malloc";
     default: return "?";
     }
-}
-
-void eng__set_err(char *err, size_t err_len, const char *fmt, ...) {
-    if (!err || !err_len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
-
-void eng__report_null(const char *fn, const char *what, char *err, size_t err_len) {
-    fm_report_error(FM_ERR_INVALID_ARG, "%s: the %s is NULL", fn, what);
-    eng__set_err(err, err_len, "%s: the %s is NULL", fn, what);
 }
 
 /* ------------------------------------------------------------ clock overhead */
@@ -136,7 +123,8 @@ void eng_telemetry_destroy(eng_telemetry *t) {
 
 /* ---------------------------------------------------------------- registry */
 
-bool eng__valid_name(const char *name) {
+/* Names of sources: 1-31 of [A-Za-z0-9_.-]. */
+static bool eng__valid_name(const char *name) {
     if (!name || !name[0]) return false;
     size_t n = 0;
     for (const char *p = name; *p; p++, n++) {
@@ -458,7 +446,7 @@ static const char *eng__col_name(int c) {
 }
 
 /* Field k of the X-macro lists, so loops need not know the names. */
-uint64_t *eng__sample_field(eng_sample *x, int k) {
+static uint64_t *eng__sample_field(eng_sample *x, int k) {
     int i = 0;
 #define ENG__AT(f, d) if (k == i++) return &x->f;
     ENG_SAMPLE_FIELDS(ENG__AT)
@@ -466,7 +454,7 @@ uint64_t *eng__sample_field(eng_sample *x, int k) {
     return NULL;
 }
 
-uint64_t *eng__frame_field(eng_frame_record *r, int k) {
+static uint64_t *eng__frame_field(eng_frame_record *r, int k) {
     int i = 0;
 #define ENG__AT(f, d) if (k == i++) return &r->f;
     ENG_FRAME_FIELDS(ENG__AT)
@@ -551,8 +539,8 @@ eng_telemetry *eng_telemetry_read_csv_mem(const char *data, size_t size, const c
             }
         }
     }
-    eng__row *rows = NULL;
-    size_t nrows = 0, rows_cap = 0;
+    eng__row *rows = NULL; /* stb_ds array */
+    size_t nrows = 0;
     eng_telemetry *t = NULL;
     int colmap[N_COLS]; /* field index of each column */
     int nheader = 0;
@@ -614,18 +602,12 @@ eng_telemetry *eng_telemetry_read_csv_mem(const char *data, size_t size, const c
             ok = false;
             break;
         }
-        if (nrows == rows_cap) {
-            size_t nc = rows_cap ? rows_cap * 2 : 256;
-            eng__row *nr = realloc(rows, nc * sizeof *nr);
-            if (!nr) {
-                eng__set_err(err, err_len, "%s:%u: out of memory", name, line);
-                ok = false;
-                break;
-            }
-            rows = nr;
-            rows_cap = nc;
+        if (!ENG_ARR_RESERVE(rows, 1, NULL)) {
+            eng__set_err(err, err_len, "%s:%u: out of memory", name, line);
+            ok = false;
+            break;
         }
-        eng__row *r = &rows[nrows];
+        eng__row row, *r = &row;
         memset(r, 0, sizeof *r);
         r->line = line;
         for (int c = 0; c < N_COLS && ok; c++) {
@@ -691,9 +673,10 @@ eng_telemetry *eng_telemetry_read_csv_mem(const char *data, size_t size, const c
                 r->ftimes[c - COL_FIXED - N_SAMPLE] = v;
             }
         }
-        if (ok) nrows++;
+        if (ok) arrput(rows, row); /* into the room reserved: cannot fail */
         p = next;
     }
+    nrows = arrlenu(rows);
     if (ok && line <= 1 && nheader == 0) {
         eng__set_err(err, err_len, "%s:1: empty file (expected the header row)", name);
         ok = false;
@@ -807,7 +790,7 @@ eng_telemetry *eng_telemetry_read_csv_mem(const char *data, size_t size, const c
             prev_frame = fr;
         }
     }
-    free(rows);
+    arrfree(rows);
     if (!ok) {
         eng_telemetry_destroy(t);
         return NULL;
@@ -820,6 +803,7 @@ eng_telemetry *eng_telemetry_read_csv(const char *path, char *err, size_t err_le
         eng__set_err(err, err_len, "no CSV path given");
         return NULL;
     }
+    /* ENG_CSV_MAX_BYTES, 256 MiB, holds about an hour of the demo at 60 fps. */
     fm_file_data file;
     if (!fm_file_read(path, ENG_CSV_MAX_BYTES, NULL, &file, err, err_len)) return NULL;
     eng_telemetry *t = eng_telemetry_read_csv_mem(file.data, file.size, path, err, err_len);

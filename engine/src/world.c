@@ -7,7 +7,7 @@
 
 #include "eng_internal.h"
 
-const char *const eng_store_names[ENG_ST_COUNT] = {
+const char *const eng__store_names[ENG__ST_COUNT] = {
     "entities", "transforms", "velocities", "lifetimes", "emitters", "particles",
 };
 
@@ -55,15 +55,15 @@ typedef struct eng__pair {
 } eng__pair;
 
 typedef struct eng__timer_cap {
-    eng_world *w;
+    eng__world *w;
     eng_entity ent;
 } eng__timer_cap;
 
-struct eng_world {
+struct eng__world {
     fm_allocator alloc;
     eng__faults *faults;
-    eng_store stores[ENG_ST_COUNT];
-    bool store_ok[ENG_ST_COUNT];
+    eng__store stores[ENG__ST_COUNT];
+    bool store_ok[ENG__ST_COUNT];
     fm_frame_arena *fa;
     fm_closure_pool *closures;
     fm_event *ev_spawn, *ev_death, *ev_collision;
@@ -72,7 +72,7 @@ struct eng_world {
     float w, h;
     /* lists of the newest update, in the frame arena; they live until the
      * frame arena advances twice, and it advances only after an update
-     * (eng_world_begin), so a paused frame keeps them */
+     * (eng__world_begin), so a paused frame keeps them */
     bool updated;     /* an update allocated in the current frame arena */
     bool timers_due;  /* the frame's first update runs the timers */
     eng__entity **ents;
@@ -83,21 +83,21 @@ struct eng_world {
     eng_render_list render;
     double spawn_accum;
     uint64_t next_id;
-    eng_world_counts counts;
+    eng__world_counts counts;
 };
 
 /* -------------------------------------------------------------- PRNG */
 
 /* splitmix64: small, fast and identical everywhere. */
-static uint64_t eng__next(eng_world *w) {
+static uint64_t eng__next(eng__world *w) {
     uint64_t z = (w->rng += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
 
-static float eng__unit(eng_world *w) { return (float)(eng__next(w) >> 40) * (1.0f / 16777216.0f); }
-static float eng__range(eng_world *w, float lo, float hi) { return lo + (hi - lo) * eng__unit(w); }
+static float eng__unit(eng__world *w) { return (float)(eng__next(w) >> 40) * (1.0f / 16777216.0f); }
+static float eng__range(eng__world *w, float lo, float hi) { return lo + (hi - lo) * eng__unit(w); }
 
 static const uint32_t eng__palette[] = {0xff5a36ff, 0xffc93cff, 0x3cd3ffff, 0x8aff5cff,
                                         0xd16bffff, 0xff7fb0ff, 0x5cffc8ff, 0xffffffff};
@@ -106,19 +106,19 @@ static const uint32_t eng__palette[] = {0xff5a36ff, 0xffc93cff, 0x3cd3ffff, 0x8a
 
 static void eng__on_spawn(void *cap, void *arg) {
     (void)arg;
-    eng_world *w = *(eng_world **)cap;
+    eng__world *w = *(eng__world **)cap;
     w->counts.entity_births++;
 }
 
 static void eng__on_death(void *cap, void *arg) {
     (void)arg;
-    eng_world *w = *(eng_world **)cap;
+    eng__world *w = *(eng__world **)cap;
     w->counts.entity_deaths++;
 }
 
 /* Elastic response for equal masses: swap the velocities along the normal. */
 static void eng__on_collision(void *cap, void *arg) {
-    eng_world *w = *(eng_world **)cap;
+    eng__world *w = *(eng__world **)cap;
     eng__pair *p = arg;
     eng__transform *ta = p->a->tr, *tb = p->b->tr;
     float dx = tb->x - ta->x, dy = tb->y - ta->y;
@@ -136,9 +136,9 @@ static void eng__on_collision(void *cap, void *arg) {
 }
 
 static void eng__timer_fire(void *cap, void *arg);
-static void eng__drop_all(eng_world *w);
+static void eng__drop_all(eng__world *w);
 
-static void eng__timer_arm(eng_world *w, eng_entity ent) {
+static void eng__timer_arm(eng__world *w, eng_entity ent) {
     uint32_t delay = 30 + (uint32_t)(eng__next(w) % 90);
     fm_closure *c = FM_CLOSURE(w->closures, eng__timer_fire, eng__timer_cap, .w = w, .ent = ent);
     bool ok = c && fm_defer(w->timers, c, delay);
@@ -153,10 +153,10 @@ static void eng__timer_arm(eng_world *w, eng_entity ent) {
 static void eng__timer_fire(void *cap, void *arg) {
     (void)arg;
     eng__timer_cap *c = cap;
-    eng_world *w = c->w;
-    eng__entity *e = eng_store_resolve(&w->stores[ENG_ST_ENTITIES], c->ent.h);
+    eng__world *w = c->w;
+    eng__entity *e = eng__store_resolve(&w->stores[ENG__ST_ENTITIES], c->ent.h);
     if (!e || !e->em) return;
-    e->em->pending_burst += ENG_TIMER_BURST;
+    e->em->pending_burst += ENG__TIMER_BURST;
     e->em->bursts++;
     w->counts.timers_fired++;
     eng__timer_arm(w, c->ent);
@@ -164,24 +164,24 @@ static void eng__timer_fire(void *cap, void *arg) {
 
 /* ---------------------------------------------------------- lifetime */
 
-static size_t eng__store_item_size[ENG_ST_COUNT] = {
+static size_t eng__store_item_size[ENG__ST_COUNT] = {
     sizeof(eng__entity),   sizeof(eng__transform), sizeof(eng__velocity),
     sizeof(eng__lifetime), sizeof(eng__emitter),   sizeof(eng__particle),
 };
-static size_t eng__store_item_align[ENG_ST_COUNT] = {
+static size_t eng__store_item_align[ENG__ST_COUNT] = {
     alignof(eng__entity),   alignof(eng__transform), alignof(eng__velocity),
     alignof(eng__lifetime), alignof(eng__emitter),   alignof(eng__particle),
 };
 
 /* Creation failed at `what` (framemem reported why): undo, say what and why. */
-static eng_world *eng__world_fail(eng_world *w, char *err, size_t err_len, const char *what) {
+static eng__world *eng__world_fail(eng__world *w, char *err, size_t err_len, const char *what) {
     eng__set_err(err, err_len, "engine: cannot create %s: %s", what, fm_last_error_message());
-    eng_world_destroy(w);
+    eng__world_destroy(w);
     return NULL;
 }
 
-eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len) {
-    eng_world *w = eng__mem_calloc(&d->allocator, 1, sizeof *w);
+eng__world *eng__world_create(const eng__world_desc *d, char *err, size_t err_len) {
+    eng__world *w = eng__mem_calloc(&d->allocator, 1, sizeof *w);
     if (!w) {
         eng__set_err(err, err_len, "engine: out of memory for the world (%zu bytes)", sizeof *w);
         return NULL;
@@ -192,15 +192,15 @@ eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len) 
     w->w = d->w;
     w->h = d->h;
     eng_config *cfg = (eng_config *)d->cfg;
-    for (int i = 0; i < ENG_ST_COUNT; i++) {
-        eng_store_desc sd = {
-            .name = eng_store_names[i],
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
+        eng__store_desc sd = {
+            .name = eng__store_names[i],
             .item_size = eng__store_item_size[i],
             .item_align = eng__store_item_align[i],
             .backend = d->backend,
             .timing = d->timing,
-            .handles = i == ENG_ST_ENTITIES,
-            .cfg = eng_config_pool(cfg, eng_store_names[i]),
+            .handles = i == ENG__ST_ENTITIES,
+            .cfg = eng_config_pool(cfg, eng__store_names[i]),
             .prefault_switch = d->prefault,
             .grow_ahead_switch = d->grow_ahead,
             .override_growth = d->override_growth,
@@ -208,9 +208,9 @@ eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len) 
             .allocator = d->allocator,
             .faults = d->faults,
         };
-        if (!eng_store_init(&w->stores[i], &sd)) {
+        if (!eng__store_init(&w->stores[i], &sd)) {
             char what[64];
-            snprintf(what, sizeof what, "pool '%s'", eng_store_names[i]);
+            snprintf(what, sizeof what, "pool '%s'", eng__store_names[i]);
             return eng__world_fail(w, err, err_len, what);
         }
         w->store_ok[i] = true;
@@ -248,7 +248,7 @@ eng_world *eng_world_create(const eng_world_desc *d, char *err, size_t err_len) 
     return w;
 }
 
-void eng_world_destroy(eng_world *w) {
+void eng__world_destroy(eng__world *w) {
     if (!w) return;
     /* Timers and events first: their closures capture the world. */
     if (w->timers) fm_defer_queue_destroy(w->timers);
@@ -257,28 +257,29 @@ void eng_world_destroy(eng_world *w) {
     if (w->ev_collision) fm_event_destroy(w->ev_collision);
     if (w->closures) fm_closure_pool_destroy(w->closures);
     /* The malloc backend frees item by item; pools go with their items. */
-    if (w->store_ok[ENG_ST_COUNT - 1] && w->stores[0].backend == ENG_BACKEND_MALLOC) eng__drop_all(w);
-    for (int i = 0; i < ENG_ST_COUNT; i++)
-        if (w->store_ok[i]) eng_store_deinit(&w->stores[i]);
+    if (w->store_ok[ENG__ST_COUNT - 1] && w->stores[0].backend == ENG_BACKEND_MALLOC)
+        eng__drop_all(w);
+    for (int i = 0; i < ENG__ST_COUNT; i++)
+        if (w->store_ok[i]) eng__store_deinit(&w->stores[i]);
     if (w->fa) fm_frame_arena_destroy(w->fa);
     fm_allocator a = w->alloc;
     eng__mem_free(&a, w, sizeof *w);
 }
 
-eng_store *eng_world_store(eng_world *w, int i) { return &w->stores[i]; }
-fm_frame_arena *eng_world_frame_arena(eng_world *w) { return w->fa; }
-eng_render_list eng_world_render_list(const eng_world *w) { return w->render; }
+eng__store *eng__world_store(eng__world *w, int i) { return &w->stores[i]; }
+fm_frame_arena *eng__world_frame_arena(eng__world *w) { return w->fa; }
+eng_render_list eng__world_render_list(const eng__world *w) { return w->render; }
 
-void eng_world_set_grow_ahead(eng_world *w, bool on, const eng_config *cfg) {
-    for (int i = 0; i < ENG_ST_COUNT; i++) {
-        eng_store *s = &w->stores[i];
-        const eng_pool_config *pc = eng_config_pool((eng_config *)cfg, eng_store_names[i]);
+void eng__world_set_grow_ahead(eng__world *w, bool on, const eng_config *cfg) {
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
+        eng__store *s = &w->stores[i];
+        const eng_pool_config *pc = eng_config_pool((eng_config *)cfg, eng__store_names[i]);
         bool fixed = s->pool && fm_pool_get_desc(s->pool).growth == FM_GROWTH_FIXED;
         s->grow_ahead = on && (!pc || pc->grow_ahead) && !fixed;
     }
 }
 
-void eng_world_begin(eng_world *w) {
+void eng__world_begin(eng__world *w) {
     /* A frame without an update (a paused game) allocated nothing: advancing
      * would release the arena holding the newest update's lists, which the
      * next update, the queries and the renderer still read. */
@@ -294,15 +295,15 @@ void eng_world_begin(eng_world *w) {
 
 /* Frees every entity and particle: the frame arena could not hold this
  * frame's lists, and last frame's lists go away with the next advance. */
-static void eng__drop_all(eng_world *w) {
+static void eng__drop_all(eng__world *w) {
     for (uint32_t i = 0; i < w->n_ents; i++) {
         eng__entity *e = w->ents[i];
         void *c[4] = {e->tr, e->vel, e->life, e->em};
         for (int k = 0; k < 4; k++)
-            if (c[k]) eng_store_free_n(&w->stores[ENG_ST_TRANSFORMS + k], &c[k], 1);
-        eng_store_free_n(&w->stores[ENG_ST_ENTITIES], (void **)&w->ents[i], 1);
+            if (c[k]) eng__store_free_n(&w->stores[ENG__ST_TRANSFORMS + k], &c[k], 1);
+        eng__store_free_n(&w->stores[ENG__ST_ENTITIES], (void **)&w->ents[i], 1);
     }
-    eng_store_free_n(&w->stores[ENG_ST_PARTICLES], (void **)w->parts, w->n_parts);
+    eng__store_free_n(&w->stores[ENG__ST_PARTICLES], (void **)w->parts, w->n_parts);
     w->n_ents = w->n_parts = w->n_emitters = 0;
     w->ents = NULL;
     w->parts = NULL;
@@ -312,7 +313,7 @@ static void eng__drop_all(eng_world *w) {
 
 /* The frame arena refused this frame's lists (reported): without them the
  * items cannot be tracked, so they all go and the world refills. */
-static void eng__drop_lists(eng_world *w) {
+static void eng__drop_lists(eng__world *w) {
     eng__fault(w->faults, "frame arena: no room for this frame's lists, the world was emptied (%s)",
                fm_last_error_message());
     eng__drop_all(w);
@@ -320,9 +321,9 @@ static void eng__drop_lists(eng_world *w) {
 
 /* Entities: move, bounce, age; the dead go (death event), new ones keep the
  * count at its target (spawn event, emitter timer). Returns the emitters. */
-static eng__entity **eng__update_entities(eng_world *w, float dt, double load,
+static eng__entity **eng__update_entities(eng__world *w, float dt, double load,
                                           uint32_t *n_emitters) {
-    uint32_t target = (uint32_t)lround(ENG_ENTITIES_PER_SCALE * (load < 1e-9 ? 0 : load));
+    uint32_t target = (uint32_t)lround(ENG__ENTITIES_PER_SCALE * (load < 1e-9 ? 0 : load));
     uint32_t n_old = w->n_ents;
     uint32_t room = n_old + target;
     eng__entity **list = ENG__NEW(eng__entity *, room + 1);
@@ -354,9 +355,9 @@ static eng__entity **eng__update_entities(eng_world *w, float dt, double load,
                     : k == 2 ? (void *)dl[i]->life : (void *)dl[i]->em;
             if (c) comp[m++] = c;
         }
-        eng_store_free_n(&w->stores[ENG_ST_TRANSFORMS + k], comp, m);
+        eng__store_free_n(&w->stores[ENG__ST_TRANSFORMS + k], comp, m);
     }
-    eng_store_free_n(&w->stores[ENG_ST_ENTITIES], (void *const *)dead, n_dead);
+    eng__store_free_n(&w->stores[ENG__ST_ENTITIES], (void *const *)dead, n_dead);
 
     /* Births up to the target: every store's batch first, then initialise. */
     uint32_t want = target > n ? target - n : 0;
@@ -374,11 +375,11 @@ static eng__entity **eng__update_entities(eng_world *w, float dt, double load,
                 has_em[i] = eng__next(w) % 3 == 0;
                 n_em += has_em[i];
             }
-            uint32_t got = eng_store_alloc_n(&w->stores[ENG_ST_ENTITIES], ent, want);
-            uint32_t g1 = eng_store_alloc_n(&w->stores[ENG_ST_TRANSFORMS], tr, got);
-            uint32_t g2 = eng_store_alloc_n(&w->stores[ENG_ST_VELOCITIES], vel, got);
-            uint32_t g3 = eng_store_alloc_n(&w->stores[ENG_ST_LIFETIMES], life, got);
-            uint32_t ge = eng_store_alloc_n(&w->stores[ENG_ST_EMITTERS], em, n_em);
+            uint32_t got = eng__store_alloc_n(&w->stores[ENG__ST_ENTITIES], ent, want);
+            uint32_t g1 = eng__store_alloc_n(&w->stores[ENG__ST_TRANSFORMS], tr, got);
+            uint32_t g2 = eng__store_alloc_n(&w->stores[ENG__ST_VELOCITIES], vel, got);
+            uint32_t g3 = eng__store_alloc_n(&w->stores[ENG__ST_LIFETIMES], life, got);
+            uint32_t ge = eng__store_alloc_n(&w->stores[ENG__ST_EMITTERS], em, n_em);
             /* A refusal anywhere (max_capacity, out of memory) trims the
              * births to what every store could give; extras go back. */
             uint32_t ok = got;
@@ -394,11 +395,11 @@ static eng__entity **eng__update_entities(eng_world *w, float dt, double load,
                 em_needed += has_em[i];
             }
             ok = limit;
-            eng_store_free_n(&w->stores[ENG_ST_ENTITIES], ent + ok, got - ok);
-            eng_store_free_n(&w->stores[ENG_ST_TRANSFORMS], tr + ok, g1 - ok);
-            eng_store_free_n(&w->stores[ENG_ST_VELOCITIES], vel + ok, g2 - ok);
-            eng_store_free_n(&w->stores[ENG_ST_LIFETIMES], life + ok, g3 - ok);
-            eng_store_free_n(&w->stores[ENG_ST_EMITTERS], em + em_needed, ge - em_needed);
+            eng__store_free_n(&w->stores[ENG__ST_ENTITIES], ent + ok, got - ok);
+            eng__store_free_n(&w->stores[ENG__ST_TRANSFORMS], tr + ok, g1 - ok);
+            eng__store_free_n(&w->stores[ENG__ST_VELOCITIES], vel + ok, g2 - ok);
+            eng__store_free_n(&w->stores[ENG__ST_LIFETIMES], life + ok, g3 - ok);
+            eng__store_free_n(&w->stores[ENG__ST_EMITTERS], em + em_needed, ge - em_needed);
             uint32_t ei = 0;
             for (uint32_t i = 0; i < ok; i++) {
                 eng__entity *e = ent[i];
@@ -415,7 +416,7 @@ static eng__entity **eng__update_entities(eng_world *w, float dt, double load,
                 e->vel->vx = cosf(ang) * sp;
                 e->vel->vy = sinf(ang) * sp;
                 e->life->total = e->life->left = eng__range(w, 3.0f, 10.0f);
-                e->self = (eng_entity){eng_store_handle(&w->stores[ENG_ST_ENTITIES], e)};
+                e->self = (eng_entity){eng__store_handle(&w->stores[ENG__ST_ENTITIES], e)};
                 if (e->em) *e->em = (eng__emitter){.rgba = e->rgba};
                 list[n++] = e;
                 fm_event_emit(w->ev_spawn, e);
@@ -432,7 +433,7 @@ static eng__entity **eng__update_entities(eng_world *w, float dt, double load,
 
 /* Collisions between entities: a uniform grid in the frame arena; each
  * overlapping pair is one collision event. Returns the pairs. */
-static eng__pair *eng__collide(eng_world *w, uint32_t *n_pairs) {
+static eng__pair *eng__collide(eng__world *w, uint32_t *n_pairs) {
     enum { CELL = 32 };
     *n_pairs = 0;
     uint32_t gw = (uint32_t)(w->w / CELL) + 1, gh = (uint32_t)(w->h / CELL) + 1;
@@ -484,7 +485,7 @@ static eng_sprite eng__particle_sprite(const eng__particle *p) {
     return (eng_sprite){p->x, p->y, 2.0f, (p->rgba & 0xffffff00u) | alpha, ENG_LAYER_PARTICLES};
 }
 
-static void eng__init_particle(eng_world *w, eng__particle *p, float x, float y, uint32_t rgba) {
+static void eng__init_particle(eng__world *w, eng__particle *p, float x, float y, uint32_t rgba) {
     float ang = eng__range(w, 0.0f, 6.2831853f), sp = eng__range(w, 60.0f, 240.0f);
     p->x = x;
     p->y = y;
@@ -496,7 +497,7 @@ static void eng__init_particle(eng_world *w, eng__particle *p, float x, float y,
     p->rgba = rgba;
 }
 
-void eng_world_update(eng_world *w, double dt_in, double entity_load, double load) {
+void eng__world_update(eng__world *w, double dt_in, double entity_load, double load) {
     float dt = (float)dt_in;
     w->updated = true;
     /* Timers count simulated frames: a paused frame (no update) runs none. */
@@ -515,7 +516,7 @@ void eng_world_update(eng_world *w, double dt_in, double entity_load, double loa
     }
 
     /* Particles: how many are born this frame (rate x load, plus timer bursts). */
-    w->spawn_accum += ENG_PARTICLES_PER_FRAME * load * dt_in * 60.0;
+    w->spawn_accum += ENG__PARTICLES_PER_FRAME * load * dt_in * 60.0;
     uint32_t n_new = (uint32_t)w->spawn_accum;
     w->spawn_accum -= n_new;
     uint32_t n_burst = 0;
@@ -546,10 +547,10 @@ void eng_world_update(eng_world *w, double dt_in, double entity_load, double loa
         if (sp) sp[n] = eng__particle_sprite(p);
         list[n++] = p;
     }
-    eng_store *ps = &w->stores[ENG_ST_PARTICLES];
-    eng_store_free_n(ps, (void *const *)dead, n_dead);
+    eng__store *ps = &w->stores[ENG__ST_PARTICLES];
+    eng__store_free_n(ps, (void *const *)dead, n_dead);
     uint32_t want = n_new + n_burst;
-    uint32_t got = eng_store_alloc_n(ps, (void **)(list + n), want);
+    uint32_t got = eng__store_alloc_n(ps, (void **)(list + n), want);
     /* Rate spawns round-robin over the emitters, then the timer bursts. */
     uint32_t k = 0;
     for (; k < got && k < n_new; k++) {
@@ -603,7 +604,7 @@ void eng_world_update(eng_world *w, double dt_in, double entity_load, double loa
 
 /* ------------------------------------------------------------- queries */
 
-void eng_world_counts_get(const eng_world *w, eng_world_counts *out) {
+void eng__world_counts_get(const eng__world *w, eng__world_counts *out) {
     *out = w->counts;
     out->entities = w->n_ents;
     out->particles = w->n_parts;
@@ -621,7 +622,7 @@ static uint64_t eng__fbits(float f) {
     return u;
 }
 
-uint64_t eng_world_checksum(const eng_world *w) {
+uint64_t eng__world_checksum(const eng__world *w) {
     uint64_t h = eng__mix(0, w->n_ents);
     h = eng__mix(h, w->n_parts);
     for (uint32_t i = 0; i < w->n_ents; i++) {

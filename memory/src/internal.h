@@ -1,9 +1,10 @@
 /* Internals shared by framemem's modules; never installed.
  *
- * Names: fm__ for internal functions, types and variables, FM__ for macros
- * (fm__def, STYLE.md's, excepted). A name used beyond its own module carries
- * the module's name (fm__pool_alloc_slow, fm__arena_busy, fm__closure_take,
- * fm__os_reserve, fm__mutex_lock); helpers within one module need not. */
+ * Names (docs/CONTRIBUTING.md, "Style"): fm__ for internal functions, types
+ * and variables, FM__ for macros (fm__def excepted). A name used beyond its
+ * own module carries the module's name (fm__pool_alloc_slow, fm__arena_busy,
+ * fm__closure_take, fm__os_reserve, fm__mutex_lock); helpers within one
+ * module need not. */
 #ifndef FRAMEMEM_INTERNAL_H
 #define FRAMEMEM_INTERNAL_H
 
@@ -164,7 +165,7 @@ struct fm_pool;
 void fm__event_set_limits(struct fm_event *ev, uint32_t gen_bits, uint32_t slots_max);
 void fm__pool_set_max_chunks(struct fm_pool *pool, uint32_t max_chunks);
 
-/* Debug fill bytes (STYLE.md): freed pool slots. */
+/* Debug fill bytes (docs/CONTRIBUTING.md, "Debug aids"): freed pool slots. */
 #define FM__FILL_FREED 0xDF
 
 #endif /* FRAMEMEM_INTERNAL_H */

@@ -1,11 +1,9 @@
-# Demo suites: included from tests/CMakeLists.txt (paths relative to tests/).
-if(TARGET framemem_overlay)
+# Demo suites (tests/demo/): the overlay library's, then the program's.
+if(FM_BUILD_DEMO)
   fm_add_test(test_overlay_draw demo/test_overlay_draw.c demo_overlay_draw)
   target_link_libraries(test_overlay_draw PRIVATE framemem_overlay)
   fm_add_test(test_overlay demo/test_overlay.c demo_overlay)
   target_link_libraries(test_overlay PRIVATE framemem_overlay)
-endif()
-if(TARGET framemem-demo)
   fm_add_test(test_demo_options demo/test_demo_options.c demo_options)
   target_link_libraries(test_demo_options PRIVATE framemem_demo_core)
   fm_add_test(test_scene_draw demo/test_scene_draw.c demo_scene_draw)

@@ -96,7 +96,7 @@ typedef struct model {
 } model;
 
 static model g_m;
-static fz_alloc g_alloc;
+static fm_test_allocator g_alloc;
 static int g_not_an_arena; /* address for foreign marks */
 
 /* ================================================================ helpers */
@@ -525,7 +525,7 @@ static bool create_arena(model *m, fz_input *in) {
     d.poison = b0 & 2;
     d.reserve_bytes = k_reserve[(b0 >> 2) & 7];
     d.commit_step = k_step[(b0 >> 5) & 7];
-    if (m->chained) d.allocator = fz_alloc_get(&g_alloc);
+    if (m->chained) d.allocator = fm_test_allocator_get(&g_alloc);
     /* Shared arenas follow the same model on one thread. */
     static const fm_sync k_sync[4] = {FM_SYNC_NONE, FM_SYNC_MUTEX, FM_SYNC_LOCKFREE, FM_SYNC_NONE};
     d.sync = k_sync[(b1 >> 4) & 3];
@@ -578,7 +578,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     model *m = &g_m;
     memset(m, 0, sizeof *m);
     fz_errors_begin();
-    fz_alloc_reset(&g_alloc, (size_t)64 << 20, (size_t)128 << 20);
+    fz_alloc_begin(&g_alloc, (size_t)64 << 20, (size_t)128 << 20);
     fz_input in = {data, size};
 
     if (create_arena(m, &in)) {

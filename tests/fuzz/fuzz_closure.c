@@ -2,8 +2,8 @@
  * tests/fuzz/fuzz_closure.c: libFuzzer harness for framemem/closure.h.
  *
  * The input is a program: one config byte, then operations on one closure
- * pool, one frame arena, two events and one defer queue (all on a counting
- * allocator, below, that can refuse the next backing call of an operation).
+ * pool, one frame arena, two events and one defer queue (all on the tests'
+ * counting allocator, made to refuse the next backing call of an operation).
  * A reference model runs beside them and every mismatch aborts:
  *
  * - making: fm_closure_make / _make_frame, and fm_closure_alloc / _alloc_frame
@@ -69,28 +69,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FZC_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define FZC_ASAN 1
-#endif
 /* Byte-by-byte fills and compares teach the fuzzer nothing: no coverage
  * feedback (or comparison hints) from them. */
 #if defined(__clang__) && __clang_major__ >= 13
 #define FZC_NO_COVERAGE __attribute__((no_sanitize("coverage"), noinline))
 #else
 #define FZC_NO_COVERAGE
-#endif
-#ifdef FZC_ASAN
-#include <sanitizer/asan_interface.h>
-#define FZC_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define FZC_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define FZC_POISON(p, n) ((void)(p), (void)(n))
-#define FZC_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
 enum {
@@ -105,94 +89,11 @@ enum {
     MAX_NESTED_EMITS = 6, /* emits from callbacks per operation */
 };
 
-/* ==================================================== counting allocator
- *
- * Checks that free gets back the pointer and size alloc gave, counts live
- * bytes (zero after destroy), fills fresh blocks with 0xA5 and refuses the
- * next call when an operation asks for it. Freed blocks are kept (poisoned,
- * so a stray access is still reported) and handed out again for the same
- * size and alignment: every run creates a pool with 64 KiB chunks, and
- * fresh pages for them from the system on each run cost more than the
- * rest of the run. */
-
-typedef struct ca_block {
-    void *ptr;
-    size_t size, align;
-} ca_block;
-
-typedef struct ca_alloc {
-    size_t live_bytes, live_blocks;
-    uint64_t alloc_calls, failed_calls;
-    bool fail_next;
-    ca_block *live;
-    size_t nlive, cap;
-} ca_alloc;
-
-enum { CA_CACHE = 64, CA_MAX_BLOCK = 1 << 24 };
-static ca_block ca_cache[CA_CACHE];
-static size_t ca_ncache;
-
-static void *ca_alloc_fn(size_t size, size_t align, void *user) {
-    ca_alloc *a = user;
-    a->alloc_calls++;
-    if (!FM_IS_POW2(align)) FZ_FAIL("backing alloc(%zu) with alignment %zu", size, align);
-    if (a->fail_next || size > CA_MAX_BLOCK) {
-        a->fail_next = false;
-        a->failed_calls++;
-        return NULL;
-    }
-    if (a->nlive == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        ca_block *live = realloc(a->live, cap * sizeof *live);
-        if (!live) FZ_FAIL("out of memory for the allocator registry");
-        a->live = live;
-        a->cap = cap;
-    }
-    void *p = NULL;
-    for (size_t i = 0; i < ca_ncache && !p; i++) {
-        if (ca_cache[i].size != size || ca_cache[i].align != align) continue;
-        p = ca_cache[i].ptr;
-        ca_cache[i] = ca_cache[--ca_ncache];
-        FZC_UNPOISON(p, size ? size : 1);
-    }
-    if (!p && posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align,
-                             size ? size : 1) != 0)
-        FZ_FAIL("the system refused %zu bytes", size);
-    memset(p, 0xA5, size);
-    a->live[a->nlive++] = (ca_block){p, size, align};
-    a->live_bytes += size;
-    a->live_blocks++;
-    return p;
-}
-
-static void ca_free_fn(void *ptr, size_t size, void *user) {
-    ca_alloc *a = user;
-    if (!ptr) FZ_FAIL("backing free(NULL, %zu)", size);
-    for (size_t i = a->nlive; i-- > 0;) {
-        if (a->live[i].ptr != ptr) continue;
-        if (a->live[i].size != size)
-            FZ_FAIL("backing free(%p) with size %zu, allocated with %zu", ptr, size,
-                    a->live[i].size);
-        ca_block b = a->live[i];
-        a->live[i] = a->live[--a->nlive];
-        a->live_bytes -= size;
-        a->live_blocks--;
-        if (ca_ncache < CA_CACHE) {
-            FZC_POISON(ptr, size ? size : 1);
-            ca_cache[ca_ncache++] = b;
-        } else {
-            free(ptr);
-        }
-        return;
-    }
-    FZ_FAIL("backing free(%p, %zu) of a block the allocator did not hand out", ptr, size);
-}
-
-static void ca_check_clean(const ca_alloc *a) {
-    if (a->live_bytes || a->live_blocks)
-        FZ_FAIL("%zu bytes in %zu blocks still live after destroy", a->live_bytes,
-                a->live_blocks);
-}
+/* The backing allocator (fuzz_support.h's fz_alloc_*): every run creates a
+ * pool with 64 KiB chunks, and fresh pages for them from the system on each
+ * run would cost more than the rest of the run, so freed blocks are reused. */
+enum { CA_MAX_BLOCK = 1 << 24 };
+static fm_test_allocator g_alloc;
 
 /* ================================================================= model */
 
@@ -253,7 +154,6 @@ typedef struct ctx {
 } ctx;
 
 typedef struct state {
-    ca_alloc alloc;
     fm_closure_pool *cp;
     fm_frame_arena *fa;
     fm_defer_queue *q;
@@ -427,12 +327,12 @@ static void ev_list_remove(ev_model *E, int sid) {
  * top-level operations and from inside callbacks. */
 
 static bool alloc_failed_since(uint64_t failed_before) {
-    return S.alloc.failed_calls != failed_before;
+    return g_alloc.failed_calls != failed_before;
 }
 
 static void op_retain(int id) {
     cl_rec *r = &S.cl[id];
-    uint64_t e0 = fz_err.count, f0 = S.alloc.failed_calls;
+    uint64_t e0 = fz_err.count, f0 = g_alloc.failed_calls;
     fm_clear_error();
     fm_closure_retain(r->c);
     if (r->st == CL_FRAME) {
@@ -506,7 +406,7 @@ static void op_subscribe(int ev, int id) {
     if (E->n == MAX_ACTIVE) return;
     int sid = new_sub_record();
     if (sid < 0) return;
-    uint64_t e0 = fz_err.count, f0 = S.alloc.failed_calls;
+    uint64_t e0 = fz_err.count, f0 = g_alloc.failed_calls;
     fm_clear_error();
     fm_handle h = fm_event_subscribe(E->obj, r->c);
     if (alloc_failed_since(f0)) {
@@ -532,7 +432,7 @@ static void op_subscribe(int ev, int id) {
 static void op_defer(int id, uint32_t delay) {
     if (S.ndq == MAX_DEF) return;
     cl_rec *r = &S.cl[id];
-    uint64_t e0 = fz_err.count, f0 = S.alloc.failed_calls;
+    uint64_t e0 = fz_err.count, f0 = g_alloc.failed_calls;
     fm_clear_error();
     bool ok = fm_defer(S.q, r->c, delay);
     if (alloc_failed_since(f0)) {
@@ -851,7 +751,7 @@ static void top_make(fz_input *in, bool frame) {
     if (id < 0) return;
     cl_rec *r = &S.cl[id];
     fill_capture(r->bytes, size, hdr, seed);
-    uint64_t e0 = fz_err.count, f0 = S.alloc.failed_calls;
+    uint64_t e0 = fz_err.count, f0 = g_alloc.failed_calls;
     fm_clear_error();
     /* b2 bit 1: the fm_closure_alloc variants; bit 2 with it: capture NULL,
      * the bytes written in place afterwards. */
@@ -914,7 +814,7 @@ static void top_dead(fz_input *in) {
     uint8_t v = fz_u8(in);
     if (id < 0) return;
     fm_closure *c = S.cl[id].c;
-    uint64_t e0 = fz_err.count, f0 = S.alloc.failed_calls;
+    uint64_t e0 = fz_err.count, f0 = g_alloc.failed_calls;
     fm_clear_error();
     switch (v % 4) {
     case 0:
@@ -1023,7 +923,7 @@ static void run_op(fz_input *in) {
     S.nested_emits = 0;
     TRACE("op %llu: %s%s\n", (unsigned long long)S.op_index, op_names[kind],
           refuse ? " (allocator refuses the next call)" : "");
-    S.alloc.fail_next = refuse;
+    if (refuse) fz_alloc_fail(&g_alloc, 1, false);
     switch (kind) {
     case 0:
     case 1: top_make(in, false); break;
@@ -1079,7 +979,7 @@ static void run_op(fz_input *in) {
     case 13: top_advance(); break;
     case 14: top_invalid(in); break;
     }
-    S.alloc.fail_next = false;
+    fz_alloc_fail(&g_alloc, 0, false);
     check_invariants(op_names[kind]);
     S.op_index++;
 }
@@ -1111,7 +1011,7 @@ static void finish(void) {
     fm_closure_pool_destroy(S.cp);
     fm_frame_arena_destroy(S.fa);
     expect_no_error(e0, "destroying the pool and the frame arena");
-    ca_check_clean(&S.alloc);
+    fz_alloc_check_clean(&g_alloc);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -1128,12 +1028,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_input in = {data, size};
     fz_errors_begin();
-    ca_block *live = S.alloc.live; /* the registry's storage outlives runs */
-    size_t cap = S.alloc.cap;
     memset(&S, 0, sizeof S);
-    S.alloc.live = live;
-    S.alloc.cap = cap;
-    fm_allocator a = {.alloc = ca_alloc_fn, .free = ca_free_fn, .user = &S.alloc};
+    fz_alloc_begin(&g_alloc, CA_MAX_BLOCK, 0);
+    fm_allocator a = fm_test_allocator_get(&g_alloc);
 
     uint8_t cfg = fz_u8(&in);
     static const uint32_t caps[4] = {0, 1, 2, 5};

@@ -74,7 +74,7 @@ typedef struct model {
 } model;
 
 static model g_m;
-static fz_alloc g_alloc;
+static fm_test_allocator g_alloc;
 
 /* ================================================================ helpers */
 
@@ -342,7 +342,7 @@ static bool create_frame_arena(model *m, fz_input *in) {
     d.arena.poison = b0 & 16;
     d.arena.reserve_bytes = k_reserve[(b0 >> 5) & 3];
     d.arena.commit_step = k_step[(b1 >> 4) & 3];
-    if (m->chained) d.arena.allocator = fz_alloc_get(&g_alloc);
+    if (m->chained) d.arena.allocator = fm_test_allocator_get(&g_alloc);
     bool valid = frames == 0 || (frames >= 2 && frames <= FM_FRAME_ARENA_MAX_FRAMES);
     m->frames = frames ? frames : 2;
     m->reserve = fm_align_up(d.arena.reserve_bytes, PAGE);
@@ -379,7 +379,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     model *m = &g_m;
     memset(m, 0, sizeof *m);
     fz_errors_begin();
-    fz_alloc_reset(&g_alloc, (size_t)16 << 20, (size_t)64 << 20);
+    fz_alloc_begin(&g_alloc, (size_t)16 << 20, (size_t)64 << 20);
     fz_input in = {data, size};
 
     if (create_frame_arena(m, &in)) {

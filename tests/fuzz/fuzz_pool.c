@@ -116,7 +116,7 @@ typedef struct model {
 } model;
 
 static model g_m;
-static fz_alloc g_alloc;
+static fm_test_allocator g_alloc;
 static long long g_static_block[8]; /* foreign memory that is not the stack */
 
 /* Scratch for foreach, destroy and the full check. */
@@ -255,7 +255,7 @@ static void forget_freed(model *m, const void *p) {
 }
 
 /* The item at p was freed (by free, delete, release or a walk). Its slot is
- * poisoned for ASan from now on (STYLE.md's debug aids). */
+ * poisoned for ASan from now on (docs/CONTRIBUTING.md, "Debug aids"). */
 static void item_gone(model *m, uint8_t *p) {
     if (!fz_poisoned(p, m->stride)) FZ_FAIL("freed item %p is not poisoned", (void *)p);
     verify_neighbours(m, p);
@@ -1109,7 +1109,7 @@ static bool create_pool(model *m, fz_input *in) {
         d.user = m;
     }
     m->counting = !(b0 & 0x80);
-    if (m->counting) d.allocator = fz_alloc_get(&g_alloc);
+    if (m->counting) d.allocator = fm_test_allocator_get(&g_alloc);
     d.silent_destroy = flags & 1;
     d.prefault = (flags & 6) == 6; /* rarely: prefaulting costs page faults up front */
     /* The same core behind the lock, with hot's current chunk kept empty:
@@ -1201,7 +1201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(m, 0, sizeof *m);
     map_begin();
     fz_errors_begin();
-    fz_alloc_reset(&g_alloc, (size_t)16 << 20, (size_t)MEMORY_CAP * 4);
+    fz_alloc_begin(&g_alloc, (size_t)16 << 20, (size_t)MEMORY_CAP * 4);
     fz_input in = {data, size};
 
     if (create_pool(m, &in)) {

@@ -4,14 +4,11 @@
  * - fz_input: the fuzzer's bytes read as a stream of small integers; reads
  *   past the end give 0, so every input is a valid program. Operations read
  *   a fixed number of operand bytes whatever the object's state.
- * - fz_alloc: a counting fm_allocator. It checks that free gets back the
- *   pointer and size alloc gave, proves zero live bytes after destroy, fills
- *   fresh blocks with garbage (0xA5) so reliance on zeroed memory shows, and
- *   refuses calls on request: the nth from now, every one from the nth on,
- *   or any block above a size cap (so a hostile input cannot exhaust memory).
- *   A refusal of any kind counts in failed_calls; a request above fatal_above
- *   is a library bug and aborts. Freed big blocks are kept, poisoned, for
- *   reuse (a later access by the library is an ASan report).
+ * - fz_alloc_begin / fz_alloc_fail / fz_alloc_check_clean: the tests'
+ *   counting allocator (tests/support/fm_test_alloc.h) set up for fuzzing:
+ *   a contract violation aborts (a reproducer), only the head and the last
+ *   page of a big block are filled, freed big blocks are kept poisoned for
+ *   reuse, and a size cap keeps a hostile input from exhausting memory.
  * - fz_fill / fz_check_fill: position-dependent byte patterns for contents;
  *   fz_poisoned: whether memory the library released is poisoned for ASan.
  * - fz_errors: an error handler that counts reports and keeps the last code,
@@ -23,17 +20,18 @@
  *   FZ_SWEEP_CREDIT bytes of checking per operation, so an input costs time
  *   in proportion to its operations, not to operations times live objects.
  *
- * Header-only (static functions) so that each harness is one .c file and the
- * CMake glob over fuzz_*.c needs nothing else. Single-threaded.
+ * Header-only (static functions) so that each harness is one .c file; every
+ * harness links the allocator's library (fm_test_alloc). Single-threaded.
  */
 #ifndef FM_FUZZ_SUPPORT_H
 #define FM_FUZZ_SUPPORT_H
 
-/* posix_memalign; include this header first. */
+/* POSIX declarations for the harnesses; include this header first. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#include "fm_test_alloc.h"
 #include "framemem/base.h"
 
 #include <stdarg.h>
@@ -48,13 +46,7 @@
 #if __has_feature(address_sanitizer)
 #include <sanitizer/asan_interface.h>
 #define FZ_HAVE_ASAN 1
-#define FZ_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define FZ_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #endif
-#endif
-#ifndef FZ_POISON
-#define FZ_POISON(p, n) ((void)(p), (void)(n))
-#define FZ_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
 /* Loops that fill and compare byte patterns teach the fuzzer nothing: keep
@@ -150,147 +142,36 @@ FZ_UNUSED static uint32_t fz_below(fz_input *in, uint32_t n) {
 
 /* ------------------------------------------------------ counting allocator */
 
-typedef struct fz_block {
-    void *ptr;
-    size_t size;
-} fz_block;
-
-/* Big blocks the library gave back are kept (poisoned, so a use after the
- * free is still an ASan report) and handed out again for the same size and
- * alignment: fresh pages for every pool chunk made page faults the main cost
- * of a run. */
-enum { FZ_CACHE_BLOCKS = 256, FZ_CACHE_MIN = 4096, FZ_CACHE_BYTES = 64 << 20 };
-
-typedef struct fz_cached {
-    void *ptr;
-    size_t size;
-} fz_cached;
-
-typedef struct fz_alloc {
-    size_t live_bytes;
-    size_t live_blocks;
-    uint64_t alloc_calls;
-    uint64_t failed_calls; /* refused: injected or above max_block */
-    uint64_t fail_at;      /* alloc_calls value that fails; 0 = never */
-    bool fail_after;       /* and every call after it */
-    size_t max_block;      /* bigger requests are refused; 0 = no cap */
-    size_t max_live;       /* refuse what would pass this many live bytes; 0 = no cap */
-    size_t fatal_above;    /* a bigger request is a library bug (say, past an
-                              arena's reserve_bytes); 0 = no such limit */
-    fz_block *blocks;
-    size_t count, cap;
-    fz_cached cache[FZ_CACHE_BLOCKS]; /* survives fz_alloc_reset */
-    size_t cached, cached_bytes;
-} fz_alloc;
-
-/* A cached block of exactly size bytes aligned to align, unpoisoned; NULL if none. */
-FZ_UNUSED static void *fz_cache_take(fz_alloc *a, size_t size, size_t align) {
-    for (size_t i = 0; i < a->cached; i++) {
-        if (a->cache[i].size != size || !fm_is_aligned(a->cache[i].ptr, align)) continue;
-        void *p = a->cache[i].ptr;
-        a->cached_bytes -= size;
-        a->cache[i] = a->cache[--a->cached];
-        FZ_UNPOISON(p, size);
-        return p;
+/* Starts a fuzzing run on a: the first time sets it up for fuzzing (a
+ * violation aborts, fills of big blocks limited to their first 64 KiB and
+ * last page, freed big blocks cached), then counts afresh with no fault armed
+ * and these limits (0 = none): bigger blocks and blocks past max_live live
+ * bytes are refused. The registry's storage and the cache outlive runs. */
+FZ_UNUSED static void fz_alloc_begin(fm_test_allocator *a, size_t max_block, size_t max_live) {
+    static fm_test_allocator *ready;
+    if (ready != a) {
+        fm_test_allocator_init(a);
+        a->abort_on_problem = true;
+        a->fill_limit = 65536;
+        a->cache = true;
+        ready = a;
     }
-    return NULL;
-}
-
-FZ_UNUSED static void fz_cache_put(fz_alloc *a, void *p, size_t size) {
-    if (size < FZ_CACHE_MIN || a->cached == FZ_CACHE_BLOCKS ||
-        a->cached_bytes + size > FZ_CACHE_BYTES) {
-        free(p);
-        return;
-    }
-    FZ_POISON(p, size);
-    a->cache[a->cached++] = (fz_cached){p, size};
-    a->cached_bytes += size;
-}
-
-FZ_UNUSED static void *fz_alloc_fn(size_t size, size_t align, void *user) {
-    fz_alloc *a = user;
-    a->alloc_calls++;
-    if (!FM_IS_POW2(align)) FZ_FAIL("backing alloc(%zu) with alignment %zu", size, align);
-    if (a->fatal_above && size > a->fatal_above)
-        FZ_FAIL("backing alloc(%zu) above the object's limit of %zu bytes", size, a->fatal_above);
-    bool injected = a->fail_at != 0 && (a->alloc_calls == a->fail_at ||
-                                        (a->fail_after && a->alloc_calls > a->fail_at));
-    if (injected || (a->max_block && size > a->max_block) ||
-        (a->max_live && size > a->max_live - a->live_bytes)) {
-        a->failed_calls++;
-        return NULL;
-    }
-    if (a->count == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        fz_block *blocks = realloc(a->blocks, cap * sizeof *blocks);
-        if (!blocks) FZ_FAIL("out of memory for the allocator registry");
-        a->blocks = blocks;
-        a->cap = cap;
-    }
-    void *p = fz_cache_take(a, size, align);
-    if (!p && posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align,
-                             size ? size : 1) != 0) {
-        a->failed_calls++;
-        return NULL;
-    }
-    /* Garbage, not zeros, so reliance on fresh memory being zero shows: over
-     * the first 64 KiB (where a pool chunk keeps its meta words) and the last
-     * page; filling all of a big block made page faults the main cost. */
-    size_t head = size < 65536 ? size : 65536;
-    memset(p, 0xA5, head);
-    if (size - head > 4096) memset((uint8_t *)p + size - 4096, 0xA5, 4096);
-    else memset((uint8_t *)p + head, 0xA5, size - head);
-    a->blocks[a->count++] = (fz_block){p, size};
-    a->live_bytes += size;
-    a->live_blocks++;
-    return p;
-}
-
-FZ_UNUSED static void fz_free_fn(void *ptr, size_t size, void *user) {
-    fz_alloc *a = user;
-    if (!ptr) FZ_FAIL("backing free(NULL, %zu)", size);
-    /* Newest first: objects mostly free what they took last. */
-    for (size_t i = a->count; i-- > 0;) {
-        if (a->blocks[i].ptr != ptr) continue;
-        if (a->blocks[i].size != size)
-            FZ_FAIL("backing free(%p) with size %zu, allocated with %zu", ptr, size,
-                    a->blocks[i].size);
-        a->live_bytes -= size;
-        a->live_blocks--;
-        a->blocks[i] = a->blocks[--a->count];
-        fz_cache_put(a, ptr, size);
-        return;
-    }
-    FZ_FAIL("backing free(%p, %zu) of a block the allocator did not hand out", ptr, size);
-}
-
-/* Starts a fresh allocator, keeping the registry's storage and the block
- * cache across runs. */
-FZ_UNUSED static void fz_alloc_reset(fz_alloc *a, size_t max_block, size_t max_live) {
-    for (size_t i = 0; i < a->count; i++) free(a->blocks[i].ptr);
-    a->live_bytes = a->live_blocks = 0;
-    a->alloc_calls = a->failed_calls = a->fail_at = 0;
-    a->fail_after = false;
-    a->fatal_above = 0;
-    a->count = 0;
+    fm_test_allocator_reset(a);
     a->max_block = max_block;
     a->max_live = max_live;
 }
 
-FZ_UNUSED static fm_allocator fz_alloc_get(fz_alloc *a) {
-    return (fm_allocator){.alloc = fz_alloc_fn, .free = fz_free_fn, .user = a};
-}
-
 /* Fail the nth alloc call from now (1 = the next), and with `after` every
  * later one too. n = 0 disarms. */
-FZ_UNUSED static void fz_alloc_fail(fz_alloc *a, uint32_t n, bool after) {
-    a->fail_at = n ? a->alloc_calls + n : 0;
-    a->fail_after = n && after;
+FZ_UNUSED static void fz_alloc_fail(fm_test_allocator *a, uint32_t n, bool after) {
+    if (!n) fm_test_allocator_recover(a);
+    else if (after) fm_test_allocator_fail_from(a, n);
+    else fm_test_allocator_fail_nth(a, n);
 }
 
 /* Every object built on a is destroyed: nothing may be left. */
-FZ_UNUSED static void fz_alloc_check_clean(const fz_alloc *a) {
-    if (a->live_bytes || a->live_blocks)
+FZ_UNUSED static void fz_alloc_check_clean(fm_test_allocator *a) {
+    if (!fm_test_allocator_clean(a))
         FZ_FAIL("%zu bytes in %zu blocks still live after destroy", a->live_bytes,
                 a->live_blocks);
 }

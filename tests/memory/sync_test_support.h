@@ -2,13 +2,10 @@
  * tests/memory/sync_test_support.h: helpers for the arena and closure thread
  * suites (test_arena_threads.c, test_closure_threads.c).
  *
- * fm_test.h's allocator and error capture are single-threaded; these are the
- * thread-safe versions the stress tests need:
+ * fm_test.h's error capture is single-threaded; the stress tests need a
+ * thread-safe one (fm_test_allocator, their backing allocator, is):
  * - sync_errors: a process-wide error handler counting reports per code with
  *   atomics, keeping the last message under a lock.
- * - sync_alloc: a counting fm_allocator behind a mutex, with live byte and
- *   block counts, fault injection (fail every call from the Nth) and a hook
- *   that runs inside alloc (to hold a thread there).
  * - sync_run: starts n threads on fn(arg + i * arg_size) and joins them.
  */
 #ifndef SYNC_TEST_SUPPORT_H
@@ -60,63 +57,6 @@ static inline void sync_expect_errors(sync_errors *e, int before, fm_error code,
                     fm_error_name(code), got, atomic_load(&e->by_code[code]), e->last_message);
         fail();
     }
-}
-
-/* ---------------------------------------------------- thread-safe allocator */
-
-typedef struct sync_alloc {
-    fm_test_mutex lock;
-    size_t live_bytes;
-    size_t live_blocks;
-    uint64_t alloc_calls;
-    uint64_t fail_from; /* 0: never; else calls numbered from 1 fail from here */
-    void (*hook)(struct sync_alloc *a); /* runs inside alloc, unlocked */
-    void *hook_user;
-} sync_alloc;
-
-static inline void *sync_alloc_alloc(size_t size, size_t align, void *user) {
-    sync_alloc *a = user;
-    if (a->hook) a->hook(a);
-    fm_test_mutex_lock(&a->lock);
-    a->alloc_calls++;
-    bool refuse = a->fail_from && a->alloc_calls >= a->fail_from;
-    void *p = NULL;
-    if (!refuse) {
-        size_t al = align < sizeof(void *) ? sizeof(void *) : align;
-        p = fm_test_aligned_alloc(al, (size + al - 1) / al * al);
-        if (p) {
-            a->live_bytes += size;
-            a->live_blocks++;
-        }
-    }
-    fm_test_mutex_unlock(&a->lock);
-    return p;
-}
-
-static inline void sync_alloc_free(void *ptr, size_t size, void *user) {
-    sync_alloc *a = user;
-    if (!ptr) return;
-    fm_test_mutex_lock(&a->lock);
-    a->live_bytes -= size;
-    a->live_blocks--;
-    fm_test_mutex_unlock(&a->lock);
-    fm_test_aligned_free(ptr);
-}
-
-static inline void sync_alloc_init(sync_alloc *a) {
-    memset(a, 0, sizeof *a);
-    fm_test_mutex_init(&a->lock);
-}
-
-static inline fm_allocator sync_alloc_get(sync_alloc *a) {
-    return (fm_allocator){.alloc = sync_alloc_alloc, .free = sync_alloc_free, .user = a};
-}
-
-/* Asserts nothing is live, then releases the lock. */
-static inline void sync_alloc_finish(sync_alloc *a) {
-    assert_int_equal(a->live_bytes, 0);
-    assert_int_equal(a->live_blocks, 0);
-    fm_test_mutex_destroy(&a->lock);
 }
 
 /* ----------------------------------------------------------------- threads */

@@ -215,11 +215,11 @@ typedef struct stress_case {
 static void run_stress(const stress_case *c) {
     sync_errors errors;
     sync_errors_install(&errors);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
     fm_arena_desc desc = {.name = "shared", .sync = c->sync, .reserve_bytes = 256 * MIB,
                           .commit_step = c->mode == VM ? 4 * KIB : 8 * KIB};
-    if (c->mode == CHAINED) desc.allocator = sync_alloc_get(&backing);
+    if (c->mode == CHAINED) desc.allocator = fm_test_allocator_get(&backing);
     fm_arena *arena = fm_arena_create(&desc);
     assert_non_null(arena);
     const int attempts = 16000 / c->threads / valgrind_scale();
@@ -280,7 +280,8 @@ static void run_stress(const stress_case *c) {
     assert_int_equal(atomic_load(&errors.by_code[FM_ERR_ARENA_FULL]), 0);
     free_workers(w, c->threads);
     fm_arena_destroy(arena);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     sync_errors_remove(&errors);
 }
 
@@ -305,12 +306,12 @@ STRESS_TEST(test_mutex_chained_arena_8_threads_never_overlap_and_count_exactly, 
 static void run_fill(fm_sync sync, backing_mode mode, int threads) {
     sync_errors errors;
     sync_errors_install(&errors);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
     const size_t reserve = 1 * MIB;
     fm_arena_desc desc = {.name = "filling", .sync = sync, .reserve_bytes = reserve,
                           .commit_step = mode == VM ? 4 * KIB : 8 * KIB};
-    if (mode == CHAINED) desc.allocator = sync_alloc_get(&backing);
+    if (mode == CHAINED) desc.allocator = fm_test_allocator_get(&backing);
     fm_arena *arena = fm_arena_create(&desc);
     assert_non_null(arena);
     const int attempts = 2 * (int)(reserve / 256) / threads * 2; /* about twice what fits */
@@ -328,7 +329,8 @@ static void run_fill(fm_sync sync, backing_mode mode, int threads) {
     assert_true(s.committed <= reserve);
     free_workers(w, threads);
     fm_arena_destroy(arena);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     sync_errors_remove(&errors);
 }
 
@@ -348,15 +350,14 @@ static void test_lockfree_chained_arena_survives_a_refused_block_under_threads(v
     (void)state;
     sync_errors errors;
     sync_errors_install(&errors);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
-    fm_arena *arena = fm_arena_create(&(fm_arena_desc){.name = "refused", .sync = FM_SYNC_LOCKFREE,
-                                                       .commit_step = 8 * KIB,
-                                                       .allocator = sync_alloc_get(&backing)});
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
+    fm_arena *arena =
+        fm_arena_create(&(fm_arena_desc){.name = "refused", .sync = FM_SYNC_LOCKFREE,
+                                         .commit_step = 8 * KIB,
+                                         .allocator = fm_test_allocator_get(&backing)});
     assert_non_null(arena);
-    fm_test_mutex_lock(&backing.lock);
-    backing.fail_from = backing.alloc_calls + 1; /* every block from now on */
-    fm_test_mutex_unlock(&backing.lock);
+    fm_test_allocator_fail_from(&backing, 1); /* every block from now on */
     worker *w = make_workers(4, 400, 64, arena, false);
     sync_run(4, alloc_worker, w, sizeof *w);
     totals t = check_workers(w, 4, arena);
@@ -368,14 +369,13 @@ static void test_lockfree_chained_arena_survives_a_refused_block_under_threads(v
     assert_int_equal(s.commit_events, 1); /* the first block only */
     /* The block filled up to its end (less than one allocation short). */
     assert_true(s.used + 64 + 128 > 8 * KIB - 64);
-    fm_test_mutex_lock(&backing.lock);
-    backing.fail_from = 0;
-    fm_test_mutex_unlock(&backing.lock);
+    fm_test_allocator_recover(&backing);
     assert_non_null(fm_arena_alloc(arena, 100, 0));
     assert_int_equal(stats_of(arena).commit_events, 2);
     free_workers(w, 4);
     fm_arena_destroy(arena);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     sync_errors_remove(&errors);
 }
 
@@ -386,10 +386,10 @@ static void test_lockfree_chained_arena_survives_a_refused_block_under_threads(v
 static void run_phases(backing_mode mode) {
     sync_errors errors;
     sync_errors_install(&errors);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
     fm_arena_desc desc = {.name = "phases", .sync = FM_SYNC_LOCKFREE, .commit_step = 8 * KIB};
-    if (mode == CHAINED) desc.allocator = sync_alloc_get(&backing);
+    if (mode == CHAINED) desc.allocator = fm_test_allocator_get(&backing);
     fm_arena *arena = fm_arena_create(&desc);
     assert_non_null(arena);
     worker *first = make_workers(4, 1000, 200, arena, false);
@@ -415,7 +415,8 @@ static void run_phases(backing_mode mode) {
     free_workers(first, 4);
     free_workers(second, 4);
     fm_arena_destroy(arena);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     sync_errors_remove(&errors);
 }
 
@@ -460,13 +461,13 @@ static void *frame_worker(void *arg) {
 static void run_frames(backing_mode mode, int threads) {
     sync_errors errors;
     sync_errors_install(&errors);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
     fm_frame_arena_desc desc = {.name = "jobs",
                                 .arena = {.sync = FM_SYNC_LOCKFREE,
                                           .reserve_bytes = 64 * MIB,
                                           .commit_step = mode == VM ? 4 * KIB : 8 * KIB}};
-    if (mode == CHAINED) desc.arena.allocator = sync_alloc_get(&backing);
+    if (mode == CHAINED) desc.arena.allocator = fm_test_allocator_get(&backing);
     fm_frame_arena *fa = fm_frame_arena_create(&desc);
     assert_non_null(fa);
     const int frames = 6, attempts = 8000 / threads / 2 / valgrind_scale();
@@ -519,7 +520,8 @@ static void run_frames(backing_mode mode, int threads) {
     free(run.w);
     assert_int_equal(atomic_load(&errors.count), 0);
     fm_frame_arena_destroy(fa);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     sync_errors_remove(&errors);
 }
 
@@ -548,7 +550,7 @@ typedef struct held {
 
 static held g_held;
 
-static void hold_in_alloc(sync_alloc *a) {
+static void hold_in_alloc(fm_test_allocator *a) {
     (void)a;
     atomic_store(&g_held.inside, 1);
     while (!atomic_load(&g_held.release)) fm_test_thread_yield();
@@ -564,7 +566,7 @@ static void *frame_alloc_one_big(void *arg) {
 
 /* Runs fn(arg) on a new thread and returns once that thread is parked inside
  * its next block request from backing (so it is inside an allocation). */
-static fm_test_thread park_in_alloc(sync_alloc *backing, void *(*fn)(void *), void *arg) {
+static fm_test_thread park_in_alloc(fm_test_allocator *backing, void *(*fn)(void *), void *arg) {
     atomic_store(&g_held.inside, 0);
     atomic_store(&g_held.release, 0);
     backing->hook = hold_in_alloc;
@@ -590,10 +592,11 @@ static void test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds(
     (void)state;
     sync_errors errors;
     sync_errors_install(&errors);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
-    fm_arena *arena = fm_arena_create(&(fm_arena_desc){.name = "busy_arena", .sync = FM_SYNC_LOCKFREE,
-                                                       .allocator = sync_alloc_get(&backing)});
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
+    fm_arena *arena =
+        fm_arena_create(&(fm_arena_desc){.name = "busy_arena", .sync = FM_SYNC_LOCKFREE,
+                                         .allocator = fm_test_allocator_get(&backing)});
     assert_non_null(arena);
     void *first = fm_arena_alloc(arena, 100, 0);
     assert_non_null(first);
@@ -621,7 +624,8 @@ static void test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds(
     assert_int_equal(stats_of(arena).resets, 1);
     assert_int_equal(atomic_load(&errors.count), 3);
     fm_arena_destroy(arena);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     sync_errors_remove(&errors);
 }
 
@@ -632,11 +636,11 @@ static void test_lockfree_frame_advance_during_an_allocation_is_refused_in_debug
     (void)state;
     sync_errors errors;
     sync_errors_install(&errors);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
     fm_frame_arena *fa = fm_frame_arena_create(&(fm_frame_arena_desc){
         .name = "busy_frames",
-        .arena = {.sync = FM_SYNC_LOCKFREE, .allocator = sync_alloc_get(&backing)}});
+        .arena = {.sync = FM_SYNC_LOCKFREE, .allocator = fm_test_allocator_get(&backing)}});
     assert_non_null(fa);
     uint8_t *first = fm_frame_alloc(fa, 100, 0);
     assert_non_null(first);
@@ -657,7 +661,8 @@ static void test_lockfree_frame_advance_during_an_allocation_is_refused_in_debug
     for (int i = 0; i < 100; i++) assert_int_equal(first[i], 0x5A); /* kept for one more frame */
     assert_int_equal(atomic_load(&errors.count), 1);
     fm_frame_arena_destroy(fa);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     sync_errors_remove(&errors);
 }
 #endif /* !NDEBUG: release builds have no such check, so no such test */

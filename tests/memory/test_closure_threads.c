@@ -176,11 +176,11 @@ static void *pool_worker(void *arg) {
 static void run_pool(fm_sync sync, int threads) {
     sync_errors errors;
     sync_errors_install(&errors);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
     fm_closure_pool *cp = fm_closure_pool_create(&(fm_closure_pool_desc){
         .name = "shared_closures", .sync = sync, .initial_capacity = 8,
-        .allocator = sync_alloc_get(&backing)});
+        .allocator = fm_test_allocator_get(&backing)});
     if (!cp) print_error("create: %s\n", fm_last_error_message());
     assert_non_null(cp);
     pool_run r = {.cp = cp, .threads = threads, .per_thread = 8000 / threads};
@@ -208,7 +208,8 @@ static void run_pool(fm_sync sync, int threads) {
     free(r.boxes);
     fm_closure_pool_destroy(cp);
     assert_int_equal(atomic_load(&errors.count), 0);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     sync_errors_remove(&errors);
 }
 
@@ -644,14 +645,14 @@ static void test_lockfree_defer_queue_destroy_releases_what_waits(void **state) 
     (void)state;
     sync_errors errors;
     sync_errors_install(&errors);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
     fm_closure_pool *cp = fm_closure_pool_create(&(fm_closure_pool_desc){
-        .name = "waiting", .sync = FM_SYNC_LOCKFREE, .allocator = sync_alloc_get(&backing)});
+        .name = "waiting", .sync = FM_SYNC_LOCKFREE, .allocator = fm_test_allocator_get(&backing)});
     assert_non_null(cp);
     fm_defer_queue *q = fm_defer_queue_create(&(fm_defer_queue_desc){
         .name = "waiting_q", .sync = FM_SYNC_LOCKFREE, .initial_capacity = 4,
-        .allocator = sync_alloc_get(&backing)});
+        .allocator = fm_test_allocator_get(&backing)});
     assert_non_null(q);
     atomic_int calls = 0, bad = 0;
     for (uint32_t i = 0; i < 10; i++) { /* 4 in the inbox, the rest drained past it */
@@ -667,7 +668,8 @@ static void test_lockfree_defer_queue_destroy_releases_what_waits(void **state) 
     assert_int_equal(atomic_load(&calls), 0);
     fm_closure_pool_destroy(cp);
     assert_int_equal(atomic_load(&errors.count), 0);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     sync_errors_remove(&errors);
 }
 

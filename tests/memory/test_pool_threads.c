@@ -206,10 +206,10 @@ static void run_stress(fm_sync sync, int threads, int ops) {
     reset_flags();
     stress *s = calloc(1, sizeof *s);
     assert_non_null(s);
-    sync_alloc backing;
-    sync_alloc_init(&backing);
+    fm_test_allocator backing;
+    fm_test_allocator_init(&backing);
     s->pool = make_pool(sync, (fm_pool_desc){.name = "stress", .initial_capacity = 1,
-                                             .allocator = sync_alloc_get(&backing)});
+                                             .allocator = fm_test_allocator_get(&backing)});
     s->threads = threads;
     s->ops = ops;
     for (int i = 0; i < threads; i++) fm_test_mutex_init(&s->queues[i].lock);
@@ -227,7 +227,8 @@ static void run_stress(fm_sync sync, int threads, int ops) {
     assert_true(atomic_load(&s->allocs) > 0);
     assert_quiet_pool(s->pool, atomic_load(&s->allocs));
     fm_pool_destroy(s->pool);
-    sync_alloc_finish(&backing);
+    fm_test_allocator_assert_clean(&backing);
+    fm_test_allocator_release(&backing);
     free(s);
 }
 
@@ -385,9 +386,10 @@ static void test_pool_threads_destroy_with_idle_caches_and_recreate_at_same_addr
         fm_test_thread t[WORKERS];
         for (int i = 0; i < WORKERS; i++) assert_int_equal(fm_test_thread_create(&t[i], idle_main, &arg), 0);
         for (int r = 0; r < ROUNDS; r++) {
-            sync_alloc backing;
-            sync_alloc_init(&backing);
-            pool = make_pool(shared_policies[p], (fm_pool_desc){.allocator = sync_alloc_get(&backing)});
+            fm_test_allocator backing;
+            fm_test_allocator_init(&backing);
+            pool = make_pool(shared_policies[p],
+                             (fm_pool_desc){.allocator = fm_test_allocator_get(&backing)});
             fm_test_barrier_wait(&step);
             fm_test_barrier_wait(&step);
             fm_pool_stats s = fm_test_pool_stats(pool);
@@ -395,7 +397,8 @@ static void test_pool_threads_destroy_with_idle_caches_and_recreate_at_same_addr
             assert_int_equal(s.total_allocs, WORKERS);
             assert_int_equal(s.total_frees, WORKERS);
             fm_pool_destroy(pool);
-            sync_alloc_finish(&backing);
+            fm_test_allocator_assert_clean(&backing);
+            fm_test_allocator_release(&backing);
         }
         for (int i = 0; i < WORKERS; i++) assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
         fm_test_barrier_destroy(&step);
@@ -653,11 +656,11 @@ static void test_pool_threads_double_free_on_another_thread_is_reported(void **s
 static void test_pool_threads_trim_and_flush_give_chunks_back_under_each_policy(void **state) {
     (void)state;
     for (int p = 0; p < POLICIES; p++) {
-        sync_alloc backing;
-        sync_alloc_init(&backing);
+        fm_test_allocator backing;
+        fm_test_allocator_init(&backing);
         fm_pool *pool = make_pool(shared_policies[p],
                                   (fm_pool_desc){.initial_capacity = 1,
-                                                 .allocator = sync_alloc_get(&backing)});
+                                                 .allocator = fm_test_allocator_get(&backing)});
         uint64_t per = fm_test_pool_stats(pool).items_per_chunk;
         item **all = calloc(per * 4, sizeof *all);
         assert_non_null(all);
@@ -674,7 +677,8 @@ static void test_pool_threads_trim_and_flush_give_chunks_back_under_each_policy(
         for (uint64_t i = 0; i < per * 2; i++) fm_pool_free(pool, all[i]);
         free(all);
         fm_pool_destroy(pool);
-        sync_alloc_finish(&backing);
+        fm_test_allocator_assert_clean(&backing);
+        fm_test_allocator_release(&backing);
     }
 }
 
@@ -741,17 +745,17 @@ static void test_pool_threads_slot_at_generation_wrap_retires_under_each_policy(
 static void test_pool_threads_refused_growth_changes_nothing_under_each_policy(void **state) {
     fm_test_env *env = *state;
     for (int p = 0; p < POLICIES; p++) {
-        sync_alloc backing;
-        sync_alloc_init(&backing);
+        fm_test_allocator backing;
+        fm_test_allocator_init(&backing);
         fm_pool *pool = make_pool(shared_policies[p],
                                   (fm_pool_desc){.name = "refused", .initial_capacity = 1,
-                                                 .allocator = sync_alloc_get(&backing)});
+                                                 .allocator = fm_test_allocator_get(&backing)});
         uint64_t cap = fm_test_pool_stats(pool).capacity;
         item **all = calloc(cap + 1, sizeof *all);
         assert_non_null(all);
         for (uint64_t i = 0; i < cap; i++) assert_non_null(all[i] = fm_pool_alloc(pool));
         fm_pool_stats before = fm_test_pool_stats(pool);
-        backing.fail_from = backing.alloc_calls + 1;
+        fm_test_allocator_fail_from(&backing, 1);
         int calls = env->errors.count;
         assert_null(fm_pool_alloc(pool));
         assert_int_equal(env->errors.count, calls + 1);
@@ -764,13 +768,14 @@ static void test_pool_threads_refused_growth_changes_nothing_under_each_policy(v
         assert_int_equal(after.total_allocs, before.total_allocs);
         assert_int_equal(fm_pool_check(pool), FM_OK);
         /* Recovered: growth works again. */
-        backing.fail_from = 0;
+        fm_test_allocator_recover(&backing);
         assert_non_null(all[cap] = fm_pool_alloc(pool));
         for (uint64_t i = 0; i <= cap; i++) fm_pool_free(pool, all[i]);
         free(all);
         assert_int_equal(fm_test_pool_stats(pool).live, 0);
         fm_pool_destroy(pool);
-        sync_alloc_finish(&backing);
+        fm_test_allocator_assert_clean(&backing);
+        fm_test_allocator_release(&backing);
     }
 }
 

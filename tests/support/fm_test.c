@@ -1,5 +1,5 @@
-/* tests/support/fm_test.c: counting allocator, error capture, fill patterns. */
-#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
+/* tests/support/fm_test.c: the allocator's cmocka check, error capture, fill patterns. */
+#define _DEFAULT_SOURCE 1 /* mkdtemp */
 #define _POSIX_C_SOURCE 200809L
 
 #include "fm_test.h"
@@ -25,169 +25,13 @@
 #include <windows.h>
 #include <fcntl.h>
 #include <io.h>
-#include <malloc.h>
 #include <process.h>
 #else
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #endif
 
 /* -------------------------------------------------------- counting allocator */
-
-static void fm_test__problem(fm_test_allocator *a, const char *what, const void *ptr,
-                             size_t size, size_t align) {
-    a->errors++;
-    snprintf(a->last_problem, sizeof a->last_problem, "%s (ptr %p, size %zu, align %zu)",
-             what, ptr, size, align);
-    print_error("fm_test_allocator: %s\n", a->last_problem);
-}
-
-#define FM_TEST_MMAP_ALIGN ((size_t)1 << 20)
-
-/* size bytes aligned to align (a power of two) from the OS; the slack around
- * the aligned part goes straight back, so munmap(p, size) frees it all. */
-static size_t fm_test__pages(size_t size) { return (size + 4095) & ~(size_t)4095; }
-
-#ifdef _WIN32
-/* Windows cannot give back part of a reservation: reserve more, release it
- * and reserve again at the aligned address inside it. */
-static void *fm_test__map_aligned(size_t size, size_t align) {
-    size = fm_test__pages(size);
-    for (int attempt = 0; attempt < 16; attempt++) {
-        uint8_t *raw = VirtualAlloc(NULL, size + align, MEM_RESERVE, PAGE_NOACCESS);
-        if (!raw) return NULL;
-        uint8_t *p = (uint8_t *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
-        VirtualFree(raw, 0, MEM_RELEASE);
-        if (VirtualAlloc(p, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE) == p) return p;
-    }
-    return NULL;
-}
-static void fm_test__unmap(void *p, size_t size) {
-    (void)size;
-    VirtualFree(p, 0, MEM_RELEASE);
-}
-
-void *fm_test_aligned_alloc(size_t align, size_t size) {
-    return _aligned_malloc(size ? size : 1, align);
-}
-void fm_test_aligned_free(void *p) { _aligned_free(p); }
-#else
-static void fm_test__unmap(void *p, size_t size) { munmap(p, size); }
-
-void *fm_test_aligned_alloc(size_t align, size_t size) {
-    void *p = NULL;
-    return posix_memalign(&p, align, size ? size : 1) == 0 ? p : NULL;
-}
-void fm_test_aligned_free(void *p) { free(p); }
-
-static void *fm_test__map_aligned(size_t size, size_t align) {
-    size = fm_test__pages(size);
-    size_t bytes = size + align;
-    uint8_t *raw = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return NULL;
-    uint8_t *p = (uint8_t *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
-    if (p > raw) munmap(raw, (size_t)(p - raw));
-    size_t tail = (size_t)(raw + bytes - (p + size));
-    if (tail) munmap(p + size, tail);
-    return p;
-}
-#endif
-
-static void *fm_test__alloc(size_t size, size_t align, void *user) {
-    fm_test_allocator *a = user;
-    a->alloc_calls++;
-    if (!FM_IS_POW2(align)) {
-        fm_test__problem(a, "alignment is not a power of two", NULL, size, align);
-        return NULL;
-    }
-    if (a->fail_at != 0 &&
-        (a->alloc_calls == a->fail_at || (a->fail_after && a->alloc_calls > a->fail_at))) {
-        a->failed_calls++;
-        return NULL;
-    }
-    if (a->block_count == a->block_cap) {
-        size_t cap = a->block_cap ? a->block_cap * 2 : 64;
-        fm_test_block *blocks = realloc(a->blocks, cap * sizeof *blocks);
-        if (!blocks) return NULL;
-        a->blocks = blocks;
-        a->block_cap = cap;
-    }
-    size_t real_align = align < sizeof(void *) ? sizeof(void *) : align;
-    void *p = NULL;
-    if (real_align > FM_TEST_MMAP_ALIGN) {
-        /* Huge alignments (pool chunks of big items) come from mmap: some
-         * heaps (Valgrind's replacement malloc) cannot serve them. */
-        p = fm_test__map_aligned(size ? size : 1, real_align);
-        if (!p) return NULL;
-    } else if (!(p = fm_test_aligned_alloc(real_align, size ? size : 1))) {
-        return NULL;
-    }
-    if (!fm_is_aligned(p, align)) {
-        fm_test__problem(a, "the C heap returned a misaligned block", p, size, align);
-    }
-    /* Garbage, not zeros: code that relies on fresh memory being zero fails. */
-    memset(p, 0xA5, size);
-    a->blocks[a->block_count++] = (fm_test_block){p, size, align};
-    a->live_bytes += size;
-    a->live_blocks++;
-    if (a->live_bytes > a->peak_bytes) a->peak_bytes = a->live_bytes;
-    return p;
-}
-
-static void fm_test__free(void *ptr, size_t size, void *user) {
-    fm_test_allocator *a = user;
-    a->free_calls++;
-    if (!ptr) {
-        fm_test__problem(a, "free of NULL", ptr, size, 0);
-        return;
-    }
-    for (size_t i = 0; i < a->block_count; i++) {
-        if (a->blocks[i].ptr != ptr) continue;
-        if (a->blocks[i].size != size) {
-            fm_test__problem(a, "free size differs from the allocated size", ptr, size,
-                             a->blocks[i].size);
-        }
-        a->live_bytes -= a->blocks[i].size;
-        a->live_blocks--;
-        size_t align = a->blocks[i].align < sizeof(void *) ? sizeof(void *) : a->blocks[i].align;
-        size_t bytes = a->blocks[i].size ? a->blocks[i].size : 1;
-        a->blocks[i] = a->blocks[--a->block_count];
-        if (align > FM_TEST_MMAP_ALIGN) fm_test__unmap(ptr, fm_test__pages(bytes));
-        else fm_test_aligned_free(ptr);
-        return;
-    }
-    fm_test__problem(a, "free of a pointer this allocator did not return", ptr, size, 0);
-}
-
-void fm_test_allocator_init(fm_test_allocator *a) {
-    memset(a, 0, sizeof *a);
-}
-
-void fm_test_allocator_release(fm_test_allocator *a) {
-    for (size_t i = 0; i < a->block_count; i++) free(a->blocks[i].ptr);
-    free(a->blocks);
-    memset(a, 0, sizeof *a);
-}
-
-fm_allocator fm_test_allocator_get(fm_test_allocator *a) {
-    return (fm_allocator){.alloc = fm_test__alloc, .free = fm_test__free, .user = a};
-}
-
-void fm_test_allocator_fail_nth(fm_test_allocator *a, uint64_t n) {
-    a->fail_at = a->alloc_calls + n;
-    a->fail_after = false;
-}
-
-void fm_test_allocator_fail_from(fm_test_allocator *a, uint64_t n) {
-    a->fail_at = a->alloc_calls + n;
-    a->fail_after = true;
-}
-
-void fm_test_allocator_recover(fm_test_allocator *a) {
-    a->fail_at = 0;
-    a->fail_after = false;
-}
 
 void fm_test_allocator_assert_clean(const fm_test_allocator *a) {
     if (a->errors) print_error("fm_test_allocator: last problem: %s\n", a->last_problem);

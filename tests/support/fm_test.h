@@ -1,10 +1,8 @@
 /*
  * tests/support/fm_test.h: helpers shared by the framemem test suites.
  *
- * - fm_test_allocator: a counting fm_allocator. It keeps every block it hands
- *   out in a registry, so it can prove "zero live bytes after destroy", check
- *   that free receives the size and pointer alloc returned, and inject faults
- *   (fail the Nth backing call, or the Nth and every later one).
+ * - fm_test_allocator (fm_test_alloc.h): the counting, fault-injecting
+ *   fm_allocator, and here its cmocka assertion.
  * - fm_test_errors: an error handler that records how often it ran, the last
  *   code and message, a per-code count and a log of every message.
  * - fm_test_env + fm_test_setup/fm_test_teardown: a per-test fixture holding
@@ -15,8 +13,8 @@
  *
  * This header includes cmocka (and the headers cmocka needs first), so a
  * test file needs only this header and framemem's.
- * Single-threaded: the allocator and capture state are not synchronised
- * (tests that use threads join them before reading).
+ * The error capture is single-threaded (the thread suites have their own in
+ * tests/memory/sync_test_support.h); the allocator is thread-safe.
  */
 #ifndef FM_TEST_H
 #define FM_TEST_H
@@ -32,54 +30,12 @@
 #include "framemem/base.h"
 #include "framemem/pool.h"
 
+#include "fm_test_alloc.h"
+
 /* -------------------------------------------------------- counting allocator */
 
-typedef struct fm_test_block {
-    void *ptr;
-    size_t size;
-    size_t align;
-} fm_test_block;
-
-typedef struct fm_test_allocator {
-    /* counters, readable by tests */
-    size_t live_bytes;     /* bytes handed out and not yet freed */
-    size_t live_blocks;    /* blocks handed out and not yet freed */
-    size_t peak_bytes;     /* highest live_bytes */
-    uint64_t alloc_calls;  /* backing alloc calls, failed ones included */
-    uint64_t failed_calls; /* alloc calls that returned NULL (injected) */
-    uint64_t free_calls;   /* backing free calls */
-    uint64_t errors;       /* contract violations seen (bad size, align, ptr) */
-    char last_problem[256];
-
-    /* fault injection: calls are numbered from the arming call (1 = next) */
-    uint64_t fail_at;      /* alloc_calls value that fails; 0 = never */
-    bool fail_after;       /* also fail every call after fail_at */
-
-    /* registry of live blocks */
-    fm_test_block *blocks;
-    size_t block_count;
-    size_t block_cap;
-} fm_test_allocator;
-
-/// Resets every counter and the registry.
-void fm_test_allocator_init(fm_test_allocator *a);
-/// Frees every block still live (a failed test's leftovers) and the registry.
-void fm_test_allocator_release(fm_test_allocator *a);
-/// The fm_allocator to put in a desc; a must outlive every object using it.
-fm_allocator fm_test_allocator_get(fm_test_allocator *a);
-/// Fails only the nth backing alloc call from now (1 = the next call).
-void fm_test_allocator_fail_nth(fm_test_allocator *a, uint64_t n);
-/// Fails the nth backing alloc call from now and every call after it.
-void fm_test_allocator_fail_from(fm_test_allocator *a, uint64_t n);
-/// Disarms fault injection.
-void fm_test_allocator_recover(fm_test_allocator *a);
 /// cmocka-asserts: no live bytes or blocks, no contract violations.
 void fm_test_allocator_assert_clean(const fm_test_allocator *a);
-
-/// size bytes aligned to align (a power of two, at least sizeof(void *)) from
-/// the C heap; freed by fm_test_aligned_free.
-void *fm_test_aligned_alloc(size_t align, size_t size);
-void fm_test_aligned_free(void *p);
 
 /// true when the test runs under Valgrind (the Debug build's memcheck run).
 bool fm_test_under_valgrind(void);

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/ds.h"
+
 /* Every peer fm-bench knows; each is optional (built when its package is
  * installed) and looked for in fm-bench's own directory. */
 static const char *const peer_names[] = {
@@ -28,8 +30,8 @@ static bool peer_path(int i, char *out, size_t cap) {
     return access(out, X_OK) == 0;
 }
 
-/* Runs path with args, returns its whole stdout (caller frees); ends
- * fm-bench when it cannot start or does not exit 0. */
+/* Runs path with args, returns its whole stdout (an engine/ds.h array: the
+ * caller arrfrees it); ends fm-bench when it cannot start or does not exit 0. */
 static char *peer_run(const char *path, char *const argv[]) {
     int fd[2];
     if (pipe(fd) != 0) bench_die("pipe: %s", strerror(errno));
@@ -45,21 +47,16 @@ static char *peer_run(const char *path, char *const argv[]) {
         _exit(127);
     }
     close(fd[1]);
-    size_t n = 0, cap = 4096;
-    char *buf = bench_xmalloc(cap);
+    char *buf = NULL;
     for (;;) {
-        if (n + 1024 > cap) {
-            cap *= 2;
-            char *grown = realloc(buf, cap);
-            if (!grown) bench_die("out of memory reading %s", path);
-            buf = grown;
-        }
-        ssize_t got = read(fd[0], buf + n, cap - n - 1);
+        if (!ENG_ARR_RESERVE(buf, 4096, NULL)) bench_die("out of memory reading %s", path);
+        size_t n = arrlenu(buf);
+        ssize_t got = read(fd[0], buf + n, arrcap(buf) - n - 1); /* room for the '\0' */
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
-        n += (size_t)got;
+        arrsetlen(buf, n + (size_t)got);
     }
-    buf[n] = '\0';
+    arrput(buf, '\0'); /* into the byte kept free: cannot fail */
     close(fd[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -77,20 +74,18 @@ static char *run_round(const char *path, const char *what, bool quick) {
 }
 
 static bench_series *series_for(bench_peer_set *set, const char *variant, const char *key) {
-    for (size_t i = 0; i < set->n; i++)
-        if (!strcmp(set->s[i].variant, variant) && !strcmp(set->s[i].key, key)) return &set->s[i];
-    if (set->n == set->cap) {
-        size_t cap = set->cap ? set->cap * 2 : 16;
-        bench_series *grown = realloc(set->s, cap * sizeof *grown);
-        if (!grown) bench_die("out of memory for peer rows");
-        set->s = grown;
-        set->cap = cap;
-    }
-    bench_series *s = &set->s[set->n++];
-    memset(s, 0, sizeof *s);
-    snprintf(s->variant, sizeof s->variant, "%s", variant);
-    snprintf(s->key, sizeof s->key, "%s", key);
-    return s;
+    bench_series row = {0};
+    snprintf(row.variant, sizeof row.variant, "%s", variant);
+    snprintf(row.key, sizeof row.key, "%s", key);
+    char name[sizeof row.variant + sizeof row.key + 1];
+    snprintf(name, sizeof name, "%s\t%s", row.variant, row.key);
+    ptrdiff_t at = ENG_SH_GETI(set->index, name);
+    if (at >= 0) return &set->s[set->index[at].value];
+    if (!ENG_ARR_RESERVE(set->s, 1, NULL) || !ENG_SH_PUT(set->index, name, arrlenu(set->s), NULL))
+        bench_die("out of memory for peer rows");
+    arrput(set->s, row);
+    set->n = arrlenu(set->s);
+    return &arrlast(set->s);
 }
 
 /* One "row" line, split in place at tabs. */
@@ -112,20 +107,16 @@ static void add_row(bench_peer_set *set, const char *path, char *line) {
     if (s->rounds && s->nv != nv)
         bench_die("peer %s: row '%s' changed from %d to %d values", path, field[1], s->nv, nv);
     s->nv = nv;
-    if (s->rounds == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 8;
-        double *grown = realloc(s->v, (size_t)cap * BENCH_SERIES_VALUES * sizeof *grown);
-        if (!grown) bench_die("out of memory for peer rows");
-        s->v = grown;
-        s->cap = cap;
-    }
+    if (!ENG_ARR_RESERVE(s->v, BENCH_SERIES_VALUES, NULL)) bench_die("out of memory for peer rows");
+    double *round = arraddnptr(s->v, BENCH_SERIES_VALUES);
+    for (int i = 0; i < BENCH_SERIES_VALUES; i++) round[i] = 0.0;
     for (int i = 0; i < nv; i++) {
         char *end = NULL;
         double x = strtod(field[3 + i], &end);
         if (end == field[3 + i] || *end)
             bench_die("peer %s: row '%s': value %d is not a number: '%s'", path, field[1], i + 1,
                       field[3 + i]);
-        s->v[s->rounds * BENCH_SERIES_VALUES + i] = x;
+        round[i] = x;
     }
     s->rounds++;
 }
@@ -138,7 +129,7 @@ void bench_peers_round(const bench_opts *opts, const char *experiment, bench_pee
         char *out = run_round(path, experiment, opts->quick);
         for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
             if (!strncmp(line, "row\t", 4)) add_row(set, path, line);
-        free(out);
+        arrfree(out);
     }
 }
 
@@ -152,10 +143,10 @@ void bench_series_stats(const bench_series *s, int i, double *med, double *lo, d
 }
 
 void bench_peer_set_free(bench_peer_set *set) {
-    for (size_t i = 0; i < set->n; i++) free(set->s[i].v);
-    free(set->s);
-    set->s = NULL;
-    set->n = set->cap = 0;
+    for (size_t i = 0; i < arrlenu(set->s); i++) arrfree(set->s[i].v);
+    arrfree(set->s);
+    shfree(set->index);
+    set->n = 0;
 }
 
 void bench_peers_print_info(const bench_opts *opts) {
@@ -180,7 +171,7 @@ void bench_peers_print_info(const bench_opts *opts) {
         *lib++ = '\0';
         lib[strcspn(lib, "\n")] = '\0';
         printf("- peer %s: %s; its malloc comes from %s\n", peer_names[i], desc + 5, lib);
-        free(out);
+        arrfree(out);
         found++;
     }
     if (!found)

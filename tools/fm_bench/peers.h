@@ -29,13 +29,18 @@ typedef struct bench_series {
     char key[32];
     int nv;
     int rounds;
-    int cap;
-    double *v;
+    double *v; /* engine/ds.h array */
 } bench_series;
 
+/* The rows in the order they first came: s[0 .. n-1], an engine/ds.h array,
+ * and index, a map from "variant<TAB>key" to the row's position. */
 typedef struct bench_peer_set {
     bench_series *s;
-    size_t n, cap;
+    size_t n;
+    struct bench_peer_index {
+        char *key;
+        size_t value;
+    } *index;
 } bench_peer_set;
 
 /// Runs one round of experiment in every peer executable present (none with

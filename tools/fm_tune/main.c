@@ -23,8 +23,10 @@
  * --config (messages "file:line: problem"; a FIFO, device or directory is
  * "file: not a regular file"), an --out that is not a regular file or is the
  * same file as an input: nothing written; 1 the output could not be written
- * ("FILE: REASON"; an existing FILE stays as it was). The file is written
- * whole or not at all (framemem/file.h).
+ * ("FILE: REASON"; an existing FILE stays as it was) or memory ran out
+ * ("out of memory", nothing written). The file is written whole or not at
+ * all (framemem/file.h). Runs and pools are engine/ds.h arrays and maps: any
+ * number of each.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -34,10 +36,9 @@
 #include <string.h>
 
 #include "engine/config.h"
+#include "engine/ds.h"
 #include "engine/telemetry.h"
 #include "framemem/file.h"
-
-enum { TUNE_MAX_RUNS = 64, TUNE_MAX_POOLS = 64 };
 
 /* One pool over every run. */
 typedef struct tune_pool {
@@ -53,6 +54,12 @@ typedef struct tune_pool {
     const eng_pool_config *config; /* NULL: the config has no such pool */
 } tune_pool;
 
+/* Pools by name, in the order the runs first name them. */
+typedef struct tune_entry {
+    char *key;
+    tune_pool value;
+} tune_entry;
+
 static void usage(FILE *f) {
     fprintf(f, "usage: fm-tune [--headroom H] [--config CURRENT.ini] --out FILE.ini RUN.csv...\n"
                "  --headroom H  capacity = highest live x H, whole chunks (default 1.25,\n"
@@ -62,30 +69,33 @@ static void usage(FILE *f) {
                "  --out FILE    the pool config to write (engine/config.h format); it may\n"
                "                not be an input\n"
                "exit codes: 0 written; 1 FILE could not be written (an existing one is\n"
-               "kept as it was); 2 bad arguments, an unreadable or malformed input, or an\n"
-               "--out that is not a regular file or is an input (nothing written)\n");
+               "kept as it was) or memory ran out; 2 bad arguments, an unreadable or\n"
+               "malformed input, or an --out that is not a regular file or is an input\n"
+               "(nothing written)\n");
 }
 
 /* Sums over every frame of every run: the numbers come from files. */
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-static tune_pool *find_pool(tune_pool *pools, uint32_t *n, const char *name) {
-    for (uint32_t i = 0; i < *n; i++)
-        if (!strcmp(pools[i].name, name)) return &pools[i];
-    if (*n == TUNE_MAX_POOLS) return NULL;
-    tune_pool *p = &pools[(*n)++];
-    memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%s", name);
-    return p;
+/* The pool of that name, added (zeroed) when new; NULL when out of memory. */
+static tune_pool *find_pool(tune_entry **pools, const char *name) {
+    ptrdiff_t at = ENG_SH_GETI(*pools, name);
+    if (at < 0) {
+        tune_pool p = {0};
+        snprintf(p.name, sizeof p.name, "%s", name);
+        if (!ENG_SH_PUT(*pools, name, p, NULL)) return NULL;
+        at = ENG_SH_GETI(*pools, name);
+    }
+    return &(*pools)[at].value;
 }
 
-/* Folds one run into the pools; false when there are too many pools. */
-static bool add_run(const eng_telemetry *t, tune_pool *pools, uint32_t *npools) {
+/* Folds one run into the pools; false when out of memory. */
+static bool add_run(const eng_telemetry *t, tune_entry **pools) {
     uint32_t frames = eng_telemetry_frame_count(t);
     for (uint32_t s = 0; s < eng_telemetry_source_count(t); s++) {
         const eng_source_info *info = eng_telemetry_source(t, s);
         if (info->kind != ENG_SOURCE_POOL) continue;
-        tune_pool *p = find_pool(pools, npools, info->name);
+        tune_pool *p = find_pool(pools, info->name);
         if (!p) return false;
         if (info->item_size > p->item_size) p->item_size = info->item_size;
         /* A malloc-backed source reports chunk_items 1: not the pool's. */
@@ -108,14 +118,14 @@ static bool add_run(const eng_telemetry *t, tune_pool *pools, uint32_t *npools) 
 }
 
 
-static void print_table(const tune_pool *pools, uint32_t n, double headroom, int runs) {
-    printf("fm-tune: %d run%s, headroom %.2f\n\n", runs, runs == 1 ? "" : "s", headroom);
+static void print_table(const tune_entry *pools, double headroom, size_t runs) {
+    printf("fm-tune: %zu run%s, headroom %.2f\n\n", runs, runs == 1 ? "" : "s", headroom);
     printf("| pool | item B | chunk items | configured capacity | capacity at first frame | "
            "largest capacity | peak live | tuned capacity | in-allocation growths avoided | "
            "their time µs | memory tuned KiB | vs largest KiB |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (uint32_t i = 0; i < n; i++) {
-        const tune_pool *p = &pools[i];
+    for (ptrdiff_t i = 0; i < shlen(pools); i++) {
+        const tune_pool *p = &pools[i].value;
         /* What eng_config_write_tuned writes for the pool. */
         eng_tuned_cap why;
         uint64_t cap = eng_config_tuned_capacity(p->config, p->peak_live, headroom,
@@ -147,13 +157,96 @@ static void print_table(const tune_pool *pools, uint32_t n, double headroom, int
     }
 }
 
+/* Reads every run, tunes and writes; the exit code. inputs: the CSV paths. */
+static int tune(const char **inputs, const char *config_path, const char *out, double headroom) {
+    size_t ninputs = arrlenu(inputs);
+    /* The output is checked against the inputs, and every input is read and
+     * checked, before anything is written. */
+    const char **ins = NULL;
+    if (!ENG_ARR_RESERVE(ins, ninputs + 1, NULL)) {
+        fprintf(stderr, "fm-tune: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < ninputs; i++) arrput(ins, inputs[i]);
+    arrput(ins, config_path);
+    char err[FM_FILE_PATH_MAX + 256] = "";
+    bool outputs_ok = fm_file_check_outputs(&out, 1, ins, arrlenu(ins), err, sizeof err);
+    arrfree(ins);
+    if (!outputs_ok) {
+        fprintf(stderr, "fm-tune: --out %s; nothing written\n", err);
+        return 2;
+    }
+    static eng_config cfg;
+    eng_config_defaults(&cfg);
+    if (config_path) {
+        static eng_config_diag diag;
+        if (eng_config_load(&cfg, config_path, &diag) != 0) {
+            fprintf(stderr, "fm-tune: --config %s:\n%s\n", config_path, diag.text);
+            return 2;
+        }
+    }
+    tune_entry *pools = NULL;
+    eng_telemetry **runs = NULL;
+    int rc = 0;
+    if (!ENG_ARR_RESERVE(runs, ninputs, NULL)) {
+        fprintf(stderr, "fm-tune: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < ninputs; i++) {
+        err[0] = '\0';
+        eng_telemetry *t = eng_telemetry_read_csv(inputs[i], err, sizeof err);
+        if (!t) {
+            fprintf(stderr, "fm-tune: %s\n", err[0] ? err : inputs[i]);
+            rc = 2;
+            goto done;
+        }
+        arrput(runs, t); /* into the room reserved: cannot fail */
+        if (!add_run(t, &pools)) {
+            fprintf(stderr, "fm-tune: %s: out of memory\n", inputs[i]);
+            rc = 1;
+            goto done;
+        }
+    }
+    size_t known = 0;
+    for (ptrdiff_t i = 0; i < shlen(pools); i++) {
+        tune_pool *p = &pools[i].value;
+        p->config = eng_config_pool(&cfg, p->name);
+        if (p->config) known++;
+        else
+            fprintf(stderr, "fm-tune: warning: pool '%s' of the runs is not in the %s: not "
+                            "written (the engine would refuse it)\n",
+                    p->name, config_path ? "config" : "engine's config");
+    }
+    if (known == 0) {
+        fprintf(stderr, "fm-tune: no pool of the runs is in the %s; nothing to tune\n",
+                config_path ? "config" : "engine's config");
+        rc = 2;
+        goto done;
+    }
+
+    print_table(pools, headroom, ninputs);
+    err[0] = '\0';
+    if (!eng_config_write_tuned(&cfg, (const eng_telemetry *const *)runs, (uint32_t)arrlenu(runs),
+                                headroom, out, err, sizeof err)) {
+        fprintf(stderr, "fm-tune: --out %s\n", err);
+        rc = 1;
+        goto done;
+    }
+    printf("\nwrote %s\n", out);
+done:
+    for (size_t i = 0; i < arrlenu(runs); i++) eng_telemetry_destroy(runs[i]);
+    arrfree(runs);
+    shfree(pools);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     const char *out = NULL, *config_path = NULL;
     double headroom = 1.25;
-    char *inputs[TUNE_MAX_RUNS];
-    int ninputs = 0;
+    const char **inputs = NULL;
+    int rc = -1;
 
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && rc < 0; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if ((!strcmp(a, "--out") || !strcmp(a, "-o")) && next) {
@@ -168,100 +261,35 @@ int main(int argc, char **argv) {
             if (end == next || *end || !isfinite(headroom) || headroom < 1.0 || headroom > 16.0) {
                 fprintf(stderr, "fm-tune: --headroom needs a number from 1 to 16, got '%s'\n",
                         next);
-                return 2;
+                rc = 2;
             }
             i++;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            return 0;
+            rc = 0;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "fm-tune: unknown or incomplete option '%s'\n", a);
             usage(stderr);
-            return 2;
+            rc = 2;
+        } else if (!ENG_ARR_RESERVE(inputs, 1, NULL)) {
+            fprintf(stderr, "fm-tune: out of memory\n");
+            rc = 1;
         } else {
-            if (ninputs == TUNE_MAX_RUNS) {
-                fprintf(stderr, "fm-tune: at most %d CSV files\n", TUNE_MAX_RUNS);
-                return 2;
-            }
-            inputs[ninputs++] = argv[i];
+            arrput(inputs, argv[i]);
         }
     }
-    if (!out || ninputs == 0) {
+    if (rc < 0 && (!out || !arrlenu(inputs))) {
         fprintf(stderr, "fm-tune: %s\n", !out ? "--out FILE.ini is required"
                                               : "no telemetry CSV given");
         usage(stderr);
-        return 2;
-    }
-
-    /* The output is checked against the inputs, and every input is read and
-     * checked, before anything is written. */
-    {
-        const char *ins[TUNE_MAX_RUNS + 1];
-        for (int i = 0; i < ninputs; i++) ins[i] = inputs[i];
-        ins[ninputs] = config_path;
-        char err[FM_FILE_PATH_MAX + 256];
-        if (!fm_file_check_outputs(&out, 1, ins, (size_t)ninputs + 1, err, sizeof err)) {
-            fprintf(stderr, "fm-tune: --out %s; nothing written\n", err);
-            return 2;
-        }
-    }
-    static eng_config cfg;
-    eng_config_defaults(&cfg);
-    if (config_path) {
-        static eng_config_diag diag;
-        if (eng_config_load(&cfg, config_path, &diag) != 0) {
-            fprintf(stderr, "fm-tune: --config %s:\n%s\n", config_path, diag.text);
-            return 2;
-        }
-    }
-    tune_pool pools[TUNE_MAX_POOLS];
-    uint32_t npools = 0;
-    eng_telemetry *runs[TUNE_MAX_RUNS];
-    int rc = 0;
-    for (int i = 0; i < ninputs; i++) {
-        char err[512] = "";
-        runs[i] = eng_telemetry_read_csv(inputs[i], err, sizeof err);
-        if (!runs[i]) {
-            fprintf(stderr, "fm-tune: %s\n", err[0] ? err : inputs[i]);
-            ninputs = i;
-            rc = 2;
-            goto done;
-        }
-        if (!add_run(runs[i], pools, &npools)) {
-            fprintf(stderr, "fm-tune: %s: more than %d pools over the runs\n", inputs[i],
-                    TUNE_MAX_POOLS);
-            ninputs = i + 1;
-            rc = 2;
-            goto done;
-        }
-    }
-    uint32_t known = 0;
-    for (uint32_t i = 0; i < npools; i++) {
-        pools[i].config = eng_config_pool(&cfg, pools[i].name);
-        if (pools[i].config) known++;
-        else
-            fprintf(stderr, "fm-tune: warning: pool '%s' of the runs is not in the %s: not "
-                            "written (the engine would refuse it)\n",
-                    pools[i].name, config_path ? "config" : "engine's config");
-    }
-    if (known == 0) {
-        fprintf(stderr, "fm-tune: no pool of the runs is in the %s; nothing to tune\n",
-                config_path ? "config" : "engine's config");
         rc = 2;
-        goto done;
     }
-
-    print_table(pools, npools, headroom, ninputs);
-    char err[FM_FILE_PATH_MAX + 256] = "";
-    if (!eng_config_write_tuned(&cfg, (const eng_telemetry *const *)runs, (uint32_t)ninputs,
-                                headroom, out, err, sizeof err)) {
-        fprintf(stderr, "fm-tune: --out %s\n", err);
-        rc = 1;
-        goto done;
+    if (rc >= 0) { /* the command line alone decided */
+        arrfree(inputs);
+        return rc;
     }
-    printf("\nwrote %s\n", out);
-done:
-    for (int i = 0; i < ninputs; i++) eng_telemetry_destroy(runs[i]);
+    rc = tune(inputs, config_path, out, headroom);
+    arrfree(inputs);
     char out_err[256];
     if (!fm_file_stdout_ok(out_err, sizeof out_err)) {
         fprintf(stderr, "fm-tune: %s\n", out_err);

@@ -9,11 +9,11 @@
 
 #include <stb_image_write.h>
 
+#include "engine/ds.h"
 #include "framemem/file.h"
 
 typedef struct ovl__png_sink {
-    ovl_png *png;
-    size_t cap;
+    unsigned char *bytes; /* stb_ds array */
     bool failed;
 } ovl__png_sink;
 
@@ -21,40 +21,28 @@ typedef struct ovl__png_sink {
 static void ovl__png_append(void *context, void *data, int size) {
     ovl__png_sink *s = context;
     if (s->failed || size <= 0) return;
-    ovl_png *p = s->png;
-    if ((size_t)size > SIZE_MAX / 2 - p->size) {
+    if (!ENG_ARR_RESERVE(s->bytes, (size_t)size, NULL)) {
         s->failed = true;
         return;
     }
-    if (p->size + (size_t)size > s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 65536;
-        while (ncap < p->size + (size_t)size) ncap *= 2;
-        unsigned char *nd = realloc(p->data, ncap);
-        if (!nd) {
-            s->failed = true;
-            return;
-        }
-        p->data = nd;
-        s->cap = ncap;
-    }
-    memcpy(p->data + p->size, data, (size_t)size);
-    p->size += (size_t)size;
+    memcpy(arraddnptr(s->bytes, size), data, (size_t)size);
 }
 
 bool ovl_png_encode(ovl_png *out, const void *rgba, int w, int h, int stride) {
     *out = (ovl_png){0};
-    ovl__png_sink sink = {.png = out};
+    ovl__png_sink sink = {0};
     int ok = stbi_write_png_to_func(ovl__png_append, &sink, w, h, 4, rgba, stride);
-    if (!ok || sink.failed || !out->size) {
-        ovl_png_free(out);
+    if (!ok || sink.failed || !arrlenu(sink.bytes)) {
+        arrfree(sink.bytes);
         return false;
     }
+    *out = (ovl_png){.data = sink.bytes, .size = arrlenu(sink.bytes)};
     return true;
 }
 
 void ovl_png_free(ovl_png *png) {
     if (!png) return;
-    free(png->data);
+    arrfree(png->data);
     *png = (ovl_png){0};
 }
 

@@ -75,8 +75,8 @@ extern "C" {
 
 #define ENG_NAME_MAX 32          /* source names, terminator included */
 #define ENG_TELEMETRY_MAX_SOURCES 32
-/* Largest CSV eng_telemetry_read_csv reads (256 MiB: about an hour of the
- * demo at 60 fps); a bigger file is refused, never read into memory. */
+/* Largest CSV eng_telemetry_read_csv reads; a bigger file is refused, never
+ * read into memory. */
 #define ENG_CSV_MAX_BYTES ((size_t)256 << 20)
 
 #define ENG_CSV_COLUMNS                                                            \

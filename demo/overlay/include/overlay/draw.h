@@ -4,8 +4,8 @@
  *
  * An ovl_batch collects coloured quads (rectangles, lines, stb_easy_font
  * text) into vertex and index arrays allocated once at create, and submits
- * them with one SDL_RenderGeometry call per flush: drawing 10,000 rectangles
- * costs one draw call, not 10,000. A batch flushes itself when full.
+ * them with one SDL_RenderGeometry call per flush, however many quads it
+ * holds. A batch flushes itself when full.
  * Coordinates are in renderer pixels (floats). Not thread-safe: one batch per
  * thread that draws. Names use the ovl_ prefix (the overlay library).
  */

@@ -21,9 +21,8 @@
  * Drawing allocates nothing: it queues quads into the caller's ovl_batch and
  * flushes once at the end: one SDL_RenderGeometry call when the batch holds
  * them all (OVL_BATCH_QUADS does for 32 sources and 600 frames), or on a
- * software renderer one SDL_RenderFillRectsF call per run of a colour (bars
- * are queued source by source, so a few dozen calls), plus two
- * SDL_RenderFillRect calls for opaque backgrounds. The renderer's clip
+ * software renderer one SDL_RenderFillRectsF call per run of a colour, plus
+ * two SDL_RenderFillRect calls for opaque backgrounds. The renderer's clip
  * rectangle is set to the area while drawing and restored after.
  */
 #ifndef OVERLAY_OVERLAY_H
@@ -64,9 +63,8 @@ typedef struct ovl_desc {
     double headroom;          /* suggested capacity = peak x headroom; 0 = 1.25 */
     float text_scale;         /* 0 = 1 */
     uint8_t background_alpha; /* panel backdrop; 0 = 170; 255 = opaque, filled
-                                 with two SDL_RenderFillRect calls (cheap on a
-                                 software renderer, where blending a large
-                                 translucent quad costs milliseconds) */
+                                 with two SDL_RenderFillRect calls instead of
+                                 blended quads */
     bool no_backdrop;         /* no panel or graph background at all: the caller
                                  has darkened the area itself (the demo does, in
                                  its scene texture, on software renderers) */
