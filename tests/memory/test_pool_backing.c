@@ -15,7 +15,7 @@
  * linked code, libgcc's emulated TLS included (whose first use in a thread
  * mallocs, inside the thread-cache path if the library used it).
  */
-#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#define _POSIX_C_SOURCE 200809L
 #include "fm_test.h"
 
 #include "framemem/pool.h"

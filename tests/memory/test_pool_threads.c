@@ -13,7 +13,7 @@
  * with nothing changed under each policy, invalid sync values, and for
  * FM_SYNC_NONE the owner rule (wrong-thread reports in debug builds only).
  */
-#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#define _POSIX_C_SOURCE 200809L
 #include "sync_test_support.h"
 
 #include "framemem/pool.h"

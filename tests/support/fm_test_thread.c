@@ -1,5 +1,5 @@
 /* tests/support/fm_test_thread.c: see fm_test_thread.h. */
-#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#define _POSIX_C_SOURCE 200809L
 #include "fm_test_thread.h"
 
 #include <stdatomic.h>
@@ -151,11 +151,27 @@ int fm_test_mutex_lock(fm_test_mutex *m) { return pthread_mutex_lock(m); }
 int fm_test_mutex_unlock(fm_test_mutex *m) { return pthread_mutex_unlock(m); }
 
 int fm_test_barrier_init(fm_test_barrier *b, unsigned count) {
-    return pthread_barrier_init(b, NULL, count);
+    b->count = count;
+    b->waiting = 0;
+    b->round = 0;
+    if (pthread_mutex_init(&b->lock, NULL) != 0) return 1;
+    return pthread_cond_init(&b->cv, NULL);
 }
 int fm_test_barrier_wait(fm_test_barrier *b) {
-    int rc = pthread_barrier_wait(b);
-    return rc == PTHREAD_BARRIER_SERIAL_THREAD ? 0 : rc;
+    pthread_mutex_lock(&b->lock);
+    unsigned round = b->round;
+    if (++b->waiting == b->count) {
+        b->waiting = 0;
+        b->round++;
+        pthread_cond_broadcast(&b->cv);
+    } else {
+        while (round == b->round) pthread_cond_wait(&b->cv, &b->lock);
+    }
+    pthread_mutex_unlock(&b->lock);
+    return 0;
 }
-int fm_test_barrier_destroy(fm_test_barrier *b) { return pthread_barrier_destroy(b); }
+int fm_test_barrier_destroy(fm_test_barrier *b) {
+    pthread_cond_destroy(&b->cv);
+    return pthread_mutex_destroy(&b->lock);
+}
 #endif

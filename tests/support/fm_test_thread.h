@@ -34,7 +34,12 @@ typedef struct fm_test_barrier {
 
 typedef pthread_t fm_test_thread;
 typedef pthread_mutex_t fm_test_mutex;
-typedef pthread_barrier_t fm_test_barrier;
+/* Not pthread_barrier_t, which strict C11 sources cannot see. */
+typedef struct fm_test_barrier {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    unsigned count, waiting, round;
+} fm_test_barrier;
 #endif
 
 /// Starts fn(arg) on a new thread; 0, or nonzero when the OS refused.
