@@ -130,7 +130,7 @@ void fm_arena_destroy(fm_arena *arena);
 
 /// size bytes aligned to align (0 = alignof(max_align_t); a power of two up
 /// to 4096), not zeroed; size 0 gives a valid aligned pointer. NULL with
-/// FM_ERR_INVALID_ARG (bad align; a size within 4 KiB + 64 bytes of SIZE_MAX,
+/// FM_ERR_INVALID_ARG (bad align; a size within 8 KiB + 64 bytes of SIZE_MAX,
 /// which no arena could hold), FM_ERR_ARENA_FULL (past reserve_bytes or the
 /// end of the address space, or the allocator refused a block) or
 /// FM_ERR_OUT_OF_MEMORY (the OS refused to commit).
