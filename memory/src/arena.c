@@ -38,6 +38,7 @@
 #include "internal.h"
 #include "platform/os.h"
 #include "platform/thread.h"
+#include "tag_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -69,8 +70,11 @@ struct fm_arena {
     fm__arena_hot hot; /* first: the inline fast path in arena.h reads it;
                           all zero in shared arenas */
     fm_arena_desc desc;
+    fm__tag_link tag_link; /* in desc.tag's list of objects */
     bool vm;
     bool shared; /* sync is MUTEX or LOCKFREE */
+    bool no_inline; /* hot.limit stays 0: every call reaches the annotations
+                       (fm__calls_annotated) */
     /* shared arenas: what hot holds otherwise */
     uintptr_t top;
     uintptr_t limit; /* every policy: hot.limit is the inline path's copy */
@@ -116,10 +120,12 @@ static void fm__set_top(fm_arena *a, uintptr_t top) {
 }
 /* The limit lives in a->limit for every policy; NONE arenas copy it into
  * hot for the inline path unless a size up to FM__ARENA_INLINE_MAX added to
- * an address below it could wrap (arena.h). */
+ * an address below it could wrap (arena.h), or where every call must reach
+ * the annotations (no_inline). */
 static void fm__set_limit(fm_arena *a, uintptr_t limit) {
     FM__ATOMIC_STORE(&a->limit, limit, RELEASE);
-    if (!a->shared) a->hot.limit = limit <= UINTPTR_MAX - FM__ARENA_INLINE_MAX ? limit : 0;
+    if (!a->shared)
+        a->hot.limit = !a->no_inline && limit <= UINTPTR_MAX - FM__ARENA_INLINE_MAX ? limit : 0;
 }
 
 static void fm__lock(const fm_arena *a) {
@@ -228,6 +234,7 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     a->desc = *desc;
     a->desc.name = a->name;
     a->shared = desc->sync != FM_SYNC_NONE;
+    a->no_inline = fm__calls_annotated();
     fm__mutex_init(&a->lock, false);
     FM__VG_CREATE_POOL(a);
     a->vm = fm__allocator_is_system(&desc->allocator) && fm__os_get_caps()->has_virtual_reserve;
@@ -258,22 +265,29 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
         a->base = base;
         fm__set_top(a, (uintptr_t)base);
         fm__set_limit(a, (uintptr_t)base);
+        fm__tag_reserve(a->desc.tag, a->desc.reserve_bytes);
     } else if (!fm__arena_add_block(a, 0, 0, FM_ERR_OUT_OF_MEMORY)) {
         FM__VG_DESTROY_POOL(a);
         fm__mutex_destroy(&a->lock);
         fm_allocator_free(&desc->allocator, a, self_bytes);
         return NULL;
     }
+    fm__tag_attach(a->desc.tag, &a->tag_link, FM__TAG_ARENA, a);
     return a;
 }
 
 void fm_arena_destroy(fm_arena *arena) {
     if (!arena) return;
     fm_arena *a = arena;
+    /* First, so that the tag's stats never read an arena being destroyed. */
+    fm__tag_detach(a->desc.tag, &a->tag_link);
     if (a->vm) {
         FM__UNPOISON(a->base, a->committed);
         fm__os_release(a->base, a->desc.reserve_bytes);
+        fm__tag_uncharge(a->desc.tag, a->committed, false);
+        fm__tag_unreserve(a->desc.tag, a->desc.reserve_bytes);
     } else {
+        fm__tag_uncharge(a->desc.tag, a->held, true);
         fm__block *lists[2] = {a->block, a->spare};
         for (int i = 0; i < 2; i++) {
             for (fm__block *b = lists[i], *prev; b; b = prev) {
@@ -305,7 +319,14 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
     size_t up = rem ? a->desc.commit_step - rem : 0;
     size_t want = up <= a->desc.reserve_bytes - (size_t)end ? (size_t)end + up
                                                             : a->desc.reserve_bytes;
-    if (!fm__os_commit(a->base + a->committed, want - a->committed)) return FM_ERR_OUT_OF_MEMORY;
+    /* Charged to the tag before the OS commits (it reported a refusal). */
+    size_t more = want - a->committed;
+    if (!fm__tag_charge(a->desc.tag, more, "arena", a->name)) return FM_ERR_BUDGET;
+    if (!fm__os_commit(a->base + a->committed, more)) {
+        fm__tag_refund(a->desc.tag, more);
+        return FM_ERR_OUT_OF_MEMORY;
+    }
+    fm__tag_charged(a->desc.tag, more, false, "arena", a->name);
     FM__POISON(a->base + a->committed, want - a->committed);
     FM__VG_NOACCESS(a->base + a->committed, want - a->committed);
     a->committed = want;
@@ -340,12 +361,17 @@ static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error
                        a->name, size, a->desc.reserve_bytes);
             return false;
         }
+        /* Charged to the tag before the allocator is asked (it reported a
+         * refusal). */
+        if (!fm__tag_charge(a->desc.tag, size, "arena", a->name)) return false;
         b = fm_allocator_alloc(&a->desc.allocator, size, FM__ARENA_PAGE);
         if (!b) {
+            fm__tag_refund(a->desc.tag, size);
             fm__report(refused, "arena '%s': backing allocator refused a %zu-byte block",
                        a->name, size);
             return false;
         }
+        fm__tag_charged(a->desc.tag, size, true, "arena", a->name);
         FM__VG_NOACCESS(b, size);
         FM__VG_UNDEFINED(b, FM__BLOCK_HEADER);
         b->size = size;
@@ -410,7 +436,7 @@ static bool fm__arena_grow(fm_arena *a, uintptr_t top, uintptr_t p, size_t size)
         if (err == FM_ERR_ARENA_FULL)
             fm__report(err, "arena '%s': %zu bytes at %llu would pass reserve_bytes %zu", a->name,
                        size, (unsigned long long)start, a->desc.reserve_bytes);
-        else if (err != FM_OK)
+        else if (err != FM_OK && err != FM_ERR_BUDGET) /* the tag reported a budget's refusal */
             fm__report(err, "arena '%s': the OS refused to commit memory", a->name);
         return err == FM_OK;
     }
@@ -708,6 +734,7 @@ static size_t fm__arena_decommit_locked(fm_arena *a, size_t keep_bytes) {
             released = a->committed - keep;
             FM__UNPOISON(a->base + keep, released);
             fm__os_decommit(a->base + keep, released);
+            fm__tag_uncharge(a->desc.tag, released, false);
             a->committed = keep;
             fm__set_limit(a, (uintptr_t)a->base + keep);
         }
@@ -728,6 +755,7 @@ static size_t fm__arena_decommit_locked(fm_arena *a, size_t keep_bytes) {
             FM__UNPOISON(b, size);
             FM__VG_UNDEFINED(b, size);
             fm_allocator_free(&a->desc.allocator, b, size);
+            fm__tag_uncharge(a->desc.tag, size, true);
         }
     }
     if (released) a->decommit_events++;
@@ -766,6 +794,15 @@ void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out) {
     out->rewinds = a->rewinds;
     out->huge_pages = a->desc.huge_pages;
     fm__unlock(a);
+}
+
+/* For the tag's stats (tag.h): the used bytes, read as fm_arena_get_stats
+ * reads them. */
+uint64_t fm__arena_live_bytes(fm_arena *arena) {
+    fm__lock(arena);
+    uint64_t pos = fm__arena_pos(arena);
+    fm__unlock(arena);
+    return pos;
 }
 
 fm_arena_desc fm_arena_get_desc(const fm_arena *arena) {

@@ -6,6 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* base.h fixes FM_DEFAULT_ALIGN at 16 for every caller's compiler; no target
+ * may need more for its fundamental types. */
+_Static_assert(FM_DEFAULT_ALIGN % alignof(max_align_t) == 0,
+               "FM_DEFAULT_ALIGN below this target's alignof(max_align_t)");
+
 /* ---------------------------------------------------------------- errors */
 
 static const char *const fm__error_names[] = {
@@ -22,6 +27,10 @@ static const char *const fm__error_msgs[] = {
 const char *fm_error_name(fm_error err) {
     if ((unsigned)err >= FM_ERROR_COUNT) return "FM_ERR_?";
     return fm__error_names[err];
+}
+
+bool fm_error_is_warning(fm_error err) {
+    return err == FM_WARN_BUDGET || err == FM_WARN_NO_SITES;
 }
 
 const char *fm_error_str(fm_error err) {
@@ -54,9 +63,14 @@ void fm_set_error_handler(fm_error_fn fn, void *user) {
     fm__mutex_unlock(&fm__handler_lock);
 }
 
+/* The message goes to the handler; errors also become the thread's last
+ * error (warnings leave it alone: their call succeeded). */
 static void fm__vreport(fm_error err, const char *fmt, va_list ap) {
-    vsnprintf(fm__last_message, sizeof fm__last_message, fmt, ap);
-    fm__last_error = err;
+    char warning[sizeof fm__last_message];
+    char *msg = fm__last_message;
+    if (fm_error_is_warning(err)) msg = warning;
+    vsnprintf(msg, sizeof fm__last_message, fmt, ap);
+    if (msg == fm__last_message) fm__last_error = err;
 
     fm__mutex_lock(&fm__handler_lock);
     fm_error_fn fn = fm__handler;
@@ -64,9 +78,9 @@ static void fm__vreport(fm_error err, const char *fmt, va_list ap) {
     fm__mutex_unlock(&fm__handler_lock);
     /* Called outside the lock: a handler may install another handler. */
     if (fn) {
-        fn(err, fm__last_message, user);
+        fn(err, msg, user);
     } else {
-        fprintf(stderr, "framemem: %s: %s\n", fm_error_name(err), fm__last_message);
+        fprintf(stderr, "framemem: %s: %s\n", fm_error_name(err), msg);
     }
 }
 
@@ -101,6 +115,16 @@ bool fm__desc_accepted(fm_error check, const char *kind, const char *name, const
     if (check == FM_OK) return true;
     fm__report(FM_ERR_INVALID_ARG, "%s '%s': %s", kind, name, why);
     return false;
+}
+
+/* ------------------------------------------------------------ valgrind */
+
+bool fm__calls_annotated(void) {
+#ifdef FM_USE_VALGRIND
+    return RUNNING_ON_VALGRIND != 0;
+#else
+    return false;
+#endif
 }
 
 /* ----------------------------------------------------------------- names */

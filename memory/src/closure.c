@@ -101,6 +101,7 @@ fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc) {
             .initial_capacity = desc->initial_capacity,
             .sync = desc->sync,
             .allocator = desc->allocator,
+            .tag = desc->tag,
         });
         if (!cp->hot.classes[cls]) {
             fm__closure_pool_free_all(cp);

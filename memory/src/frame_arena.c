@@ -30,6 +30,8 @@ fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc *d, char *msg, size
         snprintf(why, sizeof why, "frames must be 2..%d, not %u", FM_FRAME_ARENA_MAX_FRAMES, frames);
         return fm__desc_verdict(NULL, why, msg, msg_len);
     }
+    if (d->tag && d->arena.tag && d->tag != d->arena.tag)
+        return fm__desc_verdict(NULL, "tag and arena.tag name different tags", msg, msg_len);
     return fm_arena_desc_check(&d->arena, msg, msg_len);
 }
 
@@ -55,6 +57,7 @@ fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc) {
         snprintf(arena_name, sizeof arena_name, "%s[%u]", name, i);
         fm_arena_desc ad = desc->arena;
         ad.name = arena_name;
+        ad.tag = fm__def(desc->tag, desc->arena.tag);
         fa->arenas[i] = fm_arena_create(&ad);
         if (!fa->arenas[i]) {
             fm_frame_arena_destroy(fa);

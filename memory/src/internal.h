@@ -142,6 +142,15 @@ bool fm__closure_take(struct fm_closure *c);
 #define FM__VG_QUIET_END() ((void)0)
 #endif
 
+/* true when every pool and arena call must reach the library: its build
+ * annotates memory for Valgrind and the process runs under it. Objects then
+ * keep the state the inline fast paths read empty (a pool's current chunk,
+ * an arena's inline limit), so a caller built with NDEBUG, whose inline
+ * paths carry no annotations, calls in for every alloc and free instead of
+ * handing out memory Valgrind was told is free. Outside Valgrind the
+ * annotations do nothing and the inline paths stay on. */
+bool fm__calls_annotated(void);
+
 /* ---------------------------------------------------------- arenas */
 
 /* The library's own arena allocations (fm_arena_alloc, fm_frame_alloc) bump

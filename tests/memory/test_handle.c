@@ -233,6 +233,40 @@ static void test_handle_type_macro_gives_distinct_handle_structs(void **state) {
     destroy_clean(env, pool);
 }
 
+typedef struct door {
+    int open;
+    float angle;
+} door;
+FM_HANDLE_TYPE(door_ref);
+FM_POOL_DECLARE_HANDLE(door, door_pool, door_ref)
+
+/* The typed handle and resolve answer as fm_pool_handle and fm_pool_resolve
+ * (compile/typed_handle.c proves that mix-ups do not compile). */
+static void test_typed_handle_and_resolve_answer_as_the_untyped_ones(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *doors = create_counted(env, FM_POOL_DESC(door, .name = "doors"));
+    fm_pool *others = create_counted(env, FM_POOL_DESC(door, .name = "others"));
+    door *d = alloc_ok(doors);
+    door *o = alloc_ok(others);
+    door_ref ref = door_pool_handle(doors, d);
+    assert_true(fm_handle_equal(ref.h, fm_pool_handle(doors, d)));
+    assert_ptr_equal(door_pool_resolve(doors, ref), d);
+    assert_null(door_pool_resolve(others, ref)); /* another pool's handle */
+    assert_int_equal(env->errors.count, 0);
+    /* Not an item of the pool: a null handle and the untyped call's report. */
+    door_ref none = door_pool_handle(doors, o);
+    assert_true(fm_handle_is_null(none.h));
+    assert_int_equal(fm_last_error(), FM_ERR_FOREIGN_POINTER);
+    assert_int_equal(env->errors.count, 1);
+    assert_null(door_pool_resolve(doors, none));
+    fm_pool_free(doors, d);
+    assert_null(door_pool_resolve(doors, ref)); /* stale */
+    assert_int_equal(env->errors.count, 1);
+    fm_pool_free(others, o);
+    fm_test_pool_destroy_quiet(env, doors);
+    destroy_clean(env, others);
+}
+
 /* ============================================================ fm_pool_handle */
 
 static void test_handle_of_live_items_resolves_to_them_and_is_stable(void **state) {
@@ -878,6 +912,7 @@ int main(void) {
         T(test_handle_of_a_freed_item_is_null_and_reported_as_foreign),
         T(test_resolve_of_a_freed_item_is_null_without_reporting),
         T(test_resolve_after_slot_reuse_is_null_and_new_handle_resolves),
+        T(test_typed_handle_and_resolve_answer_as_the_untyped_ones),
         T(test_resolve_of_null_handle_is_null),
         T(test_resolve_of_another_pools_handle_is_null),
         T(test_resolve_in_a_new_pool_of_a_destroyed_pools_handle_is_null),

@@ -12,6 +12,7 @@
  * NULL for the object and real values for the rest, so only the NULL can
  * be what the function refuses. */
 static struct {
+    fm_tag *tag; /* the pool's */
     fm_pool *pool;
     void *item; /* live in pool */
     fm_handle handle;
@@ -158,6 +159,16 @@ static bool untouched(const void *p, size_t n) {
     X(fm_defer, FM_ERR_INVALID_ARG, return !fm_defer(NULL, g.closure, 0);)       \
     X(fm_defer_run, FM_ERR_INVALID_ARG, return fm_defer_run(NULL) == 0 && g.calls == 0;) \
     X(fm_defer_pending, FM_ERR_INVALID_ARG, return fm_defer_pending(NULL) == 0;) \
+    /* tag.h */                                                                 \
+    X(fm_tag_create, FM_ERR_INVALID_ARG, return fm_tag_create(NULL) == NULL;)    \
+    X(fm_tag_desc_check, FM_ERR_INVALID_ARG, char msg_[64] = "";                 \
+      return fm_tag_desc_check(NULL, msg_, sizeof msg_) == FM_ERR_INVALID_ARG && msg_[0];) \
+    X(fm_tag_destroy, FM_OK, fm_tag_destroy(NULL); return true;)                 \
+    X(fm_tag_get_stats, FM_ERR_INVALID_ARG,                                      \
+      OUT_ZEROED(fm_tag_stats, fm_tag_get_stats(NULL, &out_)))                  \
+    X(fm_tag_get_desc, FM_ERR_INVALID_ARG, fm_tag_desc d = fm_tag_get_desc(NULL); \
+      return fm_test_all_zero(&d, sizeof d);)                                   \
+    X(fm_tag_name, FM_ERR_INVALID_ARG, return strcmp(fm_tag_name(NULL), "(null)") == 0;) \
     /* file.h (framemem_file) */                                                \
     X(fm_file_write, FM_ERR_INVALID_ARG, return !fm_file_write(NULL, "x", 1);)   \
     X(fm_file_printf, FM_ERR_INVALID_ARG, return !fm_file_printf(NULL, "%d", 1);) \
@@ -172,7 +183,7 @@ FM_NULL_TABLE(MEMORY_NULL_CASES, memory_null_cases);
 /* Public functions that take no object: error codes and names, the error
  * handler, policy names, alignment and handle arithmetic, the clock. */
 static const char *const memory_no_object[] = {
-    "fm_error_name",  "fm_error_str",     "fm_last_error",     "fm_clear_error",
+    "fm_error_name",  "fm_error_str",     "fm_error_is_warning", "fm_last_error", "fm_clear_error",
     "fm_last_error_message", "fm_set_error_handler", "fm_report_error", "fm_sync_name",
     "fm_growth_name", "fm_align_up",      "fm_is_aligned",     "fm_handle_is_null",
     "fm_handle_equal", "fm_clock_now",    "fm_clock_init",     "fm_clock_to_ns",
@@ -186,7 +197,10 @@ static const char *const memory_no_object[] = {
 
 static void make_objects(fm_test_env *env) {
     fm_allocator a = fm_test_allocator_get(&env->alloc);
-    g.pool = fm_pool_create(&(fm_pool_desc){.name = "held", .item_size = 64, .allocator = a});
+    g.tag = fm_tag_create(&(fm_tag_desc){.name = "held", .allocator = a});
+    assert_non_null(g.tag);
+    g.pool = fm_pool_create(
+        &(fm_pool_desc){.name = "held", .item_size = 64, .allocator = a, .tag = g.tag});
     assert_non_null(g.pool);
     g.item = fm_pool_alloc(g.pool);
     assert_non_null(g.item);
@@ -224,6 +238,7 @@ static void destroy_objects(fm_test_env *env) {
     fm_frame_arena_destroy(g.frame);
     fm_arena_destroy(g.arena);
     fm_pool_destroy(g.pool);
+    fm_tag_destroy(g.tag);
     assert_int_equal(env->errors.count, errors);
     fm_test_allocator_assert_clean(&env->alloc);
     memset(&g, 0, sizeof g);

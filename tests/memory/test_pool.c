@@ -1993,6 +1993,10 @@ typedef struct wide_particle {
 } wide_particle;
 
 FM_POOL_DECLARE_TYPED(particle, particle_pool)
+/* The caller's line through the typed names (pool.h). */
+#define particle_pool_alloc(pool) particle_pool_alloc_at((pool), FM_SITE)
+#define particle_pool_new(pool) particle_pool_new_at((pool), FM_SITE)
+enum { particle_pool_declared_at = __LINE__ - 4 };
 
 static void test_pool_desc_macro_takes_size_align_and_name_from_the_type(void **state) {
     fm_test_env *env = *state;
@@ -2074,6 +2078,35 @@ static void test_pool_typed_wrappers_alloc_free_new_and_delete(void **state) {
     particle_pool_free(pool, a);
     assert_int_equal(calls, 101);
     destroy_clean(env, pool);
+}
+
+/* Leaks made through the typed wrappers name the caller's lines (the site
+ * macros above); the typed function itself, (particle_pool_alloc)(pool),
+ * can only name its FM_POOL_DECLARE_TYPED line. */
+static void test_pool_typed_wrappers_record_the_callers_file_and_line(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, FM_POOL_DESC(particle, .name = "typed_sites"));
+    int alloc_line = __LINE__ + 1;
+    particle *a = particle_pool_alloc(pool);
+    int new_line = __LINE__ + 1;
+    particle *b = particle_pool_new(pool);
+    particle *c = (particle_pool_alloc)(pool);
+    particle *d = particle_pool_alloc_at(pool, "level.c", 77);
+    assert_true(a && b && c && d);
+    fm_pool_destroy(pool);
+    assert_int_equal(env->errors.by_code[FM_ERR_LEAK], 1);
+#ifdef FM_TRACK_SITES
+    char want[3][64];
+    snprintf(want[0], sizeof want[0], "test_pool.c:%d", alloc_line);
+    snprintf(want[1], sizeof want[1], "test_pool.c:%d", new_line);
+    snprintf(want[2], sizeof want[2], "test_pool.c:%d", particle_pool_declared_at);
+    for (int i = 0; i < 3; i++) fm_test_expect_contains(env->errors.message, want[i]);
+    fm_test_expect_contains(env->errors.message, "1 from level.c:77");
+#else
+    (void)alloc_line, (void)new_line;
+    fm_test_expect_contains(env->errors.message, "4 live item(s)");
+#endif
+    fm_test_allocator_assert_clean(&env->alloc);
 }
 
 /* ======================================================= fault injection */
@@ -2383,6 +2416,7 @@ int main(void) {
         T(test_pool_desc_macro_takes_size_align_and_name_from_the_type),
         T(test_pool_desc_macro_name_override_wins_without_warnings),
         T(test_pool_typed_wrappers_alloc_free_new_and_delete),
+        T(test_pool_typed_wrappers_record_the_callers_file_and_line),
         T(test_pool_create_fails_cleanly_at_every_backing_call),
         T(test_pool_growth_failure_keeps_items_and_recovers),
         T(test_pool_reserve_under_fault_returns_false_and_keeps_capacity),

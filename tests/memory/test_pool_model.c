@@ -6,7 +6,10 @@
  * whole pool is: counters, every item's contents, no overlap, fm_pool_check.
  * Some allocations and frees come as batches (fm_pool_alloc_n of up to
  * BATCH_MAX items; fm_pool_free_n of a random subset in random order, now
- * and then with a bad entry among them). */
+ * and then with a bad entry among them). Configurations with a budget put
+ * the pool under a memory tag (framemem/tag.h) with a hard limit of whole
+ * chunks, which refuses growth before max_target is reached (FM_ERR_BUDGET,
+ * predicted), and a soft limit whose crossings are warned once each. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "fm_test.h"
@@ -48,6 +51,10 @@ typedef struct model_config {
     uint32_t max_target; /* the live count rises to at most this, then falls */
     int ops;
     uint64_t seed;
+    uint32_t hard_chunks; /* a tag with a hard limit of this many chunks; 0: no tag */
+    uint32_t soft_chunks; /* its soft limit in chunks (0: none) */
+    bool fall_to_empty;   /* falling phases free everything (trims then release
+                             chunks, taking the tag back below its soft limit) */
 } model_config;
 
 typedef struct hooks {
@@ -81,6 +88,12 @@ typedef struct model {
     uint32_t target; /* live count the current phase heads for */
     bool rising;
     uint32_t initial_capacity; /* resolved */
+
+    /* budget configurations */
+    fm_tag *tag;
+    uint64_t chunk_bytes, hard, soft;
+    uint32_t per_chunk;
+    uint64_t budget_refusals, crossings;
 } model;
 
 static void ctor_count(void *item, void *user) {
@@ -163,11 +176,43 @@ static int cmp_ptr(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* ------------------------------------------------------------- budget */
+
+static uint64_t tag_committed(const model *m) {
+    if (!m->tag) return 0;
+    fm_tag_stats s;
+    fm_tag_get_stats(m->tag, &s);
+    return s.committed;
+}
+
+/* Chunks the budget still allows (UINT32_MAX: no tag). */
+static uint32_t budget_chunks(const model *m) {
+    if (!m->tag) return UINT32_MAX;
+    uint64_t c = tag_committed(m);
+    return c >= m->hard ? 0 : (uint32_t)((m->hard - c) / m->chunk_bytes);
+}
+
+/* 1 when committed rose above the soft limit between c0 and c1. */
+static int crossed(const model *m, uint64_t c0, uint64_t c1) {
+    return m->soft && c0 <= m->soft && c1 > m->soft;
+}
+
 /* ------------------------------------------------------------ operations */
+
+/* The error an allocation reports when count items are live and no more
+ * can be had: max_capacity and FIXED are the pool's own limits, anything
+ * else is the budget. */
+static fm_error model_full_error(const model *m, size_t count) {
+    if (m->cfg->max_capacity && count >= m->cfg->max_capacity) return FM_ERR_POOL_FULL;
+    if (m->cfg->growth == FM_GROWTH_FIXED) return FM_ERR_POOL_FULL;
+    return FM_ERR_BUDGET;
+}
 
 static bool model_pool_full(const model *m) {
     if (m->cfg->max_capacity && m->count >= m->cfg->max_capacity) return true;
-    if (m->cfg->growth == FM_GROWTH_FIXED && m->count >= stats_of(m->pool).capacity) return true;
+    uint64_t cap = stats_of(m->pool).capacity;
+    if (m->cfg->growth == FM_GROWTH_FIXED && m->count >= cap) return true;
+    if (m->tag && m->count >= cap && budget_chunks(m) == 0) return true;
     return false;
 }
 
@@ -178,6 +223,10 @@ static uint32_t model_room(const model *m) {
     if (m->cfg->max_capacity) limit = m->cfg->max_capacity;
     if (m->cfg->growth == FM_GROWTH_FIXED) {
         uint64_t cap = stats_of(m->pool).capacity;
+        if (cap < limit) limit = cap;
+    }
+    if (m->tag) { /* growths take whole chunks up to the hard limit */
+        uint64_t cap = stats_of(m->pool).capacity + (uint64_t)budget_chunks(m) * m->per_chunk;
         if (cap < limit) limit = cap;
     }
     if (limit == UINT32_MAX) return UINT32_MAX;
@@ -191,16 +240,20 @@ static void op_alloc_n(model *m, int op) {
     uint32_t room = model_room(m);
     size_t want = k < room ? k : room;
     int reports = m->env->errors.count;
+    uint64_t c0 = tag_committed(m);
     fm_clear_error();
     size_t got = fm_pool_alloc_n(m->pool, out, k);
+    int warned = crossed(m, c0, tag_committed(m));
     MODEL_CHECK(m, op, got == want);
     if (got < k) {
-        MODEL_CHECK(m, op, fm_last_error() == FM_ERR_POOL_FULL);
-        MODEL_CHECK(m, op, m->env->errors.count == reports + 1);
+        fm_error full = model_full_error(m, m->count + got);
+        if (full == FM_ERR_BUDGET) m->budget_refusals++;
+        MODEL_CHECK(m, op, fm_last_error() == full);
+        MODEL_CHECK(m, op, m->env->errors.count == reports + 1 + warned);
         m->failed++;
         m->reports++;
     } else {
-        MODEL_CHECK(m, op, m->env->errors.count == reports);
+        MODEL_CHECK(m, op, m->env->errors.count == reports + warned);
     }
     for (size_t i = 0; i < got; i++) {
         MODEL_CHECK(m, op, fm_is_aligned(out[i], FM_DEFAULT_ALIGN));
@@ -218,17 +271,19 @@ static void op_alloc(model *m, int op) {
     }
     bool use_new = rng_below(&m->r, 4) == 0;
     bool full = model_pool_full(m);
+    fm_error full_error = model_full_error(m, m->count);
     int reports = m->env->errors.count;
     void *item = use_new ? fm_pool_new(m->pool) : fm_pool_alloc(m->pool);
     if (full) {
         MODEL_CHECK(m, op, item == NULL);
-        MODEL_CHECK(m, op, fm_last_error() == FM_ERR_POOL_FULL);
+        MODEL_CHECK(m, op, fm_last_error() == full_error);
         MODEL_CHECK(m, op, m->env->errors.count == reports + 1);
+        if (full_error == FM_ERR_BUDGET) m->budget_refusals++;
         m->failed++;
         m->reports++;
         if (m->rising && rng_below(&m->r, 8) == 0) { /* linger at the limit a while */
             m->rising = false;
-            m->target = rng_below(&m->r, m->cfg->max_target / 8 + 1);
+            m->target = m->cfg->fall_to_empty ? 0 : rng_below(&m->r, m->cfg->max_target / 8 + 1);
         }
         return;
     }
@@ -391,17 +446,29 @@ static void op_reserve(model *m, int op) {
     uint32_t want = (uint32_t)m->count + rng_below(&m->r, 300);
     fm_pool_stats before = stats_of(m->pool);
     bool expect_ok = true;
+    fm_error refusal = FM_ERR_POOL_FULL;
     if (m->cfg->growth == FM_GROWTH_FIXED && want > before.capacity) expect_ok = false;
     if (m->cfg->max_capacity && want > m->cfg->max_capacity) expect_ok = false;
+    if (expect_ok && m->tag && want > before.capacity) {
+        /* All or nothing: the chunks the reserve needs must fit the budget. */
+        uint64_t chunks = (want - before.capacity + m->per_chunk - 1) / m->per_chunk;
+        if (chunks > budget_chunks(m)) {
+            expect_ok = false;
+            refusal = FM_ERR_BUDGET;
+        }
+    }
     int reports = m->env->errors.count;
+    uint64_t c0 = tag_committed(m);
     bool ok = fm_pool_reserve(m->pool, want);
+    int warned = crossed(m, c0, tag_committed(m));
     fm_pool_stats after = stats_of(m->pool);
     MODEL_CHECK(m, op, ok == expect_ok);
     if (ok) {
         MODEL_CHECK(m, op, after.capacity >= want);
-        MODEL_CHECK(m, op, m->env->errors.count == reports);
+        MODEL_CHECK(m, op, m->env->errors.count == reports + warned);
     } else {
-        MODEL_CHECK(m, op, fm_last_error() == FM_ERR_POOL_FULL);
+        if (refusal == FM_ERR_BUDGET) m->budget_refusals++;
+        MODEL_CHECK(m, op, fm_last_error() == refusal);
         MODEL_CHECK(m, op, after.capacity == before.capacity);
         MODEL_CHECK(m, op, after.bytes_reserved == before.bytes_reserved);
         MODEL_CHECK(m, op, m->env->errors.count == reports + 1);
@@ -486,6 +553,18 @@ static void full_check(model *m, int op) {
     free(sorted);
     fm_error check = fm_pool_check(m->pool);
     if (check != FM_OK) model_fail(m, op, "fm_pool_check found a problem");
+    if (m->tag) {
+        fm_tag_stats t;
+        fm_tag_get_stats(m->tag, &t);
+        MODEL_CHECK(m, op, t.committed == s.chunk_count * s.chunk_bytes);
+        MODEL_CHECK(m, op, t.reserved == t.committed);
+        MODEL_CHECK(m, op, t.peak <= m->hard);
+        MODEL_CHECK(m, op, t.committed <= t.peak);
+        MODEL_CHECK(m, op, t.live == m->count * m->cfg->item_size);
+        MODEL_CHECK(m, op, t.growths_refused == m->budget_refusals);
+        MODEL_CHECK(m, op, t.soft_crossings == m->crossings);
+        MODEL_CHECK(m, op, m->env->errors.by_code[FM_WARN_BUDGET] == (int)m->crossings);
+    }
 }
 
 /* ------------------------------------------------------------------ driver */
@@ -498,6 +577,20 @@ static void run_model(fm_test_env *env, const model_config *cfg) {
     m.r.s = cfg->seed;
     m.next_seed = 1;
     fm_allocator backing = fm_test_allocator_get(&env->alloc);
+    if (cfg->hard_chunks) {
+        /* The chunk size of this pool's geometry, from a twin without a tag. */
+        fm_pool *twin = fm_pool_create(&(fm_pool_desc){.item_size = cfg->item_size});
+        assert_non_null(twin);
+        fm_pool_stats ts = stats_of(twin);
+        fm_pool_destroy(twin);
+        m.chunk_bytes = ts.chunk_bytes;
+        m.per_chunk = (uint32_t)ts.items_per_chunk;
+        m.hard = (uint64_t)cfg->hard_chunks * m.chunk_bytes;
+        m.soft = (uint64_t)cfg->soft_chunks * m.chunk_bytes;
+        m.tag = fm_tag_create(&(fm_tag_desc){.name = cfg->name, .hard_limit_bytes = m.hard,
+                                             .soft_limit_bytes = m.soft, .allocator = backing});
+        assert_non_null(m.tag);
+    }
     m.pool = fm_pool_create(&(fm_pool_desc){
         .name = cfg->name,
         .item_size = cfg->item_size,
@@ -509,8 +602,10 @@ static void run_model(fm_test_env *env, const model_config *cfg) {
         .dtor = dtor_count,
         .user = &m.hooks,
         .allocator = backing,
+        .tag = m.tag,
     });
     assert_non_null(m.pool);
+    assert_true(!m.tag || stats_of(m.pool).chunk_bytes == m.chunk_bytes);
     m.initial_capacity = fm_pool_get_desc(m.pool).initial_capacity;
     if (cfg->max_capacity && m.initial_capacity > cfg->max_capacity) {
         m.initial_capacity = cfg->max_capacity;
@@ -531,13 +626,15 @@ static void run_model(fm_test_env *env, const model_config *cfg) {
     for (int op = 0; op < cfg->ops; op++) {
         if (m.rising && m.count >= m.target) {
             m.rising = false;
-            m.target = rng_below(&m.r, cfg->max_target / 8 + 1);
+            m.target = cfg->fall_to_empty ? 0 : rng_below(&m.r, cfg->max_target / 8 + 1);
         } else if (!m.rising && m.count <= m.target) {
+            if (cfg->fall_to_empty) op_trim(&m, op); /* the chunks just emptied */
             m.rising = true;
             m.target = cfg->max_target / 2 + rng_below(&m.r, cfg->max_target / 2 + 1);
         }
         uint32_t roll = rng_below(&m.r, 100);
         uint32_t alloc_share = m.rising ? 75 : 15;
+        uint64_t c0 = tag_committed(&m); /* a rise above the soft limit is warned */
         if (roll < alloc_share) {
             op_alloc(&m, op);
         } else if (roll < 88) {
@@ -555,16 +652,27 @@ static void run_model(fm_test_env *env, const model_config *cfg) {
         } else {
             op_foreach(&m, op);
         }
+        if (crossed(&m, c0, tag_committed(&m))) {
+            m.crossings++;
+            m.reports++;
+        }
         if (op % CHECK_EVERY == CHECK_EVERY - 1) full_check(&m, op);
     }
     full_check(&m, cfg->ops);
     fm_pool_stats end = stats_of(m.pool);
     print_message("[%s] %d ops: %llu allocs, %llu frees, %llu full, %llu misuse, "
-                  "%llu trims, peak %llu, %llu grow events\n",
+                  "%llu trims, peak %llu, %llu grow events, %llu budget refusals, "
+                  "%llu soft crossings\n",
                   cfg->name, cfg->ops, (unsigned long long)m.allocs,
                   (unsigned long long)m.frees, (unsigned long long)m.failed,
                   (unsigned long long)m.misuse, (unsigned long long)m.trims,
-                  (unsigned long long)m.peak, (unsigned long long)end.grow_events);
+                  (unsigned long long)m.peak, (unsigned long long)end.grow_events,
+                  (unsigned long long)m.budget_refusals, (unsigned long long)m.crossings);
+    if (m.tag) {
+        /* The budget was met, and crossed more than once (trims brought it down). */
+        MODEL_CHECK(&m, cfg->ops, m.budget_refusals > 0);
+        MODEL_CHECK(&m, cfg->ops, m.crossings > 1);
+    }
 
     /* Drain, give memory back, and leave nothing behind. */
     while (m.count) {
@@ -575,6 +683,12 @@ static void run_model(fm_test_env *env, const model_config *cfg) {
     op_trim(&m, cfg->ops);
     MODEL_CHECK(&m, cfg->ops, fm_pool_check(m.pool) == FM_OK);
     fm_pool_destroy(m.pool);
+    if (m.tag) {
+        fm_tag_stats t;
+        fm_tag_get_stats(m.tag, &t);
+        MODEL_CHECK(&m, cfg->ops, t.committed == 0 && t.objects == 0);
+        fm_tag_destroy(m.tag);
+    }
     fm_pool_free(m.other, m.other_item);
     fm_pool_destroy(m.other);
     MODEL_CHECK(&m, cfg->ops, env->errors.count == m.reports);
@@ -629,6 +743,24 @@ static void test_pool_model_fixed_1024_byte_items_with_max_match_the_reference(
     run_model(*state, &cfg);
 }
 
+static void test_pool_model_linear_40_byte_items_under_a_budget_match_the_reference(
+    void **state) {
+    const model_config cfg = {.name = "model_tag_lin40", .item_size = 40,
+                              .growth = FM_GROWTH_LINEAR, .max_target = 12000, .ops = 40000,
+                              .seed = 0x2545F4914F6CDD1Dull, .hard_chunks = 6, .soft_chunks = 3,
+                              .fall_to_empty = true};
+    run_model(*state, &cfg);
+}
+
+static void test_pool_model_geometric_16_byte_items_under_a_budget_match_the_reference(
+    void **state) {
+    const model_config cfg = {.name = "model_tag_geo16", .item_size = 16,
+                              .growth = FM_GROWTH_GEOMETRIC, .max_target = 16000, .ops = 40000,
+                              .seed = 0x94D049BB133111EBull, .hard_chunks = 5, .soft_chunks = 2,
+                              .fall_to_empty = true};
+    run_model(*state, &cfg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
@@ -637,6 +769,8 @@ int main(void) {
         T(test_pool_model_geometric_40_byte_items_with_max_match_the_reference),
         T(test_pool_model_linear_1024_byte_items_match_the_reference),
         T(test_pool_model_fixed_1024_byte_items_with_max_match_the_reference),
+        T(test_pool_model_linear_40_byte_items_under_a_budget_match_the_reference),
+        T(test_pool_model_geometric_16_byte_items_under_a_budget_match_the_reference),
 #undef T
     };
     return cmocka_run_group_tests_name("pool_model", tests, NULL, NULL);

@@ -86,6 +86,8 @@ typedef struct fm_arena_desc {
     bool poison;          /* debug builds: fill released bytes with 0xDD */
     bool huge_pages;      /* 2 MiB pages where the OS allows (see above); not with
                              an allocator. Resolved desc: whether it took effect */
+    fm_tag *tag;          /* memory tag its commits and blocks are charged to
+                             (tag.h); NULL: none */
 } fm_arena_desc;
 
 /* A position in one arena, for fm_arena_rewind. Opaque. */
@@ -117,36 +119,38 @@ typedef struct fm_arena_stats {
 
 /// Creates an arena. NULL with FM_ERR_INVALID_ARG (bad desc: sync unknown or
 /// THREAD_CACHE; commit_step above reserve_bytes; huge_pages with an
-/// allocator; chained, a reserve that cannot hold the first block)
+/// allocator; chained, a reserve that cannot hold the first block),
+/// FM_ERR_BUDGET (chained: the first block would pass desc.tag's hard limit)
 /// or FM_ERR_OUT_OF_MEMORY (no address space / allocator refused).
-fm_arena *fm_arena_create(const fm_arena_desc *desc);
+FM_API fm_arena *fm_arena_create(const fm_arena_desc *desc);
 /// The check fm_arena_create applies, without creating or reporting anything:
 /// FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be NULL), so
 /// a desc from a file can be checked where the file is read. A NULL desc is
 /// reported (FM_ERR_INVALID_ARG).
-fm_error fm_arena_desc_check(const fm_arena_desc *desc, char *msg, size_t msg_len);
+FM_API fm_error fm_arena_desc_check(const fm_arena_desc *desc, char *msg, size_t msg_len);
 /// Releases every byte; NULL is a no-op.
-void fm_arena_destroy(fm_arena *arena);
+FM_API void fm_arena_destroy(fm_arena *arena);
 
-/// size bytes aligned to align (0 = alignof(max_align_t); a power of two up
+/// size bytes aligned to align (0 = FM_DEFAULT_ALIGN, 16; a power of two up
 /// to 4096), not zeroed; size 0 gives a valid aligned pointer. NULL with
 /// FM_ERR_INVALID_ARG (bad align; a size within 8 KiB + 64 bytes of SIZE_MAX,
 /// which no arena could hold), FM_ERR_ARENA_FULL (past reserve_bytes or the
-/// end of the address space, or the allocator refused a block) or
-/// FM_ERR_OUT_OF_MEMORY (the OS refused to commit).
-void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align);
+/// end of the address space, or the allocator refused a block),
+/// FM_ERR_BUDGET (the commit or block would pass desc.tag's hard limit, tag.h)
+/// or FM_ERR_OUT_OF_MEMORY (the OS refused to commit).
+FM_API void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align);
 /// fm_arena_alloc, then zero-filled.
-void *fm_arena_alloc_zero(fm_arena *arena, size_t size, size_t align);
+FM_API void *fm_arena_alloc_zero(fm_arena *arena, size_t size, size_t align);
 /// count * size bytes, zeroed; NULL with FM_ERR_INVALID_ARG when the product
 /// overflows.
-void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t align);
+FM_API void *fm_arena_alloc_array(fm_arena *arena, size_t count, size_t size, size_t align);
 
 /// Zeroed, typed, overflow-checked allocation.
-#define FM_ARENA_NEW(a, T) ((T *)fm_arena_alloc_zero((a), sizeof(T), alignof(T)))
-#define FM_ARENA_NEW_ARRAY(a, T, n) ((T *)fm_arena_alloc_array((a), (n), sizeof(T), alignof(T)))
+#define FM_ARENA_NEW(a, T) ((T *)fm_arena_alloc_zero((a), sizeof(T), FM_ALIGNOF(T)))
+#define FM_ARENA_NEW_ARRAY(a, T, n) ((T *)fm_arena_alloc_array((a), (n), sizeof(T), FM_ALIGNOF(T)))
 
 /// The current top, to rewind to later.
-fm_arena_mark fm_arena_get_mark(const fm_arena *arena);
+FM_API fm_arena_mark fm_arena_get_mark(const fm_arena *arena);
 /// Releases everything allocated since mark (LOCKFREE: while no other thread
 /// allocates; see Threads above). FM_ERR_BAD_MARK (nothing
 /// changes) for a mark of another arena, above the top, or one that an
@@ -155,23 +159,23 @@ fm_arena_mark fm_arena_get_mark(const fm_arena *arena);
 /// rewinds land at rising positions between resets, and if it cannot grow the
 /// oldest rewind is forgotten: a mark older than it is then not recognised
 /// as stale.
-void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark);
+FM_API void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark);
 /// Releases everything; O(1) unless debug poisoning is on. Invalidates marks.
-void fm_arena_reset(fm_arena *arena);
+FM_API void fm_arena_reset(fm_arena *arena);
 /// Gives committed memory (or blocks) above max(top, keep_bytes) back to the
 /// OS or allocator (in whole 2 MiB pages with huge_pages); returns the bytes
 /// released.
-size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes);
+FM_API size_t fm_arena_decommit(fm_arena *arena, size_t keep_bytes);
 
 /// Fills out with the arena's counters; all zero for a NULL arena (reported).
-void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out);
+FM_API void fm_arena_get_stats(const fm_arena *arena, fm_arena_stats *out);
 /// The desc with every default resolved (name points into the arena); a zero
 /// desc for a NULL arena (reported).
-fm_arena_desc fm_arena_get_desc(const fm_arena *arena);
+FM_API fm_arena_desc fm_arena_get_desc(const fm_arena *arena);
 /// The arena's name; "(null)" for a NULL arena (reported).
-const char *fm_arena_name(const fm_arena *arena);
+FM_API const char *fm_arena_name(const fm_arena *arena);
 /// true when [ptr, ptr + size) lies below the top of this arena.
-bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size);
+FM_API bool fm_arena_owns(const fm_arena *arena, const void *ptr, size_t size);
 
 /* ---------------------------------------------------------- frame arenas */
 
@@ -185,6 +189,8 @@ typedef struct fm_frame_arena_desc {
     uint32_t frames;     /* 0 = 2 (double-buffered); at most 8 */
     fm_arena_desc arena; /* for each underlying arena (its name is ignored);
                             arena.sync is the frame arena's policy */
+    fm_tag *tag;         /* memory tag of its arenas (tag.h), the same as
+                            arena.tag: set either, or both to one tag */
 } fm_frame_arena_desc;
 
 typedef struct fm_frame_arena_stats {
@@ -206,26 +212,42 @@ typedef struct fm_frame_arena_stats {
  * switches the current arena and resets the one coming round. Stats may be
  * read while threads allocate (not during an advance). */
 
-/// NULL with FM_ERR_INVALID_ARG (frames outside 2..8, a bad arena desc) or
-/// the arena's error.
-/// Checks a desc by fm_frame_arena_create's rules (frames, then
-/// fm_arena_desc_check of desc->arena) without creating or reporting
+/// Checks a desc by fm_frame_arena_create's rules (frames, tag and arena.tag
+/// not two tags, then fm_arena_desc_check of desc->arena) without creating or reporting
 /// anything: FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be
 /// NULL). A NULL desc is reported (FM_ERR_INVALID_ARG).
-fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc *desc, char *msg, size_t msg_len);
-fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc);
-void fm_frame_arena_destroy(fm_frame_arena *fa);
+FM_API fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc *desc, char *msg,
+                                          size_t msg_len);
+/// NULL with FM_ERR_INVALID_ARG (a desc fm_frame_arena_desc_check refuses) or
+/// an arena's error (FM_ERR_BUDGET, FM_ERR_OUT_OF_MEMORY, ...).
+FM_API fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc *desc);
+FM_API void fm_frame_arena_destroy(fm_frame_arena *fa);
 /// Memory that stays valid until `frames` advances from now.
-void *fm_frame_alloc(fm_frame_arena *fa, size_t size, size_t align);
+FM_API void *fm_frame_alloc(fm_frame_arena *fa, size_t size, size_t align);
 /// The frame boundary: the arena of frames - 1 frames ago is reset and becomes
 /// current. Not while another thread allocates (see above): debug builds
 /// report one that overlaps an allocation (FM_ERR_INVALID_ARG, nothing done).
-void fm_frame_arena_advance(fm_frame_arena *fa);
+FM_API void fm_frame_arena_advance(fm_frame_arena *fa);
 /// The arena serving the current frame (for marks and typed macros).
-fm_arena *fm_frame_arena_current(fm_frame_arena *fa);
-void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *out);
+FM_API fm_arena *fm_frame_arena_current(fm_frame_arena *fa);
+FM_API void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *out);
 
 #ifdef __cplusplus
+}
+/* C++: descs by reference (C++ has no compound literal to take the address
+ * of); C++ linkage also when a caller includes this header inside extern "C". */
+extern "C++" {
+inline fm_arena *fm_arena_create(const fm_arena_desc &desc) { return fm_arena_create(&desc); }
+inline fm_error fm_arena_desc_check(const fm_arena_desc &desc, char *msg, size_t msg_len) {
+    return fm_arena_desc_check(&desc, msg, msg_len);
+}
+inline fm_frame_arena *fm_frame_arena_create(const fm_frame_arena_desc &desc) {
+    return fm_frame_arena_create(&desc);
+}
+inline fm_error fm_frame_arena_desc_check(const fm_frame_arena_desc &desc, char *msg,
+                                          size_t msg_len) {
+    return fm_frame_arena_desc_check(&desc, msg, msg_len);
+}
 }
 #endif
 

@@ -20,20 +20,22 @@
 
 #include <stdint.h>
 
+#include "framemem/base.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /// The current tick count (GNU compilers read the counter inline).
-uint64_t fm_clock_now(void);
+FM_API uint64_t fm_clock_now(void);
 /// Calibrates the tick rate once; cheap after the first call. Thread-safe.
-void fm_clock_init(void);
+FM_API void fm_clock_init(void);
 /// Converts a tick difference to nanoseconds.
-uint64_t fm_clock_to_ns(uint64_t ticks);
+FM_API uint64_t fm_clock_to_ns(uint64_t ticks);
 /// Ticks per second as calibrated.
-double fm_clock_ticks_per_sec(void);
+FM_API double fm_clock_ticks_per_sec(void);
 /// Name of the source: "rdtsc", "cntvct" or "clock_gettime".
-const char *fm_clock_source(void);
+FM_API const char *fm_clock_source(void);
 
 #ifdef __cplusplus
 }

@@ -88,6 +88,7 @@ typedef struct fm_closure_pool_desc {
     uint32_t initial_capacity; /* per size class; 0 = one chunk each */
     fm_sync sync;              /* any pool policy: see Threads above */
     fm_allocator allocator;
+    fm_tag *tag;               /* memory tag of its class pools (tag.h); NULL: none */
 } fm_closure_pool_desc;
 
 #define FM_CLOSURE_MAX_CLASSES 13
@@ -106,42 +107,55 @@ typedef struct fm_closure_pool_stats {
 
 /// NULL with FM_ERR_INVALID_ARG (max_capture, unknown sync, half an
 /// allocator; a class pool's refusal) / FM_ERR_OUT_OF_MEMORY.
-fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc);
+FM_API fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc *desc);
 /// Destroys the pools; live closures are reported (FM_ERR_LEAK) and dropped.
-void fm_closure_pool_destroy(fm_closure_pool *cp);
-void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out);
+FM_API void fm_closure_pool_destroy(fm_closure_pool *cp);
+FM_API void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats *out);
 
 /// A closure calling fn with a copy of capture_size bytes at capture (capture
 /// may be NULL when capture_size is 0). Count 1. NULL with
 /// FM_ERR_INVALID_ARG (fn NULL, capture above max_capture) or the size
 /// class pool's error (full, out of memory).
-fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
-                            size_t capture_size);
+FM_API fm_closure *fm_closure_make(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
+                                   size_t capture_size);
 /// The same in a frame arena: valid until the arena releases the frame.
-fm_closure *fm_closure_make_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
-                                  size_t capture_size);
+FM_API fm_closure *fm_closure_make_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
+                                         size_t capture_size);
 /// fm_closure_make / fm_closure_make_frame that leave the capture for the
 /// caller to write in place (fm_closure_capture), or copy it when capture is
 /// not NULL: a capture built straight into the closure skips the copy.
-fm_closure *fm_closure_alloc(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
-                             size_t capture_size);
-fm_closure *fm_closure_alloc_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
-                                   size_t capture_size);
+FM_API fm_closure *fm_closure_alloc(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
+                                    size_t capture_size);
+FM_API fm_closure *fm_closure_alloc_frame(fm_frame_arena *fa, fm_closure_fn fn, const void *capture,
+                                          size_t capture_size);
 /// Calls the closure: fn(capture, arg).
-void fm_closure_call(const fm_closure *c, void *arg);
+FM_API void fm_closure_call(const fm_closure *c, void *arg);
 /// The closure's copy of the captured bytes (16-byte aligned).
-void *fm_closure_capture(fm_closure *c);
-size_t fm_closure_capture_size(const fm_closure *c);
+FM_API void *fm_closure_capture(fm_closure *c);
+FM_API size_t fm_closure_capture_size(const fm_closure *c);
 /// Reference counting of pooled closures; no-ops on frame closures.
 /// A release of a dead closure is reported (FM_ERR_REFCOUNT) and ignored.
-void fm_closure_retain(fm_closure *c);
+FM_API void fm_closure_retain(fm_closure *c);
 /// true when this release freed the closure.
-bool fm_closure_release(fm_closure *c);
+FM_API bool fm_closure_release(fm_closure *c);
 
 /// FM_CLOSURE(pool, fn, struct hit, .target = e, .damage = 3): captures a
 /// struct literal by value (built in place where the compiler allows);
-/// FM_CLOSURE_FRAME(frame_arena, fn, T, ...) the same in a frame arena.
-#ifdef FM__GNU
+/// FM_CLOSURE_FRAME(frame_arena, fn, T, ...) the same in a frame arena. At
+/// least one field; in C++ as FM_DESC (base.h) takes them, and T must be
+/// trivially copyable (the capture is copied as bytes).
+#ifdef __cplusplus
+#define FM__CLOSURE_CPP(make, owner, fn, T, ...)                                                  \
+    ([&]() -> fm_closure * {                                                                      \
+        static_assert(__is_trivially_copyable(T), "a closure copies its capture's bytes"); \
+        T fm__v{};                                                                                \
+        FM__SET(fm__v, __VA_ARGS__)                                                               \
+        return make((owner), (fn), &fm__v, sizeof(T));                                            \
+    }())
+#define FM_CLOSURE(cp, fn, T, ...) FM__CLOSURE_CPP(fm_closure_make, cp, fn, T, __VA_ARGS__)
+#define FM_CLOSURE_FRAME(fa, fn, T, ...)                                                          \
+    FM__CLOSURE_CPP(fm_closure_make_frame, fa, fn, T, __VA_ARGS__)
+#elif defined(FM__GNU)
 #define FM__CLOSURE_IN_PLACE(make, owner, fn, T, ...)                            \
     __extension__({                                                             \
         fm_closure *fm__c = make((owner), (fn), NULL, sizeof(T));               \
@@ -168,15 +182,15 @@ typedef struct fm_event_desc {
     fm_allocator allocator;
 } fm_event_desc;
 
-fm_event *fm_event_create(const fm_event_desc *desc);
+FM_API fm_event *fm_event_create(const fm_event_desc *desc);
 /// Releases every subscriber's closure. Not during an emit (reported,
 /// FM_ERR_INVALID_ARG, nothing destroyed).
-void fm_event_destroy(fm_event *ev);
+FM_API void fm_event_destroy(fm_event *ev);
 /// Subscribes c (the event retains it); the handle unsubscribes. Null handle
 /// with FM_ERR_INVALID_ARG (NULL closure), FM_ERR_OUT_OF_MEMORY or
 /// FM_ERR_POOL_FULL (every subscription slot in use or retired, see below;
 /// no reference taken).
-fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c);
+FM_API fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c);
 /// false + FM_ERR_STALE_HANDLE for an unknown or already removed
 /// subscription. Releases the event's reference (during an emit, when the
 /// outermost emit of this event ends: the closure may be the one running).
@@ -185,10 +199,10 @@ fm_handle fm_event_subscribe(fm_event *ev, fm_closure *c);
 /// spent (2^31 subscriptions) is retired for good instead of wrapping; new
 /// subscriptions then take new slots, and once 2^32 - 2 slots are in use or
 /// retired subscribe reports FM_ERR_POOL_FULL.
-bool fm_event_unsubscribe(fm_event *ev, fm_handle sub);
+FM_API bool fm_event_unsubscribe(fm_event *ev, fm_handle sub);
 /// Calls every subscriber with arg, in subscription order.
-void fm_event_emit(fm_event *ev, void *arg);
-uint32_t fm_event_count(const fm_event *ev);
+FM_API void fm_event_emit(fm_event *ev, void *arg);
+FM_API uint32_t fm_event_count(const fm_event *ev);
 
 /* --------------------------------------------------------- deferred calls */
 
@@ -201,22 +215,33 @@ typedef struct fm_defer_queue_desc {
     fm_allocator allocator;
 } fm_defer_queue_desc;
 
-fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc);
+FM_API fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc *desc);
 /// Releases the closures still waiting (they are not called).
-void fm_defer_queue_destroy(fm_defer_queue *q);
+FM_API void fm_defer_queue_destroy(fm_defer_queue *q);
 /// Runs c (with arg NULL) after delay_frames more frames: delay 0 runs at the
 /// next fm_defer_run. The queue retains c. false with FM_ERR_INVALID_ARG (c
 /// NULL), FM_ERR_REFCOUNT (c released already) or FM_ERR_OUT_OF_MEMORY.
-bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames);
+FM_API bool fm_defer(fm_defer_queue *q, fm_closure *c, uint32_t delay_frames);
 /// Advances one frame and runs what is due, in the order deferred; closures
 /// deferred while it runs wait for a later run. Returns how many ran. From
 /// inside its own run (or beside another run): FM_ERR_INVALID_ARG, 0,
 /// nothing runs.
-uint32_t fm_defer_run(fm_defer_queue *q);
+FM_API uint32_t fm_defer_run(fm_defer_queue *q);
 /// Closures waiting.
-uint32_t fm_defer_pending(const fm_defer_queue *q);
+FM_API uint32_t fm_defer_pending(const fm_defer_queue *q);
 
 #ifdef __cplusplus
+}
+/* C++: descs by reference (C++ has no compound literal to take the address
+ * of); C++ linkage also when a caller includes this header inside extern "C". */
+extern "C++" {
+inline fm_closure_pool *fm_closure_pool_create(const fm_closure_pool_desc &desc) {
+    return fm_closure_pool_create(&desc);
+}
+inline fm_event *fm_event_create(const fm_event_desc &desc) { return fm_event_create(&desc); }
+inline fm_defer_queue *fm_defer_queue_create(const fm_defer_queue_desc &desc) {
+    return fm_defer_queue_create(&desc);
+}
 }
 #endif
 

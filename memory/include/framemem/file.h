@@ -63,6 +63,13 @@ extern "C" {
 
 #define FM_FILE_PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 
+/* What FM_API (base.h) is for framemem, for framemem_file's functions. */
+#if defined(FM__BUILDING_FILE)
+#define FM_FILE_API FM__EXPORT
+#else
+#define FM_FILE_API FM__IMPORT
+#endif
+
 /// Longest path (terminator included) a writer takes; longer ones are refused.
 #define FM_FILE_PATH_MAX 4096
 
@@ -73,25 +80,25 @@ typedef struct fm_file_writer fm_file_writer;
 /// Starts writing path: refuses an existing destination that is not a regular
 /// file, creates the temporary file beside it. The writer (C heap) is freed by
 /// commit or abort. NULL with "PATH: ..." in err when refused or not creatable.
-fm_file_writer *fm_file_begin(const char *path, char *err, size_t err_len);
+FM_FILE_API fm_file_writer *fm_file_begin(const char *path, char *err, size_t err_len);
 /// Appends size bytes. false (and later writes skipped) after the first
 /// failure, which commit reports; NULL w: false, FM_ERR_INVALID_ARG.
-bool fm_file_write(fm_file_writer *w, const void *data, size_t size);
+FM_FILE_API bool fm_file_write(fm_file_writer *w, const void *data, size_t size);
 /// Appends printf-formatted text; false as fm_file_write.
-FM_FILE_PRINTF(2, 3) bool fm_file_printf(fm_file_writer *w, const char *fmt, ...);
+FM_FILE_API FM_FILE_PRINTF(2, 3) bool fm_file_printf(fm_file_writer *w, const char *fmt, ...);
 /// true until a write of w failed (NULL: false, FM_ERR_INVALID_ARG).
-bool fm_file_ok(const fm_file_writer *w);
+FM_FILE_API bool fm_file_ok(const fm_file_writer *w);
 /// Flush, error check, fsync, close, rename over the destination; frees w.
 /// false with "PATH: STEP failed: REASON" in err on any failure (the first
 /// one), the temporary file removed and the destination unchanged. NULL w:
 /// false, FM_ERR_INVALID_ARG.
-bool fm_file_commit(fm_file_writer *w, char *err, size_t err_len);
+FM_FILE_API bool fm_file_commit(fm_file_writer *w, char *err, size_t err_len);
 /// Closes and removes the temporary file, frees w; the destination is
 /// unchanged. NULL: no-op.
-void fm_file_abort(fm_file_writer *w);
+FM_FILE_API void fm_file_abort(fm_file_writer *w);
 /// begin + write + commit of size bytes at data; false with err as they give.
-bool fm_file_write_whole(const char *path, const void *data, size_t size, char *err,
-                         size_t err_len);
+FM_FILE_API bool fm_file_write_whole(const char *path, const void *data, size_t size, char *err,
+                                     size_t err_len);
 
 /* ----------------------------------------------------------------- reading */
 
@@ -109,33 +116,33 @@ typedef struct fm_file_data {
 /// REASON", "PATH: not a regular file", "PATH: too large (cap N bytes)",
 /// "PATH: read failed: REASON" or "PATH: out of memory ..." in err; *out is
 /// then empty (and safe to release).
-bool fm_file_read(const char *path, size_t max_bytes, const fm_allocator *a, fm_file_data *out,
-                  char *err, size_t err_len);
+FM_FILE_API bool fm_file_read(const char *path, size_t max_bytes, const fm_allocator *a,
+                              fm_file_data *out, char *err, size_t err_len);
 /// Frees what fm_file_read gave and empties d. An empty d: no-op.
-void fm_file_data_release(fm_file_data *d);
+FM_FILE_API void fm_file_data_release(fm_file_data *d);
 /// Skips a UTF-8 byte-order mark (EF BB BF) at *data: true when there was one.
-bool fm_file_skip_bom(const char **data, size_t *size);
+FM_FILE_API bool fm_file_skip_bom(const char **data, size_t *size);
 
 /// Flushes stdout: false with "standard output: write failed: REASON" in err
 /// when anything printed to it was lost (a full disk, a closed pipe), so a
 /// program's exit status can say so.
-bool fm_file_stdout_ok(char *err, size_t err_len);
+FM_FILE_API bool fm_file_stdout_ok(char *err, size_t err_len);
 
 /* ---------------------------------------------------- checks before a run */
 
 /// true when path opens without blocking as a regular file of at most
 /// max_bytes (closed again, nothing read); false with fm_file_read's
 /// messages otherwise.
-bool fm_file_check_input(const char *path, size_t max_bytes, char *err, size_t err_len);
+FM_FILE_API bool fm_file_check_input(const char *path, size_t max_bytes, char *err, size_t err_len);
 /// Checks the outputs a program is about to write against each other and its
 /// inputs (NULL entries are skipped): false with the first problem in err for
 /// an output that exists and is not a regular file ("PATH: not a regular file
 /// (refusing to replace it)"), the same file as an input ("OUT: the same file
 /// as the input IN") or the same file as another output ("OUT: given for two
 /// outputs"). Paths not created yet compare by folder and name.
-bool fm_file_check_outputs(const char *const *outputs, size_t output_count,
-                           const char *const *inputs, size_t input_count, char *err,
-                           size_t err_len);
+FM_FILE_API bool fm_file_check_outputs(const char *const *outputs, size_t output_count,
+                                       const char *const *inputs, size_t input_count, char *err,
+                                       size_t err_len);
 
 #ifdef __cplusplus
 }

@@ -6,4 +6,5 @@
 #include "framemem/clock.h"
 #include "framemem/closure.h"
 #include "framemem/pool.h"
+#include "framemem/tag.h"
 #endif

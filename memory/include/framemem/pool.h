@@ -23,6 +23,16 @@
  * live item and reports (FM_ERR_LEAK) how many there were unless the desc says
  * silent_destroy; with FM_TRACK_SITES each leak is listed with its file:line.
  *
+ * Allocation sites: a build of framemem with FM_TRACK_SITES (Debug builds, or
+ * -DFM_TRACK_SITES=ON) keeps file:line per item, which callers pass: their
+ * fm_pool_alloc, fm_pool_alloc_n and fm_pool_new are macros over the _at
+ * functions when they are compiled with FM_TRACK_SITES too, which CMake's
+ * framemem::framemem and `pkg-config --cflags framemem` define exactly when
+ * the library tracks sites. A caller compiled otherwise (its own flags) gets
+ * FM_WARN_NO_SITES once, at its first fm_pool_create, saying why, and its
+ * leaks are listed as "site not recorded". Typed wrappers: see
+ * FM_POOL_DECLARE_TYPED.
+ *
  * Threads (desc.sync, chosen per pool):
  * - FM_SYNC_NONE: one thread at a time, no atomics, no lock. The creating
  *   thread owns it; fm_pool_release_owner_thread / fm_pool_set_owner_thread
@@ -44,7 +54,7 @@
  * other call may run or follow) and a resolve racing a trim of its chunk.
  * Stats are exact once threads are quiet; peak_live counts cached slots.
  *
- * Defaults (zero fields): name "pool", item_align alignof(max_align_t),
+ * Defaults (zero fields): name "pool", item_align FM_DEFAULT_ALIGN (16),
  * initial_capacity one chunk, unbounded, geometric growth by 2.0.
  *
  * NULL (base.h): every function but destroy (a no-op) reports a NULL pool as
@@ -78,7 +88,7 @@ typedef struct fm_handle {
     uint64_t bits;
 } fm_handle;
 
-#define FM_HANDLE_NULL ((fm_handle){0})
+#define FM_HANDLE_NULL (FM_LITERAL(fm_handle) FM_ZERO_INIT)
 static inline bool fm_handle_is_null(fm_handle h);
 static inline bool fm_handle_equal(fm_handle a, fm_handle b);
 /* FM_HANDLE_TYPE(entity_handle); a struct per kind: mixing kinds won't compile. */
@@ -91,7 +101,7 @@ typedef struct fm_pool_desc {
     const char *name;          /* shown in errors, stats and the overlay; copied */
     const char *type_name;     /* set by FM_POOL_DESC; the name when name is NULL */
     size_t item_size;          /* required, 1 .. FM_POOL_MAX_ITEM_SIZE */
-    size_t item_align;         /* 0 = alignof(max_align_t); power of two <= 4096 */
+    size_t item_align;         /* 0 = FM_DEFAULT_ALIGN (16); power of two <= 4096 */
     uint32_t initial_capacity; /* items usable after create; 0 = one chunk */
     uint32_t max_capacity;     /* 0 = unbounded; live items never exceed it */
     fm_growth growth;          /* GEOMETRIC (default), LINEAR or FIXED */
@@ -104,6 +114,7 @@ typedef struct fm_pool_desc {
     fm_item_fn dtor;           /* run by fm_pool_delete and on live items at destroy */
     void *user;                /* passed to ctor and dtor */
     fm_allocator allocator;    /* zero = system (virtual memory where available) */
+    fm_tag *tag;               /* memory tag its chunks are charged to (tag.h); NULL: none */
 } fm_pool_desc;
 
 #define FM_POOL_MAX_ITEM_SIZE ((size_t)1 << 24)
@@ -141,100 +152,140 @@ typedef struct fm_pool_stats {
 /// Creates a pool. NULL on failure, nothing leaked: FM_ERR_INVALID_ARG (item_size
 /// 0 or too big, bad item_align, grow_factor outside (1, 64], unknown growth or
 /// sync, initial_capacity above max_capacity, an allocator with only one of
-/// alloc/free) or FM_ERR_OUT_OF_MEMORY (backing allocator refused).
-fm_pool *fm_pool_create(const fm_pool_desc *desc);
+/// alloc/free), FM_ERR_BUDGET (the first chunks would pass desc.tag's hard limit)
+/// or FM_ERR_OUT_OF_MEMORY (backing allocator refused).
+FM_API fm_pool *fm_pool_create(const fm_pool_desc *desc);
 /// The check fm_pool_create applies, without creating or reporting anything:
 /// FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be NULL), so
 /// a desc from a file can be checked where the file is read. A NULL desc is
 /// reported (FM_ERR_INVALID_ARG).
-fm_error fm_pool_desc_check(const fm_pool_desc *desc, char *msg, size_t msg_len);
+FM_API fm_error fm_pool_desc_check(const fm_pool_desc *desc, char *msg, size_t msg_len);
 /// Runs the dtor on every live item, reports leaks (see above), returns every
 /// byte to the backing allocator. NULL is a no-op.
-void fm_pool_destroy(fm_pool *pool);
+FM_API void fm_pool_destroy(fm_pool *pool);
 
 /// An uninitialised item in O(1), or NULL with FM_ERR_POOL_FULL (FIXED and full,
-/// max_capacity, the chunk limit) or FM_ERR_OUT_OF_MEMORY (growth refused).
-void *fm_pool_alloc(fm_pool *pool);
+/// max_capacity, the chunk limit), FM_ERR_BUDGET (growth past the hard limit
+/// of desc.tag or an ancestor, tag.h) or FM_ERR_OUT_OF_MEMORY (growth refused).
+FM_API void *fm_pool_alloc(fm_pool *pool);
 /// Returns item to the pool; NULL is a no-op. A double free, foreign or
 /// interior pointer is reported and changes nothing. O(1), no search.
-void fm_pool_free(fm_pool *pool, void *item);
+FM_API void fm_pool_free(fm_pool *pool, void *item);
 /// Up to n items into out[0, n), faster than n calls (NONE, MUTEX: one loop and
 /// lock); returns how many: fewer when one could not be had (reported once,
 /// out[got, n) untouched). out == NULL with n > 0: FM_ERR_INVALID_ARG.
-size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n);
+FM_API size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n);
 /// Frees items[0, n) as n fm_pool_free calls in order would, faster. items ==
 /// NULL with n > 0: FM_ERR_INVALID_ARG. (NONE, debug builds: a call from a
 /// non-owner thread is reported once, FM_ERR_WRONG_THREAD, and frees nothing.)
-void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n);
+FM_API void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n);
 /// fm_pool_alloc, then the ctor (if any).
-void *fm_pool_new(fm_pool *pool);
+FM_API void *fm_pool_new(fm_pool *pool);
 /// The dtor (if any), then fm_pool_free. A bad pointer is reported before the
 /// dtor runs, so the dtor never sees a foreign or dead item.
-void fm_pool_delete(fm_pool *pool, void *item);
+FM_API void fm_pool_delete(fm_pool *pool, void *item);
 /// These record file:line for leak reports when sites are tracked (with
-/// FM_TRACK_SITES the plain names call them with __FILE__ and __LINE__).
-void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line);
-size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file, int line);
-void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
+/// FM_TRACK_SITES the plain names call them with __FILE__ and __LINE__;
+/// FM_SITE spells the pair: fm_pool_alloc_at(pool, FM_SITE)).
+FM_API void *fm_pool_alloc_at(fm_pool *pool, const char *file, int line);
+FM_API size_t fm_pool_alloc_n_at(fm_pool *pool, void **out, size_t n, const char *file, int line);
+FM_API void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
 
 /// Grows now until capacity >= the argument (prefaulting if the desc says so).
 /// false, the pool unchanged: FM_ERR_POOL_FULL (FIXED, above max_capacity or
-/// past the chunk limit) or FM_ERR_OUT_OF_MEMORY.
-bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
+/// past the chunk limit), FM_ERR_BUDGET (tag.h) or FM_ERR_OUT_OF_MEMORY.
+FM_API bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
 /// Returns empty chunks down to initial_capacity; the bytes released. First
 /// THREAD_CACHE flushes the caller's cache, LOCKFREE the shared stack.
-size_t fm_pool_trim(fm_pool *pool);
+FM_API size_t fm_pool_trim(fm_pool *pool);
 /// true when item is a live item of this pool (no error is reported). O(1).
-bool fm_pool_owns(const fm_pool *pool, const void *item);
+FM_API bool fm_pool_owns(const fm_pool *pool, const void *item);
 /// Calls fn on every live item; fn may free it (items allocated meanwhile may
 /// or may not be visited).
-void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user);
+FM_API void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user);
 /// Fills out with the pool's counters (FM_POOL_STATS_FIELDS); zeros for NULL.
-void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
+FM_API void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
 /// The desc, every default resolved (name points into the pool); zero for NULL.
-fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
+FM_API fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
 /// The pool's name; "(null)" for a NULL pool (reported).
-const char *fm_pool_name(const fm_pool *pool);
+FM_API const char *fm_pool_name(const fm_pool *pool);
 
 /// The handle of a live item in O(1); FM_HANDLE_NULL and FM_ERR_FOREIGN_POINTER
 /// for anything else, a freed item too (FM_ERR_INTERIOR_POINTER inside one).
-fm_handle fm_pool_handle(const fm_pool *pool, const void *item);
+FM_API fm_handle fm_pool_handle(const fm_pool *pool, const void *item);
 /// The item h refers to in O(1), or NULL (not reported: a weak reference's
 /// answer) when it is gone (freed, reused, trimmed) or h null or another's.
-void *fm_pool_resolve(const fm_pool *pool, fm_handle h);
+FM_API void *fm_pool_resolve(const fm_pool *pool, fm_handle h);
 
 /// Adds a reference (items start with 1, counted beside the slot). Unchanged on
 /// FM_ERR_REFCOUNT (freed), FM_ERR_FOREIGN_POINTER, FM_ERR_OUT_OF_MEMORY.
-void fm_pool_retain(fm_pool *pool, void *item);
+FM_API void fm_pool_retain(fm_pool *pool, void *item);
 /// Drops a reference; at zero runs the dtor and frees the item, returning
 /// true. Errors as fm_pool_retain (returns false, nothing freed).
-bool fm_pool_release(fm_pool *pool, void *item);
+FM_API bool fm_pool_release(fm_pool *pool, void *item);
 /// The item's count; 0 with FM_ERR_REFCOUNT / FM_ERR_FOREIGN_POINTER if not live.
-uint32_t fm_pool_refcount(const fm_pool *pool, const void *item);
+FM_API uint32_t fm_pool_refcount(const fm_pool *pool, const void *item);
 
 /// FM_SYNC_NONE: the calling thread becomes the owner (see Threads); a no-op
 /// under other policies or in release builds.
-void fm_pool_set_owner_thread(fm_pool *pool);
+FM_API void fm_pool_set_owner_thread(fm_pool *pool);
 /// FM_SYNC_NONE, called by the owner: the pool has no owner until a thread
 /// next uses it. FM_ERR_WRONG_THREAD (debug builds) from a non-owner.
-void fm_pool_release_owner_thread(fm_pool *pool);
+FM_API void fm_pool_release_owner_thread(fm_pool *pool);
 /// FM_SYNC_THREAD_CACHE: returns the calling thread's cached free slots to the
 /// pool (so trim can release their chunks). Other policies: nothing to do.
-void fm_pool_flush_thread_cache(fm_pool *pool);
+FM_API void fm_pool_flush_thread_cache(fm_pool *pool);
 
 /// Checks every invariant (counts, free stacks, live bits) in O(capacity):
 /// FM_OK, or the first problem found, reported.
-fm_error fm_pool_check(const fm_pool *pool);
+FM_API fm_error fm_pool_check(const fm_pool *pool);
 
-/* FM_POOL_DESC(particle, .initial_capacity = 4096): size, align and name from T. */
-#define FM_POOL_DESC(T, ...)                                                    \
-    (fm_pool_desc) {                                                            \
-        .type_name = #T, .item_size = sizeof(T), .item_align = alignof(T), __VA_ARGS__ \
-    }
+/* FM_POOL_DESC(particle, .initial_capacity = 4096): size, align and name from
+ * T, and any other fields (or none) as FM_DESC (base.h) takes them, in C and
+ * C++. C: fm_pool_create(&FM_POOL_DESC(...)); C++: fm_pool_create(FM_POOL_DESC(...)). */
+#define FM_POOL_DESC(...) FM__EXPAND(FM__POOL_DESC(__VA_ARGS__, ))
+#ifdef __cplusplus
+#define FM__POOL_DESC(T, ...)                                                                 \
+    ([&]() -> fm_pool_desc {                                                                  \
+        fm_pool_desc fm__d{};                                                                 \
+        fm__d.type_name = #T;                                                                 \
+        fm__d.item_size = sizeof(T);                                                          \
+        fm__d.item_align = FM_ALIGNOF(T);                                                     \
+        FM__SET(fm__d, __VA_ARGS__)                                                           \
+        return fm__d;                                                                         \
+    }())
+#else
+#define FM__POOL_DESC(T, ...)                                                                 \
+    ((fm_pool_desc){                                                                          \
+        .type_name = #T, .item_size = sizeof(T), .item_align = FM_ALIGNOF(T), __VA_ARGS__})
+#endif
+
+/* The caller's file and line, as the _at functions take them. */
+#define FM_SITE __FILE__, __LINE__
 
 /* FM_POOL_DECLARE_TYPED(particle, particle_pool) declares particle_pool_alloc,
- * particle_pool_free, particle_pool_new and particle_pool_delete, typed. */
+ * particle_pool_free, particle_pool_new and particle_pool_delete, typed, and
+ * particle_pool_alloc_at and particle_pool_new_at, which take the site.
+ *
+ * Sites: a macro cannot define macros, so the typed alloc and new are
+ * functions, and in a site-tracking build (FM_TRACK_SITES) they record their
+ * own line: the FM_POOL_DECLARE_TYPED line. For the caller's file:line, name
+ * them through macros over the _at functions, once per type, after it:
+ *
+ *     FM_POOL_DECLARE_TYPED(particle, particle_pool)
+ *     #define particle_pool_alloc(pool) particle_pool_alloc_at((pool), FM_SITE)
+ *     #define particle_pool_new(pool) particle_pool_new_at((pool), FM_SITE)
+ *
+ * ((particle_pool_alloc)(pool) still calls the function.) */
 #define FM_POOL_DECLARE_TYPED(T, prefix)                                        \
+    FM__MAYBE_UNUSED static inline T *prefix##_alloc_at(fm_pool *pool, const char *file, \
+                                                       int line) {              \
+        return (T *)fm__pool_alloc_site(pool, file, line);                      \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_new_at(fm_pool *pool, const char *file, \
+                                                     int line) {                \
+        return (T *)fm__pool_new_site(pool, file, line);                        \
+    }                                                                           \
     FM__MAYBE_UNUSED static inline T *prefix##_alloc(fm_pool *pool) {           \
         return (T *)fm_pool_alloc(pool);                                        \
     }                                                                           \
@@ -248,7 +299,35 @@ fm_error fm_pool_check(const fm_pool *pool);
         fm_pool_delete(pool, item);                                             \
     }
 
+/* FM_POOL_DECLARE_HANDLE(particle, particle_pool, particle_ref), with
+ * FM_HANDLE_TYPE(particle_ref) before it, declares
+ *     particle_ref particle_pool_handle(const fm_pool *, const particle *);
+ *     particle *particle_pool_resolve(const fm_pool *, particle_ref);
+ * so a handle of another kind (or a bare fm_handle) does not compile where a
+ * particle_ref is wanted. Same answers and errors as fm_pool_handle and
+ * fm_pool_resolve. */
+#define FM_POOL_DECLARE_HANDLE(T, prefix, handle_type)                          \
+    FM__MAYBE_UNUSED static inline handle_type prefix##_handle(const fm_pool *pool, \
+                                                               const T *item) { \
+        handle_type ref;                                                        \
+        ref.h = fm_pool_handle(pool, item);                                     \
+        return ref;                                                             \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_resolve(const fm_pool *pool,     \
+                                                      handle_type ref) {        \
+        return (T *)fm_pool_resolve(pool, ref.h);                               \
+    }
+
 #ifdef __cplusplus
+}
+/* C++: the desc by reference, so that FM_POOL_DESC(...) passes as it is (C++
+ * has no compound literal to take the address of); C++ linkage also when a
+ * caller includes this header inside extern "C". */
+extern "C++" {
+inline fm_pool *fm_pool_create(const fm_pool_desc &desc) { return fm_pool_create(&desc); }
+inline fm_error fm_pool_desc_check(const fm_pool_desc &desc, char *msg, size_t msg_len) {
+    return fm_pool_desc_check(&desc, msg, msg_len);
+}
 }
 #endif
 

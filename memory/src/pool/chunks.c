@@ -256,6 +256,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
     if (p->use_os) fm__os_release(c->base, p->chunk_bytes);
     else fm_allocator_free(&p->desc.allocator, c->base, p->chunk_bytes);
+    fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
     p->bytes_reserved -= p->chunk_bytes;
     p->capacity -= c->limit - c->retired;
     p->retired -= c->retired;
@@ -427,13 +428,19 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         return false;
     }
     fm__growth_plan g = {.k = (uint32_t)k64};
+    /* The chunks' bytes are charged to the tag before they are taken. */
+    uint64_t charged = k64 * p->chunk_bytes;
+    if (!fm__tag_charge(p->desc.tag, charged, "pool", p->name)) return false;
     if (!fm__plan_gather(p, &g)) {
         fm__plan_release(p, &g);
+        fm__tag_refund(p->desc.tag, charged);
         fm__report(FM_ERR_OUT_OF_MEMORY,
                    "pool '%s': backing allocator refused growth by %u chunk(s) of %zu bytes",
                    p->name, g.k, p->chunk_bytes);
         return false;
     }
+
+    fm__tag_charged(p->desc.tag, charged, true, "pool", p->name);
 
     /* Install: nothing below can fail. */
     if (g.recs) {
@@ -512,9 +519,12 @@ static uint64_t fm__policy_slots(const fm_pool *p) {
         add = (uint64_t)((double)held * ((double)p->desc.grow_factor - 1.0) + 0.999);
         if (add < p->hot.per_chunk) add = p->hot.per_chunk;
     }
-    /* Near the chunk limit a growth takes what is left (none left: one
-     * chunk, which fm__grow refuses and reports). */
-    uint64_t room = (uint64_t)(p->max_chunks - p->chunk_count) * p->hot.per_chunk;
+    /* Near the chunk limit, or its tag's hard limit, a growth takes what is
+     * left (none left: one chunk, which fm__grow refuses and reports). */
+    uint64_t room = (uint64_t)(p->max_chunks - p->chunk_count);
+    uint64_t budget = fm__tag_room(p->desc.tag) / p->chunk_bytes;
+    if (budget < room) room = budget;
+    room *= p->hot.per_chunk;
     return add <= room || room == 0 ? add : room;
 }
 

@@ -143,6 +143,13 @@ static uint64_t fm__user_live(const fm_pool *p) {
     return allocs > frees ? allocs - frees : 0;
 }
 
+/* For the tag's stats (tag.h): as fm_pool_get_stats counts live items, but
+ * an FM_SYNC_NONE pool is read without its owner check, from whichever
+ * thread asks (tag.h says when the figure is exact). */
+uint64_t fm__pool_live_bytes(fm_pool *pool) {
+    return fm__user_live(pool) * pool->item_size;
+}
+
 /* ====================================================== alloc and free */
 
 void *fm__pool_alloc_slow(fm_pool *pool) {
@@ -344,7 +351,11 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->sync = desc->sync;
     p->hot.sync = (uint32_t)desc->sync;
     p->id = (FM__ATOMIC_FETCH_ADD(&fm__pool_ids, 1, RELAXED) + 1);
-    p->hot.tc_id = p->sync == FM_SYNC_THREAD_CACHE ? p->id : UINT64_MAX;
+    /* Where every call must reach the annotations (fm__calls_annotated),
+     * the inline paths find nothing to take: no magazine (tc_id) and, below,
+     * no current chunk in hot. */
+    bool annotated = fm__calls_annotated();
+    p->hot.tc_id = p->sync == FM_SYNC_THREAD_CACHE && !annotated ? p->id : UINT64_MAX;
 #ifdef FM__THREAD_CHECKS
     p->owner = fm__self();
 #endif
@@ -354,9 +365,10 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->hot.cur_top = 0;
     /* The core works on hot (NONE) or on the shadow; hot's current chunk
      * stays empty (cur_next_slot NULL, cur_top 0, cur_bump 0) for every other
-     * policy. */
+     * policy, and for NONE where every call must reach the annotations
+     * (fm__calls_annotated). */
     p->shadow = p->hot;
-    p->cs = p->sync == FM_SYNC_NONE ? &p->hot : &p->shadow;
+    p->cs = p->sync == FM_SYNC_NONE && !annotated ? &p->hot : &p->shadow;
     p->cur_idx = FM__NONE;
     p->lf.head = FM__NONE;
     for (uint32_t k = 0; k < FM__DM_SLOTS; k++) p->dm_base[k] = 1;
@@ -374,6 +386,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     uint64_t seed = ((uint64_t)(uintptr_t)p ^ fm_clock_now()) * 0x9E3779B97F4A7C15ull;
     p->hot.salt = (uint32_t)(seed >> 33);
     FM__VG_CREATE_POOL(p);
+    fm__tag_attach(p->desc.tag, &p->tag_link, FM__TAG_POOL, p);
 
     if (!fm__grow(p, p->desc.initial_capacity, false)) {
         /* The growth reported the failure; destroy of an empty pool reports
@@ -381,6 +394,34 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
         fm_pool_destroy(p);
         return NULL;
     }
+    return p;
+}
+
+/* One FM_WARN_NO_SITES per process (an atomic flag): a caller's build
+ * settings do not change between its calls. */
+static uint32_t fm__warned_sites;
+
+fm_pool *fm__pool_create_from(const fm_pool_desc *desc, bool caller_sites) {
+    fm_pool *p = fm_pool_create(desc);
+#ifdef FM_TRACK_SITES
+    if (p && !caller_sites && !FM__ATOMIC_EXCHANGE(&fm__warned_sites, 1, RELAXED))
+        fm__report(FM_WARN_NO_SITES,
+                   "pool '%s': allocation sites cannot be recorded for its creator: this "
+                   "framemem keeps them (built with FM_TRACK_SITES, as Debug builds are), but the "
+                   "calling code was compiled without FM_TRACK_SITES, so its allocations pass no "
+                   "file:line and leak reports will say \"site not recorded\" (compile it with "
+                   "-DFM_TRACK_SITES: CMake's framemem::framemem and pkg-config --cflags framemem "
+                   "pass it); said once",
+                   p->name);
+#else
+    if (p && caller_sites && !FM__ATOMIC_EXCHANGE(&fm__warned_sites, 1, RELAXED))
+        fm__report(FM_WARN_NO_SITES,
+                   "pool '%s': allocation sites cannot be recorded: the calling code passes them "
+                   "(compiled with FM_TRACK_SITES), but this framemem was built without it, so "
+                   "leak reports list none (build framemem in Debug or with -DFM_TRACK_SITES=ON); "
+                   "said once",
+                   p->name);
+#endif
     return p;
 }
 
@@ -426,9 +467,14 @@ static void fm__report_leaks(fm_pool *p, uint64_t live) {
         }
     }
     for (uint32_t j = 0; j < n_sites && n > 0 && (size_t)n < sizeof msg; j++) {
-        n += snprintf(msg + n, sizeof msg - (size_t)n, "%s %llu from %s:%d", j ? "," : ":",
-                      (unsigned long long)sites[j].count,
-                      sites[j].file ? sites[j].file : "(unknown site)", sites[j].line);
+        if (sites[j].file)
+            n += snprintf(msg + n, sizeof msg - (size_t)n, "%s %llu from %s:%d", j ? "," : ":",
+                          (unsigned long long)sites[j].count, sites[j].file, sites[j].line);
+        else /* fm__pool_create_from said why, at create */
+            n += snprintf(msg + n, sizeof msg - (size_t)n,
+                          "%s %llu whose site was not recorded (allocated by code compiled "
+                          "without FM_TRACK_SITES)",
+                          j ? "," : ":", (unsigned long long)sites[j].count);
     }
     if (other && n > 0 && (size_t)n < sizeof msg)
         snprintf(msg + n, sizeof msg - (size_t)n, ", %llu from other sites",
@@ -441,6 +487,8 @@ static void fm__report_leaks(fm_pool *p, uint64_t live) {
 void fm_pool_destroy(fm_pool *pool) {
     if (!pool) return;
     fm_pool *p = pool;
+    /* First, so that the tag's stats never read a pool being destroyed. */
+    fm__tag_detach(p->desc.tag, &p->tag_link);
     /* Every thread's entry goes (the slots it holds go with the chunks). */
     if (fm__cached_policy(p)) fm__tc_free_entries(p);
     uint64_t live = fm__user_live(p);

@@ -34,6 +34,7 @@
 #include "internal.h"
 #include "platform/os.h"
 #include "platform/thread.h"
+#include "tag_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,7 @@ struct fm_pool {
 
     /* ---- geometry and policy */
     fm_pool_desc desc; /* resolved; desc.name points at name[] below */
+    fm__tag_link tag_link; /* in desc.tag's list of objects */
     uint32_t item_size;
     uint32_t item_align;
     uint32_t chunk_shift;

@@ -56,7 +56,7 @@ typedef struct fm__tc_thread {
 } fm__tc_thread;
 
 #ifdef FM__TC_INLINE
-__thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
+__thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL; /* (detail/pool.h) */
 #else
 /* Where no inline path reads it (detail/pool.h), the library's own. */
 static FM__THREAD_LOCAL fm__tc_slot fm__tc_cur_tls;

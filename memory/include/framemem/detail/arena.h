@@ -39,10 +39,10 @@ typedef struct fm__frame_arena_hot {
     fm_arena *current;
 } fm__frame_arena_hot;
 
-void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align);
+FM_API void *fm__arena_alloc_slow(fm_arena *arena, size_t size, size_t align);
 /* Debug builds: true while a LOCKFREE allocation is under way (another
  * thread inside fm_arena_alloc); always false in release builds. */
-bool fm__arena_busy(const fm_arena *arena);
+FM_API bool fm__arena_busy(const fm_arena *arena);
 
 #ifdef FM__GNU
 /* top and total_allocs are two plain stores (arena.c says why not one). */

@@ -12,14 +12,14 @@
 #define FM_CLOCK_IS_NS 1 /* no counter framemem reads: ticks are nanoseconds */
 #endif
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && defined(__GNUC__)
 static inline uint64_t fm__clock_now_inline(void) {
     uint32_t lo, hi;
     __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
     return ((uint64_t)hi << 32) | lo;
 }
 #define fm_clock_now() fm__clock_now_inline()
-#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#elif defined(__aarch64__) && defined(__GNUC__)
 static inline uint64_t fm__clock_now_inline(void) {
     uint64_t v;
     __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));

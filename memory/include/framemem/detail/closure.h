@@ -53,10 +53,10 @@ typedef struct fm__closure_pool_hot {
 
 /* Report (unless the arguments were fine: the pool or arena has reported
  * already), count the refusal, NULL. */
-fm_closure *fm__closure_refuse(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
-                               size_t capture_size, bool copy_required);
-fm_closure *fm__closure_refuse_frame(fm_closure_fn fn, const void *capture, size_t capture_size,
-                                     bool copy_required);
+FM_API fm_closure *fm__closure_refuse(fm_closure_pool *cp, fm_closure_fn fn, const void *capture,
+                                      size_t capture_size, bool copy_required);
+FM_API fm_closure *fm__closure_refuse_frame(fm_closure_fn fn, const void *capture,
+                                            size_t capture_size, bool copy_required);
 
 /* The class whose capture (16 << cls) holds size bytes. */
 static inline uint32_t fm__closure_class(size_t size) {

@@ -132,22 +132,31 @@ struct fm__tc_entry {
 /* The calling thread's entry used last and its pool's id ({0, NULL} when
  * there is none). The id is tested before the entry is touched: an entry
  * freed by its pool's destroy is never read again, as no call on that pool
- * may follow and ids are never reused. initial-exec: %fs-relative loads,
- * also if the library is built as a shared object (which then needs static
- * TLS space, as glibc's own variables do). Windows: gcc's MinGW targets
- * have only emulated TLS (a call per access, a malloc per thread), so
- * THREAD_CACHE's alloc and free are not inlined there and fm__tc_cur stays
- * inside the library (platform/thread.h). */
+ * may follow and ids are never reused. initial-exec: %fs-relative loads.
+ * A shared framemem (FM_DLL) leaves the model to the compiler: executables
+ * still load it %fs-relative (their default for a library's variable), and
+ * with no initial-exec access of its own the library can also be loaded by
+ * dlopen (glibc's static TLS reserve, about 1.6 KiB, cannot hold the
+ * library's 4.6 KiB of thread-locals). Windows: gcc's MinGW targets have
+ * only emulated TLS (a call per access, a malloc per thread) and no
+ * thread-local variable crosses a DLL's boundary, so THREAD_CACHE's alloc
+ * and free are not inlined there and fm__tc_cur stays inside the library
+ * (platform/thread.h). */
 #if !defined(_WIN32)
 #define FM__TC_INLINE 1
-extern __thread fm__tc_slot fm__tc_cur __attribute__((tls_model("initial-exec")));
+#if defined(FM_DLL)
+#define FM__TC_TLS_MODEL
+#else
+#define FM__TC_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+extern FM_API __thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL;
 #endif
 
-void *fm__pool_alloc_slow(fm_pool *pool);
+FM_API void *fm__pool_alloc_slow(fm_pool *pool);
 /* cold: a NONE free outside the current chunk calls it, and the inline free
  * stays laid out for the common case (gcc otherwise keeps a register copy of
  * the counter it decrements in the alloc). */
-__attribute__((cold)) void fm__pool_free_slow(fm_pool *pool, void *item);
+FM_API __attribute__((cold)) void fm__pool_free_slow(fm_pool *pool, void *item);
 
 /* ------------------------------------------------- shared by the library */
 
@@ -424,9 +433,21 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
 #define FM__POOL_FREE(pool, item) (fm_pool_free)((pool), (item))
 #endif
 
+/* fm_pool_create as the caller's code calls it: with whether the caller
+ * passes allocation sites, so that a library that records them can say
+ * when a caller does not (FM_WARN_NO_SITES, pool.h), and one that does not
+ * record them can say so to a caller that passes them. */
+FM_API fm_pool *fm__pool_create_from(const fm_pool_desc *desc, bool caller_sites);
+
 /* The caller's calls: site-recording or inline. The library's own sources
- * call the functions (and the inline paths by their fm__ names). */
+ * call the functions (and the inline paths by their fm__ names). Variadic
+ * where an argument may be a compound literal, whose commas would split it. */
 #if !defined(FM__BUILDING_LIBRARY)
+#if defined(FM_TRACK_SITES)
+#define fm_pool_create(...) fm__pool_create_from((__VA_ARGS__), true)
+#else
+#define fm_pool_create(...) fm__pool_create_from((__VA_ARGS__), false)
+#endif
 #if defined(FM_TRACK_SITES)
 #define fm_pool_alloc(pool) fm_pool_alloc_at((pool), __FILE__, __LINE__)
 #define fm_pool_alloc_n(pool, out, n) fm_pool_alloc_n_at((pool), (out), (n), __FILE__, __LINE__)
@@ -438,7 +459,35 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
 #endif
 #endif
 
+/* The typed wrappers' _at functions (pool.h): the site reaches the library
+ * where this caller tracks sites; elsewhere the call is the plain one, inline
+ * where that is, so a site macro costs nothing in optimised builds. */
+static inline void *fm__pool_alloc_site(fm_pool *pool, const char *file, int line) {
+#if defined(FM_TRACK_SITES)
+    return fm_pool_alloc_at(pool, file, line);
+#else
+    (void)file;
+    (void)line;
+    return fm_pool_alloc(pool);
+#endif
+}
+static inline void *fm__pool_new_site(fm_pool *pool, const char *file, int line) {
+#if defined(FM_TRACK_SITES)
+    return fm_pool_new_at(pool, file, line);
+#else
+    (void)file;
+    (void)line;
+    return fm_pool_new(pool);
+#endif
+}
+
 #ifdef __cplusplus
+}
+/* C++ passes FM_POOL_DESC(...) by reference (pool.h): so may the macro. */
+extern "C++" {
+inline fm_pool *fm__pool_create_from(const fm_pool_desc &desc, bool caller_sites) {
+    return fm__pool_create_from(&desc, caller_sites);
+}
 }
 #endif
 
