@@ -29,7 +29,7 @@ if(TARGET framemem_engine)
       set_target_properties(test_headers_cxx${std} PROPERTIES
         CXX_STANDARD ${std} CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
     endforeach()
-  else()
+  elseif(NOT CMAKE_CROSSCOMPILING)
     message(WARNING "no C++ compiler: the C++ header tests (headers_cxx17, headers_cxx20) "
                     "are not built; tools/dev installs g++")
   endif()
