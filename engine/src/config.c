@@ -78,6 +78,7 @@ fm_pool_desc eng__pool_desc(const eng_pool_config *c) {
         .growth = c->growth,
         .grow_step = c->grow_step,
         .grow_factor = c->grow_factor,
+        .chunk_bytes = (size_t)c->chunk_bytes,
         .prefault = c->prefault,
     };
 }
@@ -317,6 +318,20 @@ static void eng__key(eng__parse *ps, const char *key, const char *value) {
                 eng__problem(ps, "[pool.%s] grow_factor = %s out of range (%.9g as a float): %s",
                              sn, value, (double)gf, why);
             else s->grow_factor = gf;
+        } else if (!strcmp(key, "chunk_bytes")) {
+            /* The engine's items are small: a chunk the check takes for a
+             * 1-byte item holds each of them. */
+            char why[128];
+            if (!eng__parse_uint(value, 0, FM_POOL_MAX_CHUNK_BYTES, &v, &range)) {
+                if (range)
+                    eng__problem(ps, "[pool.%s] chunk_bytes = %s out of range (0 .. %zu)", sn,
+                                 value, FM_POOL_MAX_CHUNK_BYTES);
+                else
+                    eng__problem(ps, "[pool.%s] chunk_bytes: bad number '%s' (bytes)", sn, value);
+            } else if (fm_pool_desc_check(&(fm_pool_desc){.item_size = 1, .chunk_bytes = (size_t)v},
+                                        why, sizeof why) != FM_OK)
+                eng__problem(ps, "[pool.%s] chunk_bytes = %s: %s", sn, value, why);
+            else s->chunk_bytes = v;
         } else if (!strcmp(key, "prefault") || !strcmp(key, "grow_ahead")) {
             bool b;
             if (!eng__parse_bool(value, &b))
@@ -326,7 +341,7 @@ static void eng__key(eng__parse *ps, const char *key, const char *value) {
         } else {
             eng__problem(ps,
                          "[pool.%s] unknown key '%s' (initial_capacity, max_capacity, growth, "
-                         "grow_factor, grow_step, prefault, grow_ahead)",
+                         "grow_factor, grow_step, chunk_bytes, prefault, grow_ahead)",
                          sn, key);
         }
         return;
@@ -536,6 +551,8 @@ bool eng_config_write_tuned(const eng_config *cfg, const eng_telemetry *const *r
         /* %.9g: the float itself comes back (1.0000001 must not read as 1). */
         fm_file_printf(w, "grow_factor = %.9g\n", (double)(p->grow_factor > 1.0f ? p->grow_factor : 2.0f));
         fm_file_printf(w, "grow_step = %u\n", p->grow_step);
+        if (p->chunk_bytes) /* 0, the default, is left out */
+            fm_file_printf(w, "chunk_bytes = %llu\n", (unsigned long long)p->chunk_bytes);
         fm_file_printf(w, "prefault = %s\n", p->prefault ? "true" : "false");
         fm_file_printf(w, "grow_ahead = %s\n", p->grow_ahead ? "true" : "false");
     }

@@ -168,11 +168,14 @@ bool fm__calls_annotated(void);
  * the library never calls these). An event's slots retire after
  * 2^gen_bits / 2 subscriptions each (2..32; default 32) and at most
  * slots_max slots ever exist (0: unchanged). A pool holds at most max_chunks
- * chunks (lowered only: the encodable limit, pool.h, stays the ceiling). */
+ * chunks (lowered only: the encodable limit, pool.h, stays the ceiling). A
+ * pool renumbers its generations after `budget` more resets (lowered only;
+ * pool/reset.c). */
 struct fm_event;
 struct fm_pool;
 void fm__event_set_limits(struct fm_event *ev, uint32_t gen_bits, uint32_t slots_max);
 void fm__pool_set_max_chunks(struct fm_pool *pool, uint32_t max_chunks);
+void fm__pool_set_gen_budget(struct fm_pool *pool, uint32_t budget);
 
 /* Debug fill bytes (docs/CONTRIBUTING.md, "Debug aids"): freed pool slots. */
 #define FM__FILL_FREED 0xDF

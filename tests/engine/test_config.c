@@ -54,6 +54,7 @@ static void test_config_valid_file_applies_every_key(void **state) {
                  "growth = linear\n"
                  "grow_factor = 1.5\n"
                  "grow_step = 4096\n"
+                 "chunk_bytes = 8192\n"
                  "prefault = no\n"
                  "grow_ahead = off\n"
                  "[ pool.entities ]\r\n"
@@ -71,6 +72,8 @@ static void test_config_valid_file_applies_every_key(void **state) {
     assert_int_equal(p->growth, FM_GROWTH_LINEAR);
     assert_true(p->grow_factor > 1.49f && p->grow_factor < 1.51f);
     assert_int_equal(p->grow_step, 4096);
+    assert_int_equal(p->chunk_bytes, 8192);
+    assert_int_equal(eng_config_pool(&c, "entities")->chunk_bytes, 0); /* the default */
     assert_false(p->prefault);
     assert_false(p->grow_ahead);
     assert_int_equal(eng_config_pool(&c, "entities")->growth, FM_GROWTH_FIXED);
@@ -247,6 +250,14 @@ static void test_config_accepted_values_always_build_and_rejected_ones_name_thei
         {"pool.particles", "grow_factor", "-2"},
         {"pool.particles", "grow_factor", "inf"},
         {"pool.particles", "grow_factor", "1e300"},
+        {"pool.particles", "chunk_bytes", "0"},
+        {"pool.particles", "chunk_bytes", "2048"},
+        {"pool.particles", "chunk_bytes", "4095"},
+        {"pool.particles", "chunk_bytes", "4096"},
+        {"pool.particles", "chunk_bytes", "6144"},
+        {"pool.particles", "chunk_bytes", "1073741824"},
+        {"pool.particles", "chunk_bytes", "2147483648"},
+        {"pool.particles", "chunk_bytes", "4k"},
         {"pool.particles", "prefault", "yes"},
         {"pool.particles", "prefault", "maybe"},
         {"pool.particles", "grow_ahead", "off"},
@@ -301,7 +312,10 @@ static void test_config_accepted_values_always_build_and_rejected_ones_name_thei
         /* create never fails for the desc: on the system allocator... */
         write_file("cfg_sweep.ini", text);
         char err[512] = "";
-        bool big = i < n_cases && !strcmp(cases[i].key, "initial_capacity") && strlen(cases[i].value) > 6;
+        /* 2^28 items, or 1 GiB chunks: more than the budget below holds */
+        bool big = i < n_cases &&
+                   ((!strcmp(cases[i].key, "initial_capacity") && strlen(cases[i].value) > 6) ||
+                    (!strcmp(cases[i].key, "chunk_bytes") && strlen(cases[i].value) > 9));
         bool huge_reserve = i < n_cases && !strcmp(cases[i].key, "reserve") && strlen(cases[i].value) > 10;
         if (!big && !huge_reserve) {
             eng *e = eng_create(&(eng_desc){.config_path = "cfg_sweep.ini"}, err, sizeof err);
@@ -438,8 +452,9 @@ static void test_config_tuned_round_trip_removes_growth(void **state) {
     assert_int_equal(growth_after(eng_get_telemetry(e), 0), 0);
     eng_destroy(e);
 
-    /* Pools no run has seen keep their value and say so. */
+    /* Pools no run has seen keep their value and say so; a chunk size too. */
     eng_config_defaults(&c);
+    eng_config_pool(&c, "emitters")->chunk_bytes = 4096;
     assert_true(eng_config_write_tuned(&c, NULL, 0, 1.5, "cfg_none.ini", err, sizeof err));
     eng_config c2;
     eng_config_defaults(&c2);

@@ -33,6 +33,8 @@ static void check_config(const eng_config *c) {
         FZ_CHECK((unsigned)p->growth < FM_GROWTH_COUNT);
         FZ_CHECK(p->grow_factor > 1.0f && p->grow_factor <= 64.0f);
         FZ_CHECK(p->grow_step <= (1u << 28));
+        FZ_CHECK(p->chunk_bytes == 0 || (FM_IS_POW2(p->chunk_bytes) && p->chunk_bytes >= 4096 &&
+                                         p->chunk_bytes <= FM_POOL_MAX_CHUNK_BYTES));
     }
     const eng_arena_config *a = &c->arenas[0];
     FZ_CHECK(a->reserve >= (1u << 20) && a->reserve <= ((uint64_t)64 << 30));
@@ -45,7 +47,8 @@ static void check_config(const eng_config *c) {
                                                       .max_capacity = p->max_capacity,
                                                       .growth = p->growth,
                                                       .grow_step = p->grow_step,
-                                                      .grow_factor = p->grow_factor},
+                                                      .grow_factor = p->grow_factor,
+                                                      .chunk_bytes = (size_t)p->chunk_bytes},
                                        NULL, 0),
                     FM_OK);
     }

@@ -2,16 +2,18 @@
  * tests/fuzz/fuzz_pool.c: libFuzzer harness for fm_pool against a reference
  * model.
  *
- * Input: a 7-byte header choosing the pool (item size 1..1024, alignment
+ * Input: an 8-byte header choosing the pool (item size 1..1024, alignment
  * 1..4096 or the default, growth policy, initial and max capacity, grow step
  * or factor, hooks, system or counting allocator, a fault in create, sync
- * NONE or MUTEX), then one operation per opcode byte (modulo 22) with its
- * operands:
+ * NONE or MUTEX, the chunk size: default, 4 KiB .. 256 KiB or refused), then
+ * one operation per opcode byte (modulo 23) with its operands:
  *
- *   alloc / new, bursts of them; free / delete (the dtor may free its own
- *   item: a documented misuse); bad frees and other calls on NULL, stack,
- *   static, freed, interior, nearby and other-pool pointers (each must be
- *   reported with its code and change nothing); reserve; trim; owns;
+ *   alloc / new, bursts of them; free / delete / fm_free (by address; the
+ *   dtor may free its own item: a documented misuse); bad frees (fm_free
+ *   too) and other calls on NULL, stack, static, freed, interior, nearby and
+ *   other-pool pointers (each must be reported with its code and change
+ *   nothing); reset (everything freed at once, dtors run, handles stale; or
+ *   from inside foreach, refused each time); reserve; trim; owns;
  *   handle / resolve (stale handles resolve NULL, live ones to their item);
  *   retain / release / refcount; foreach (counting, or freeing as it walks);
  *   a request for a full sweep; arming the allocator's faults; alloc_n, a
@@ -104,7 +106,7 @@ typedef struct model {
     size_t sample_at;      /* where the rotating sample goes on */
 
     /* what the pool's counters and hooks must say */
-    uint64_t allocs, frees, failed, misuse, peak, trims, trimmed;
+    uint64_t allocs, frees, failed, misuse, peak, trims, trimmed, resets;
     uint64_t ctors, dtors;
     uint64_t reports;
 
@@ -305,10 +307,10 @@ static void ctor_hook(void *item, void *user) {
 static void dtor_hook(void *item, void *user) {
     model *m = user;
     m->dtor_calls++;
-    if (m->destroying) {
+    if (m->destroying) { /* destroy's or reset's walk over every live item */
         size_t i = find_live(m, item);
-        if (i == SIZE_MAX) FZ_FAIL("destroy ran the dtor on %p, not a live item", item);
-        if (g_visited[i]++) FZ_FAIL("destroy ran the dtor on %p twice", item);
+        if (i == SIZE_MAX) FZ_FAIL("destroy or reset ran the dtor on %p, not a live item", item);
+        if (g_visited[i]++) FZ_FAIL("destroy or reset ran the dtor on %p twice", item);
         return;
     }
     if (item != m->dtor_expect) FZ_FAIL("dtor ran on %p, expected %p", item, m->dtor_expect);
@@ -333,6 +335,7 @@ static fm_pool_stats check_counters(const model *m) {
     FZ_CHECK_EQ(m->dtor_calls, m->dtors);
     FZ_CHECK_EQ(s.trim_events, m->trims);
     FZ_CHECK_EQ(s.bytes_trimmed, m->trimmed);
+    FZ_CHECK_EQ(s.resets, m->resets);
     FZ_CHECK_EQ(s.item_size, m->item_size);
     FZ_CHECK_EQ(s.item_align, m->align);
     FZ_CHECK_EQ(s.stride, m->stride);
@@ -561,8 +564,12 @@ static void free_one(model *m, size_t i, uint8_t how) {
     remove_live(m, i);
     fm_clear_error();
     how %= 4;
-    if (how < 2) {
+    if (how == 0) {
         fm_pool_free(m->pool, p);
+        FZ_CHECK_ERR(FM_OK);
+    } else if (how == 1) { /* by address: fm_pool_of finds the pool */
+        FZ_CHECK(fm_pool_of(p) == m->pool);
+        fm_free(p);
         FZ_CHECK_ERR(FM_OK);
     } else {
         bool self_free = how == 3 && m->hooks;
@@ -585,11 +592,11 @@ static void free_one(model *m, size_t i, uint8_t how) {
 }
 
 /* sel: bit 7 a burst of 1 + (sel & 31), bit 6 delete, bit 5 its dtor frees
- * the item; then a u16 index per item. */
+ * the item (without bit 6: fm_free); then a u16 index per item. */
 static void op_free(model *m, fz_input *in) {
     uint8_t sel = fz_u8(in);
     int n = sel & 0x80 ? 1 + (sel & 0x1F) : 1;
-    uint8_t how = sel & 0x40 ? (sel & 0x20 ? 3 : 2) : 0;
+    uint8_t how = sel & 0x40 ? (sel & 0x20 ? 3 : 2) : (sel & 0x20 ? 1 : 0);
     for (int k = 0; k < n; k++) {
         uint32_t i = fz_below(in, (uint32_t)m->count);
         if (m->count) free_one(m, i, how);
@@ -598,7 +605,16 @@ static void op_free(model *m, fz_input *in) {
 
 /* ============================================================ bad pointers */
 
-enum { CALL_FREE, CALL_DELETE, CALL_HANDLE, CALL_RETAIN, CALL_RELEASE, CALL_REFCOUNT, CALL_COUNT };
+enum {
+    CALL_FREE,
+    CALL_DELETE,
+    CALL_HANDLE,
+    CALL_RETAIN,
+    CALL_RELEASE,
+    CALL_REFCOUNT,
+    CALL_FM_FREE, /* fm_free: the pool found by address, or no pool */
+    CALL_COUNT
+};
 
 /* Calls `call` on bad, a pointer that free would reject with `code` (FM_OK:
  * any of the three codes a nearby address can get), and checks it was
@@ -608,8 +624,18 @@ static void expect_rejected(model *m, void *bad, int call, fm_error code) {
     size_t backing = g_alloc.live_bytes;
     fm_clear_error();
     bool null_ok = false; /* free and delete of NULL are quiet no-ops */
+    bool unowned = false; /* fm_free of a pointer in no pool's chunk */
     switch (call) {
     case CALL_FREE: fm_pool_free(m->pool, bad); null_ok = true; break;
+    case CALL_FM_FREE: {
+        fm_pool *owner = fm_pool_of(bad);
+        /* In another pool's chunk it would be that pool's free. */
+        if (owner == m->pool || owner == NULL) fm_free(bad);
+        else fm_pool_free(m->pool, bad);
+        unowned = owner == NULL && bad != NULL;
+        null_ok = true;
+        break;
+    }
     case CALL_DELETE: fm_pool_delete(m->pool, bad); null_ok = true; break;
     case CALL_HANDLE: FZ_CHECK(fm_handle_is_null(fm_pool_handle(m->pool, bad))); break;
     case CALL_RETAIN: fm_pool_retain(m->pool, bad); break;
@@ -619,11 +645,17 @@ static void expect_rejected(model *m, void *bad, int call, fm_error code) {
     fm_error got = fm_last_error();
     if (bad == NULL && null_ok) {
         FZ_CHECK_ERR(FM_OK);
+    } else if (unowned) {
+        /* Reported by fm_free itself: no pool counts it. */
+        FZ_CHECK_ERR(FM_ERR_FOREIGN_POINTER);
+        if (code == FM_ERR_DOUBLE_FREE || code == FM_ERR_INTERIOR_POINTER)
+            FZ_FAIL("fm_free found no pool for %p, an address in the pool's chunk", bad);
+        m->reports++;
     } else {
         /* A freed slot is "not a live item" to handle, "dead" to counts. */
-        fm_error dead = call == CALL_HANDLE                       ? FM_ERR_FOREIGN_POINTER
-                        : call >= CALL_RETAIN                      ? FM_ERR_REFCOUNT
-                                                                   : FM_ERR_DOUBLE_FREE;
+        fm_error dead = call == CALL_HANDLE                                ? FM_ERR_FOREIGN_POINTER
+                        : call >= CALL_RETAIN && call <= CALL_REFCOUNT ? FM_ERR_REFCOUNT
+                                                                       : FM_ERR_DOUBLE_FREE;
         if (code == FM_OK) {
             if (got != FM_ERR_FOREIGN_POINTER && got != FM_ERR_INTERIOR_POINTER && got != dead)
                 FZ_FAIL("call %d on nearby %p: %s", call, bad, fm_error_name(got));
@@ -1066,6 +1098,58 @@ static void op_foreach(model *m, fz_input *in) {
     doomed_gone(m);
 }
 
+/* ================================================================= reset */
+
+static void reset_from_walk(void *item, void *user) {
+    model *m = user;
+    (void)item;
+    fm_clear_error();
+    fm_pool_reset(m->pool);
+    FZ_CHECK_ERR(FM_ERR_INVALID_ARG);
+    m->misuse++;
+    m->reports++;
+}
+
+/* sel bit 0: a reset from inside fm_pool_foreach, refused at every visit,
+ * nothing freed. Otherwise every live item goes at once (its dtor run): the
+ * chunks stay, the counters count the frees, every tracked handle is stale,
+ * and each item is poisoned and dead to free (the freed ring holds some). */
+static void op_reset(model *m, fz_input *in) {
+    uint8_t sel = fz_u8(in);
+    fm_pool_stats before = stats_of(m->pool);
+    size_t backing = g_alloc.live_bytes;
+    if (sel & 1) {
+        fm_pool_foreach(m->pool, reset_from_walk, m);
+        m->work += (uint32_t)(m->count + 3) / 4;
+        check_unchanged(m, &before, backing);
+        return;
+    }
+    memset(g_visited, 0, m->count);
+    m->destroying = true;
+    fm_clear_error();
+    fm_pool_reset(m->pool);
+    m->destroying = false;
+    FZ_CHECK_ERR(FM_OK);
+    m->work += (uint32_t)(m->count + 3) / 4;
+    fm_pool_stats after = stats_of(m->pool);
+    FZ_CHECK_EQ(after.live, 0);
+    FZ_CHECK_EQ(after.total_frees, before.total_frees + m->count);
+    FZ_CHECK_EQ(after.chunk_count, before.chunk_count);
+    FZ_CHECK_EQ(after.bytes_reserved, before.bytes_reserved);
+    FZ_CHECK(after.capacity <= before.capacity); /* only slots out of generations retire */
+    FZ_CHECK_EQ(g_alloc.live_bytes, backing);
+    if (m->hooks) {
+        for (size_t i = 0; i < m->count; i++)
+            if (!g_visited[i]) FZ_FAIL("reset ran no dtor on live item %p", (void *)m->live[i].ptr);
+        m->dtors += m->count;
+    }
+    m->resets++;
+    m->capacity = after.capacity;
+    memset(g_doomed, 1, m->count); /* all out of the model first: see doomed_gone */
+    doomed_gone(m);
+    check_handles(m);
+}
+
 /* ================================================================= create */
 
 /* The header's pool, or false when the desc is one create must reject (then
@@ -1074,6 +1158,7 @@ static bool create_pool(model *m, fz_input *in) {
     uint8_t b0 = fz_u8(in);
     uint16_t size_sel = fz_u16(in);
     uint8_t init_sel = fz_u8(in), max_sel = fz_u8(in), grow_sel = fz_u8(in), flags = fz_u8(in);
+    uint8_t chunk_sel = fz_u8(in);
 
     fm_pool_desc d = {.name = "fuzz"};
     bool valid = true;
@@ -1102,6 +1187,16 @@ static bool create_pool(model *m, fz_input *in) {
     d.initial_capacity = init_sel & 0x80 ? (init_sel & 0x7Fu) * 64u : init_sel;
     d.max_capacity = max_sel & 0x80 ? 0 : max_sel;
     if (d.max_capacity && d.initial_capacity > d.max_capacity) valid = false;
+    /* chunk_sel bits 0-2, k > 0: chunks of 4096 << (k - 1) bytes (8192 at
+     * least for items aligned to 4096, so one item and its metadata fit);
+     * bit 3: a chunk_bytes the check refuses (2048 with bit 4, else 3000). */
+    if (chunk_sel & 8) {
+        d.chunk_bytes = chunk_sel & 0x10 ? 2048 : 3000;
+        valid = false;
+    } else if (chunk_sel & 7) {
+        d.chunk_bytes = (size_t)4096 << ((chunk_sel & 7) - 1);
+        if (d.item_align == 4096 && d.chunk_bytes < 8192) d.chunk_bytes = 8192;
+    }
     m->hooks = b0 & 0x40;
     if (m->hooks) {
         d.ctor = ctor_hook;
@@ -1209,7 +1304,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         while (m->work < WORK_BUDGET && fz_more(&in)) {
             uint8_t code = fz_u8(&in);
             m->work++;
-            switch (code % 22) {
+            switch (code % 23) {
             case 0: case 1: case 2: op_alloc(m, &in); break;
             case 3: case 4: op_free(m, &in); break;
             case 5: case 6: op_bad_pointer(m, &in); break;
@@ -1231,6 +1326,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             case 18: free_all = !free_all; break;
             case 20: op_alloc_n(m, &in); break;
             case 21: op_free_n(m, &in); break;
+            case 22: op_reset(m, &in); break;
             default: { /* a run of mixed allocs and frees, to move through chunks */
                 uint8_t sel = fz_u8(&in);
                 for (int k = 0; k < 16; k++) {

@@ -45,15 +45,16 @@ GEOMETRIC, LINEAR, FIXED, GEOMETRIC_FACTOR = 0, 1, 2, 3
 
 def pool_header(growth=GEOMETRIC, align_shift=13, hooks=False, system=False,
                 item_size=24, initial=0, max_cap=0x80, grow=0, silent=False,
-                prefault=False, other=False, create_fail=0, mutex=False):
+                prefault=False, other=False, create_fail=0, mutex=False, chunk=0):
     """align_shift 0..12: 1 << shift; 13: default; 15: invalid.
     item_size 1..1024 (0 and FM_POOL_MAX_ITEM_SIZE + 1 via 0xFFFF / 0xFFFE).
-    initial: 0 default, 1..127, or 0x80 | k for k * 64. max_cap: 0x80 unbounded."""
+    initial: 0 default, 1..127, or 0x80 | k for k * 64. max_cap: 0x80 unbounded.
+    chunk: 0 default, k 1..7 for 4096 << (k - 1) bytes, 8 a refused size."""
     b0 = growth | (align_shift << 2) | (0x40 if hooks else 0) | (0x80 if system else 0)
     size_sel = {0: 0xFFFF, -1: 0xFFFE}.get(item_size, item_size - 1)
     flags = (1 if silent else 0) | (6 if prefault else 0) | (8 if other else 0) | (create_fail << 4)
     flags |= 0x80 if mutex else 0
-    return [b0] + list(u16(size_sel)) + [initial, max_cap, grow, flags]
+    return [b0] + list(u16(size_sel)) + [initial, max_cap, grow, flags, chunk]
 
 
 class Pool:
@@ -67,8 +68,8 @@ class Pool:
             self.b += [0, 0x80 | (0x40 if new else 0) | (n - 1)]
         return self
 
-    def free(self, *idx, delete=False, self_free=False):
-        sel = (0x40 if delete else 0) | (0x20 if self_free else 0)
+    def free(self, *idx, delete=False, self_free=False, by_address=False):
+        sel = (0x40 if delete else 0) | (0x20 if self_free or by_address else 0)
         if len(idx) > 1:
             sel |= 0x80 | (len(idx) - 1)
         self.b += [3, sel] + [b for i in idx for b in u16(i)]
@@ -76,7 +77,7 @@ class Pool:
 
     # kinds: 0 NULL, 1 stack, 2 static, 3 freed, 4 interior, 5 nearby,
     # 6 other pool, 7 far; calls: 0 free, 1 delete, 2 handle, 3 retain,
-    # 4 release, 5 refcount
+    # 4 release, 5 refcount, 6 fm_free
     def bad(self, kind, call, which=0, off=0, flags=0):
         self.b += [5, kind, call] + list(u16(which)) + list(u16(off)) + [flags]
         return self
@@ -142,6 +143,10 @@ class Pool:
 
     def churn(self, bits):
         self.b += [19, bits]
+        return self
+
+    def reset(self, inside_foreach=False):  # every item at once; or refused in a walk
+        self.b += [22, 1 if inside_foreach else 0]
         return self
 
     def alloc_n(self, n):  # 1..64 by fm_pool_alloc_n; 0: into out == NULL
@@ -256,6 +261,22 @@ pool_seeds = {
         .retain(1).release(1).bad(4, 0, 0, 5).bad(3, 0).foreach(free_some=True).churn(0xA5)
         .alloc_n(30).free_n([LIVE, bad(INTERIOR_NEXT), LIVE, bad(AGAIN, 0), LIVE] * 4, order=2)
         .resolve().trim().check().b,
+    # fm_pool_reset: live items, handles and freed ones across chunks, then
+    # frees of the dead items (double frees), the chunks filled again.
+    "reset-handles": Pool(item_size=48, other=True).alloc(64).alloc(64).alloc(64).handle(0)
+        .handle(100).free(5, 6, 7).reset().resolve().bad(3, 0).bad(3, 6).alloc(64).alloc(64)
+        .handle(3).reset().resolve().churn(0x5A).check().b,
+    "reset-hooks-mutex": Pool(mutex=True, hooks=True, item_size=40).alloc(30, new=True)
+        .retain(2).reset(inside_foreach=True).reset().alloc(40).free(1, 2, 3, by_address=True)
+        .reset().check().b,
+    # 4 KiB chunks: many of them, freed by address, bad pointers through
+    # fm_free, a reset and a trim.
+    "small-chunks-fm-free": Pool(item_size=72, chunk=1, other=True).alloc(64).alloc(64)
+        .free(*range(0, 40, 3), by_address=True).bad(1, 6).bad(2, 6).bad(4, 6, 0, 5).bad(6, 6)
+        .bad(7, 6, flags=2).bad(5, 6, 3, 9, 1).reset().trim().alloc(30).check().b,
+    "chunk-4096-aligned": Pool(item_size=1000, align_shift=12, chunk=1).alloc(20).reset()
+        .alloc(20).check().b,
+    "invalid-chunk": Pool(chunk=8).b,
 }
 
 # ------------------------------------------------------------------ arena

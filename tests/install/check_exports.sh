@@ -2,8 +2,8 @@
 # tests/install/check_exports.sh SOURCE_DIR LIBDIR: the shared libraries in
 # LIBDIR (libframemem.so, libframemem_file.so) export every function that
 # framemem's headers declare out of line, whatever compiler a caller uses
-# (fm_clock_now and the inline paths' fm__*_slow included), the one variable
-# they declare (fm__tc_cur), and nothing else. The declarations come from
+# (fm_clock_now and the inline paths' fm__*_slow included), the variables
+# they declare (fm__tc_cur, fm__pool_map), and nothing else. The declarations come from
 # the compiler (gcc -aux-info lists each function a translation unit
 # declares, with its header), the exports from nm -D.
 set -euo pipefail
@@ -18,9 +18,10 @@ gcc -std=c11 -DNDEBUG -I"$src/memory/include" -aux-info "$tmp/all.aux" -c "$tmp/
 # "/* .../framemem/pool.h:145:NC */ extern fm_pool *fm_pool_create (const fm_pool_desc *);"
 sed -n 's|^/\* [^ ]*/framemem/[^ ]*:[0-9]*:NC \*/ extern .*[ *]\([A-Za-z_0-9]*\) (.*|\1|p' \
     "$tmp/all.aux" | sort -u >"$tmp/functions"
-# Variables: the extern declarations without a parameter list.
+# Variables: the extern declarations without a parameter list (an array's
+# bounds dropped).
 gcc -std=c11 -DNDEBUG -I"$src/memory/include" -E -P "$tmp/all.c" | grep '^extern ' |
-    sed 's/ *__attribute__.*//; s/ *;.*//; s/.*[ *]//' | sort -u >"$tmp/variables"
+    sed 's/ *__attribute__.*//; s/ *;.*//; s/\[.*//; s/.*[ *]//' | sort -u >"$tmp/variables"
 sort -u "$tmp/functions" "$tmp/variables" >"$tmp/declared"
 [ "$(wc -l <"$tmp/functions")" -ge 100 ] ||
     { echo "check_exports.sh: only $(wc -l <"$tmp/functions") declarations found" >&2; exit 1; }

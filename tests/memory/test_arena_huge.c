@@ -104,18 +104,6 @@ typedef struct vma_info {
 
 static bool vma_of(const void *p, vma_info *out);
 
-/* A kernel feature a check needs is missing: fine under an emulator, which
- * is said; a failure on a native run, where the kernel has it. */
-static bool feature_missing(const char *what, const char *why) {
-    const char *emulator = getenv("FM_TEST_EMULATOR");
-    if (!emulator || !emulator[0]) {
-        print_error("%s: %s (a native run must have it)\n", what, why);
-        fail();
-    }
-    print_message("[ did not apply ] %s: %s (under %s)\n", what, why, emulator);
-    return true;
-}
-
 /* Whether smaps shows the kernel's view of THP advice: a probe mapping
  * advised with MADV_HUGEPAGE must carry the "hg" VmFlag. Where the advice
  * itself is refused (a kernel without THP) there is no advice to see and
@@ -130,7 +118,7 @@ static bool kernel_sees_advice(void) {
     bool advised = madvise(m, len, MADV_HUGEPAGE) == 0;
     bool seen = !advised || (vma_of(m, &v) && v.advised);
     munmap(m, len);
-    known = seen || !feature_missing("the kernel's view of huge-page advice",
+    known = seen || !fm_test_feature_missing("the kernel's view of huge-page advice",
                                      "madvise(MADV_HUGEPAGE) succeeded but /proc/self/smaps "
                                      "shows no 'hg' VmFlag for the range");
     return known;
@@ -458,7 +446,7 @@ static void test_arena_huge_pages_fall_back_to_an_ordinary_arena(void **state) {
     if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) {
         int e = errno;
         assert_int_equal(e, EINVAL); /* the only failure an emulator explains */
-        feature_missing("disabling THP for the process",
+        fm_test_feature_missing("disabling THP for the process",
                         "prctl(PR_SET_THP_DISABLE) fails with EINVAL");
         skip();
     }

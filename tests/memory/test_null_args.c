@@ -76,6 +76,12 @@ static bool untouched(const void *p, size_t n) {
       return fm_pool_new_at(NULL, __FILE__, __LINE__) == NULL;)                 \
     X(fm_pool_reserve, FM_ERR_INVALID_ARG, return !fm_pool_reserve(NULL, 100);)  \
     X(fm_pool_trim, FM_ERR_INVALID_ARG, return fm_pool_trim(NULL) == 0;)         \
+    X(fm_pool_reset, FM_ERR_INVALID_ARG, fm_pool_reset(NULL);                     \
+      return fm_pool_owns(g.pool, g.item);)                                     \
+    /* NULL is a pointer in no pool: the answer NULL, nothing reported */       \
+    X(fm_pool_of, FM_OK, return (fm_pool_of)(NULL) == NULL;)                     \
+    /* as free(NULL): a no-op */                                                \
+    X(fm_free, FM_OK, (fm_free)(NULL); return fm_pool_owns(g.pool, g.item);)    \
     X(fm_pool_owns, FM_ERR_INVALID_ARG, return !fm_pool_owns(NULL, g.item);)     \
     X(fm_pool_foreach, FM_ERR_INVALID_ARG, fm_pool_foreach(NULL, count_call, NULL); \
       return g.calls == 0;)                                                     \
@@ -187,7 +193,7 @@ static const char *const memory_no_object[] = {
     "fm_last_error_message", "fm_set_error_handler", "fm_report_error", "fm_sync_name",
     "fm_growth_name", "fm_align_up",      "fm_is_aligned",     "fm_handle_is_null",
     "fm_handle_equal", "fm_clock_now",    "fm_clock_init",     "fm_clock_to_ns",
-    "fm_clock_ticks_per_sec", "fm_clock_source",
+    "fm_clock_ticks_per_sec", "fm_clock_source", "fm_pool_map_bytes",
     /* file.h: paths, buffers and out-structs, no object */
     "fm_file_begin", "fm_file_write_whole", "fm_file_read", "fm_file_skip_bom",
     "fm_file_check_input", "fm_file_check_outputs", "fm_file_stdout_ok",

@@ -176,9 +176,10 @@ static void test_pool_alloc_n_spans_chunks_and_growth_like_single_allocs_under_e
     void **state) {
     fm_test_env *env = *state;
     for (size_t pi = 0; pi < N_POLICIES; pi++) {
-        fm_pool_desc d = {.name = "batch", .item_size = 48, .sync = policies[pi]};
+        /* Names of one length: the pool's own bytes (its name included) match. */
+        fm_pool_desc d = {.name = "batched", .item_size = 48, .sync = policies[pi]};
         fm_pool *batch = create_counted(env, d);
-        d.name = "single";
+        d.name = "singles";
         fm_pool *single = create_counted(env, d);
         fm_pool_stats start = stats_of(batch);
         size_t n = (size_t)start.items_per_chunk * 3 + 7;

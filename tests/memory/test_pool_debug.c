@@ -3,8 +3,9 @@
  * annotations. A use-after-free runs in a child process (fork) so the
  * sanitizer's report can be checked without ending the suite.
  *
- * Run as `test_pool_debug uaf` it performs one use-after-free and exits 0:
- * CTest runs that under valgrind and expects memcheck to flag it. */
+ * Run as `test_pool_debug uaf` (or `reset_uaf`: a read of an item
+ * fm_pool_reset freed) it performs one use-after-free and exits 0: CTest
+ * runs that under valgrind and expects memcheck to flag it. */
 #include "fm_test.h"
 
 #include "framemem/pool.h"
@@ -33,6 +34,16 @@ static void use_after_free(void) {
     volatile unsigned char *item = fm_pool_alloc(p);
     item[10] = 1;
     fm_pool_free(p, (void *)item);
+    unsigned char v = item[10];
+    fprintf(stderr, "read %u\n", v);
+}
+
+/* Reads a byte of an item fm_pool_reset freed. */
+static void use_after_reset(void) {
+    fm_pool *p = make_pool();
+    volatile unsigned char *item = fm_pool_alloc(p);
+    item[10] = 1;
+    fm_pool_reset(p);
     unsigned char v = item[10];
     fprintf(stderr, "read %u\n", v);
 }
@@ -75,6 +86,40 @@ static void test_pool_freed_slot_is_reported_or_filled(void **state) {
     memset(item, 0x11, 64);
     fm_pool_free(p, item);
     for (int i = 4; i < 64; i++) assert_int_equal(item[i], 0x11);
+    fm_pool_destroy(p);
+#endif
+}
+
+/* A reset frees its items for the tools too: ASan's poison, Valgrind's
+ * mempool (emptied, the slots no-access), the debug fill. */
+static void test_pool_item_freed_by_reset_is_reported_or_filled(void **state) {
+    (void)state;
+#if defined(FM_TEST_ASAN)
+    child_result r = run_child(use_after_reset);
+    assert_false(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+    assert_non_null(strstr(r.output, "use-after-poison"));
+#elif !defined(NDEBUG)
+    if (fm_test_under_valgrind()) {
+        child_result r = run_child(use_after_reset);
+        assert_true(fm_test_child_caught(&r));
+        return;
+    }
+    fm_pool *p = make_pool();
+    unsigned char *item = fm_pool_alloc(p);
+    memset(item, 0x11, 64);
+    fm_pool_reset(p);
+    for (int i = 0; i < 64; i++) assert_int_equal(item[i], 0xDF);
+    /* Handed out again, it is an item like any other. */
+    unsigned char *again = fm_pool_alloc(p);
+    memset(again, 0x22, 64);
+    fm_pool_free(p, again);
+    fm_pool_destroy(p);
+#else
+    fm_pool *p = make_pool();
+    unsigned char *item = fm_pool_alloc(p);
+    memset(item, 0x11, 64);
+    fm_pool_reset(p);
+    assert_false(fm_pool_owns(p, item));
     fm_pool_destroy(p);
 #endif
 }
@@ -161,8 +206,13 @@ int main(int argc, char **argv) {
         use_after_free();
         return 0;
     }
+    if (argc > 1 && strcmp(argv[1], "reset_uaf") == 0) {
+        use_after_reset();
+        return 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_freed_slot_is_reported_or_filled),
+        cmocka_unit_test(test_pool_item_freed_by_reset_is_reported_or_filled),
         cmocka_unit_test(test_pool_never_used_slots_are_poisoned_under_asan),
         cmocka_unit_test(test_pool_reused_slot_is_usable_after_poisoning),
         cmocka_unit_test(test_pool_freed_12_byte_item_is_poisoned_at_every_offset),

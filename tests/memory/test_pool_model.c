@@ -1,5 +1,7 @@
 /* tests/memory/test_pool_model.c: randomized operations on fm_pool checked
  * against a reference model (live pointers and the byte pattern each holds).
+ * Frees go through fm_pool_free, fm_pool_delete or fm_free (the owner found
+ * by address); now and then fm_pool_reset frees everything at once.
  *
  * Fixed seeds (xorshift64*), so a failure replays exactly. Every operation is
  * checked against the model as it happens; every CHECK_EVERY operations the
@@ -82,7 +84,7 @@ typedef struct model {
     size_t recent_count;
 
     /* what the pool's counters must say */
-    uint64_t allocs, frees, failed, misuse, peak, trims, trimmed;
+    uint64_t allocs, frees, failed, misuse, peak, trims, trimmed, resets;
     uint64_t ctors, dtors;
     int reports; /* error handler calls expected */
     uint32_t target; /* live count the current phase heads for */
@@ -358,11 +360,14 @@ static void op_free(model *m, int op) {
         return;
     }
     if (m->count == 0) return;
-    bool use_delete = rng_below(&m->r, 4) == 0;
+    uint32_t how = rng_below(&m->r, 4);
     void *item = model_take(m, rng_below(&m->r, (uint32_t)m->count), op);
-    if (use_delete) {
+    if (how == 0) {
         fm_pool_delete(m->pool, item);
         m->dtors++;
+    } else if (how == 1) {
+        MODEL_CHECK(m, op, fm_pool_of(item) == m->pool);
+        fm_free(item);
     } else {
         fm_pool_free(m->pool, item);
     }
@@ -376,8 +381,11 @@ static void expect_rejected(model *m, int op, void *bad, fm_error code) {
     uint64_t dtors = m->hooks.dtors;
     int reports = m->env->errors.count;
     fm_clear_error();
-    if (rng_below(&m->r, 2)) {
+    uint32_t how = rng_below(&m->r, 3);
+    if (how == 0) {
         fm_pool_delete(m->pool, bad);
+    } else if (how == 1 && fm_pool_of(bad) == m->pool) {
+        fm_free(bad); /* the same report, found by address */
     } else {
         fm_pool_free(m->pool, bad);
     }
@@ -440,6 +448,33 @@ static void op_trim(model *m, int op) {
         m->trimmed += released;
         m->recent_count = 0; /* their chunks may be gone */
     }
+}
+
+/* Everything freed at once, dtors run; the chunks stay. A few of the items
+ * go to the recent list: freeing one now is a double free. */
+static void op_reset(model *m, int op) {
+    fm_pool_stats before = stats_of(m->pool);
+    int reports = m->env->errors.count;
+    size_t n = m->count;
+    void **dead = m->count ? malloc(m->count * sizeof *dead) : NULL;
+    for (size_t i = 0; i < n; i++) dead[i] = model_take(m, m->count - 1, op);
+    fm_pool_reset(m->pool);
+    fm_pool_stats after = stats_of(m->pool);
+    MODEL_CHECK(m, op, m->env->errors.count == reports);
+    MODEL_CHECK(m, op, after.live == 0);
+    MODEL_CHECK(m, op, after.total_frees == before.total_frees + n);
+    MODEL_CHECK(m, op, after.capacity <= before.capacity); /* only retired slots go */
+    MODEL_CHECK(m, op, after.chunk_count == before.chunk_count);
+    MODEL_CHECK(m, op, after.bytes_reserved == before.bytes_reserved);
+    MODEL_CHECK(m, op, after.resets == before.resets + 1);
+    m->frees += n;
+    m->dtors += n;
+    m->resets++;
+    for (size_t i = 0; i < n; i++) {
+        if (i < 64) MODEL_CHECK(m, op, !fm_pool_owns(m->pool, dead[i]));
+        if (i < RECENT_FREED) recent_push(m, dead[i]);
+    }
+    free(dead);
 }
 
 static void op_reserve(model *m, int op) {
@@ -531,6 +566,7 @@ static void full_check(model *m, int op) {
     MODEL_CHECK(m, op, s.peak_live == m->peak);
     MODEL_CHECK(m, op, s.trim_events == m->trims);
     MODEL_CHECK(m, op, s.bytes_trimmed == m->trimmed);
+    MODEL_CHECK(m, op, s.resets == m->resets);
     MODEL_CHECK(m, op, s.capacity >= s.live);
     MODEL_CHECK(m, op, s.bytes_overhead == s.bytes_reserved - s.capacity * s.item_size);
     MODEL_CHECK(m, op, s.grow_ns_total >= s.grow_ns_max);
@@ -632,7 +668,7 @@ static void run_model(fm_test_env *env, const model_config *cfg) {
             m.rising = true;
             m.target = cfg->max_target / 2 + rng_below(&m.r, cfg->max_target / 2 + 1);
         }
-        uint32_t roll = rng_below(&m.r, 100);
+        uint32_t roll = rng_below(&m.r, 101);
         uint32_t alloc_share = m.rising ? 75 : 15;
         uint64_t c0 = tag_committed(&m); /* a rise above the soft limit is warned */
         if (roll < alloc_share) {
@@ -649,8 +685,12 @@ static void run_model(fm_test_env *env, const model_config *cfg) {
             op_reserve(&m, op);
         } else if (roll < 99) {
             op_owns(&m, op);
-        } else {
+        } else if (roll == 99) {
             op_foreach(&m, op);
+        } else if (!m.rising && rng_below(&m.r, 4) == 0) {
+            /* A level ends while the live count falls: a rise still gets to
+             * its target (growth, a tag's limits). */
+            op_reset(&m, op);
         }
         if (crossed(&m, c0, tag_committed(&m))) {
             m.crossings++;
@@ -661,13 +701,14 @@ static void run_model(fm_test_env *env, const model_config *cfg) {
     full_check(&m, cfg->ops);
     fm_pool_stats end = stats_of(m.pool);
     print_message("[%s] %d ops: %llu allocs, %llu frees, %llu full, %llu misuse, "
-                  "%llu trims, peak %llu, %llu grow events, %llu budget refusals, "
+                  "%llu trims, %llu resets, peak %llu, %llu grow events, %llu budget refusals, "
                   "%llu soft crossings\n",
                   cfg->name, cfg->ops, (unsigned long long)m.allocs,
                   (unsigned long long)m.frees, (unsigned long long)m.failed,
                   (unsigned long long)m.misuse, (unsigned long long)m.trims,
-                  (unsigned long long)m.peak, (unsigned long long)end.grow_events,
-                  (unsigned long long)m.budget_refusals, (unsigned long long)m.crossings);
+                  (unsigned long long)m.resets, (unsigned long long)m.peak,
+                  (unsigned long long)end.grow_events, (unsigned long long)m.budget_refusals,
+                  (unsigned long long)m.crossings);
     if (m.tag) {
         /* The budget was met, and crossed more than once (trims brought it down). */
         MODEL_CHECK(&m, cfg->ops, m.budget_refusals > 0);

@@ -26,7 +26,9 @@ endif()
 # The thread suites carry the label "threads" (tools/dev repeats them in the
 # cross configurations). Windows runs each twice: with CreateThread threads
 # and with the C runtime's (_beginthreadex), see tests/support/fm_test_thread.h.
-set(fm_thread_suites arena_threads closure_threads pool_threads pool_backing)
+# pool_reset and pool_of (tests/CMakeLists.txt) have thread cases too: a
+# reset while threads hold cached slots, lookups while threads churn pools.
+set(fm_thread_suites arena_threads closure_threads pool_threads pool_backing pool_reset pool_of)
 foreach(suite ${fm_thread_suites})
   set_tests_properties(memory_${suite} PROPERTIES LABELS threads)
   if(WIN32)

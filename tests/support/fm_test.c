@@ -26,7 +26,9 @@
 #include <fcntl.h>
 #include <io.h>
 #include <process.h>
+#include <psapi.h>
 #else
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #endif
@@ -308,6 +310,63 @@ bool fm_test_under_valgrind(void) {
 #else
     return false;
 #endif
+}
+
+uint64_t fm_test_minor_faults(void) {
+#ifdef _WIN32
+    /* Every page fault, soft ones included: what a first touch takes. */
+    PROCESS_MEMORY_COUNTERS pmc;
+    if (!K32GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof pmc)) return 0;
+    return (uint64_t)pmc.PageFaultCount;
+#else
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (uint64_t)ru.ru_minflt;
+#endif
+}
+
+bool fm_test_feature_missing(const char *what, const char *why) {
+    const char *emulator = getenv("FM_TEST_EMULATOR");
+    if (!emulator || !emulator[0]) {
+        print_error("%s: %s (a native run must have it)\n", what, why);
+        fail();
+    }
+    print_message("[ did not apply ] %s: %s (under %s)\n", what, why, emulator);
+    return true;
+}
+
+bool fm_test_page_faults_counted(const char *what) {
+    /* A fresh mapping of PAGES pages, each touched once: a counter that
+     * sees first touches rises by at least PAGES. */
+    enum { PAGES = 64 };
+    static int known = -1;
+    static uint64_t seen;
+    if (known < 0) {
+        size_t bytes = (size_t)PAGES * 65536; /* whatever the page size */
+#ifdef _WIN32
+        uint8_t *p = VirtualAlloc(NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+        if (!p) fail_msg("VirtualAlloc of the page-fault probe failed");
+#else
+        uint8_t *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) fail_msg("mmap of the page-fault probe failed");
+#endif
+        uint64_t before = fm_test_minor_faults();
+        for (size_t i = 0; i < PAGES; i++) ((volatile uint8_t *)p)[i * 65536] = 1;
+        seen = fm_test_minor_faults() - before;
+#ifdef _WIN32
+        VirtualFree(p, 0, MEM_RELEASE);
+#else
+        munmap(p, bytes);
+#endif
+        known = seen >= PAGES;
+    }
+    if (known) return true;
+    char why[160];
+    snprintf(why, sizeof why,
+             "the process's page-fault count rose by %llu while %d fresh pages were touched",
+             (unsigned long long)seen, PAGES);
+    fm_test_feature_missing(what, why);
+    return false;
 }
 
 #ifndef _WIN32

@@ -39,6 +39,18 @@ void fm_test_allocator_assert_clean(const fm_test_allocator *a);
 
 /// true when the test runs under Valgrind (the Debug build's memcheck run).
 bool fm_test_under_valgrind(void);
+/// Minor page faults of this process so far (getrusage; Windows: every page
+/// fault, from GetProcessMemoryInfo): a page touched for the first time.
+uint64_t fm_test_minor_faults(void);
+/// Whether fm_test_minor_faults sees this process's first touches of fresh
+/// pages one by one (probed once, on a fresh mapping). Where it does not,
+/// fm_test_feature_missing says so for what, and the result is false.
+bool fm_test_page_faults_counted(const char *what);
+/// A kernel feature a check needs is missing: under an emulator
+/// (FM_TEST_EMULATOR, set by cross builds) prints "[ did not apply ] WHAT:
+/// why (under EMULATOR)" and returns true; on a native run, where the
+/// feature must be there, cmocka-fails.
+bool fm_test_feature_missing(const char *what, const char *why);
 /// Tells Valgrind that the test reads [p, p + n) on purpose (released memory
 /// whose fill pattern it checks); nothing without Valgrind.
 void fm_test_allow_read(const void *p, size_t n);

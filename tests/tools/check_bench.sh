@@ -51,6 +51,11 @@ has_row churn "malloc/free | 1024 B | random free, 10,000 live |"
 has_row bulk "fm_pool geometric, default initial |"
 has_row bulk "glibc malloc/free |"
 has_row regrowth "malloc(1024) |"
+has_row sparse "fm_pool; frees by fm_free (base pointer) |"
+has_row sparse "zone: first fit, free-by-tag |"
+has_row sparse "fm_pool_reset |"
+section sparse | grep -q "^- fm_pool_reset of 1000 live items, no dtor, under 5 µs: " ||
+    err "sparse: no verdict line for the reset target"
 
 if [ "$expect_libc" = 1 ]; then
     grep -q '^- malloc in fm-bench: libc\.so' <<<"$out" || err "fm-bench's malloc is not glibc's"

@@ -51,6 +51,7 @@ void bulk_run(const bench_opts *opts);
 void batch_run(const bench_opts *opts);
 void scene_run(const bench_opts *opts);
 void sync_run(const bench_opts *opts);
+void sparse_run(const bench_opts *opts);
 
 /* ----------------------------------------------- keeping work observable */
 

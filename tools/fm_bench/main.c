@@ -48,6 +48,11 @@ static const bench_experiment experiments[] = {
      "16-byte alloc+free pairs under each sync policy (NONE, MUTEX, THREAD_CACHE, LOCKFREE) "
      "vs glibc malloc: 1 thread, 2 threads on their own pools, 2 threads on one shared pool",
      sync_run},
+    {"sparse",
+     "a game's pattern: 9 small pools, 0..10 allocations per frame each, frees by base "
+     "pointer (fm_free), a level reset (fm_pool_reset), vs glibc and a first-fit zone "
+     "with free-by-tag; first allocations of fresh pools; fm_pool_of",
+     sparse_run},
 };
 enum { EXPERIMENTS = sizeof experiments / sizeof experiments[0] };
 

@@ -8,6 +8,7 @@
  *   grow_factor = 2.0          ; (1, 64]
  *   grow_step = 4096           ; items, 0 .. 2^28 (0 = one chunk)
  *   prefault = true            ; true/false/1/0/yes/no/on/off
+ *   chunk_bytes = 4096         ; 0 (the default) or a power of two, 4096 .. 2^30
  *   grow_ahead = true
  *   [arena.frame]
  *   reserve = 268435456        ; bytes, 1 MiB .. 64 GiB (32-bit: 4 GiB - 1)
@@ -58,6 +59,7 @@ typedef struct eng_pool_config {
     fm_growth growth;
     float grow_factor;
     uint32_t grow_step;
+    uint64_t chunk_bytes; /* 0: the pool's default (framemem/pool.h, Memory) */
     bool prefault;
     bool grow_ahead;
 } eng_pool_config;

@@ -55,7 +55,50 @@
  * Stats are exact once threads are quiet; peak_live counts cached slots.
  *
  * Defaults (zero fields): name "pool", item_align FM_DEFAULT_ALIGN (16),
- * initial_capacity one chunk, unbounded, geometric growth by 2.0.
+ * initial_capacity one chunk, unbounded, geometric growth by 2.0, the
+ * default chunk size (below).
+ *
+ * Memory: chunks of desc.chunk_bytes, a power of two from 4 KiB to 1 GiB
+ * that holds at least one item and its 6 bytes of metadata (22 with
+ * FM_TRACK_SITES); 0 picks the smallest power of two from 64 KiB that holds
+ * 32 items (16 from 64 KiB items, 4 from 1 MiB), which get_desc and stats
+ * report. A chunk holds at most 65536 items. Chunks whose size is a multiple
+ * of the page come from the OS (the system allocator), smaller ones from
+ * the C heap. Besides its chunks a pool holds about 3.8 KiB on 64-bit
+ * targets (the pool object, 8 chunk records and a 16-entry chunk table,
+ * growing with the chunk count; stats.bytes_reserved counts them all), so
+ * 24 door thinkers of 80 bytes need a 4 KiB chunk and 3.8 KiB. A pool's
+ * first chunk becomes current at create and, when it is mapped for the pool
+ * and at most 64 KiB, resident (its pages touched), so that the first
+ * allocations of a fresh pool cost what later ones do; bigger chunks are
+ * touched as used, or at growth with desc.prefault. On Windows, where a
+ * reservation starts on a 64 KiB boundary and is released only whole, each
+ * chunk is a reservation of its own: one under 64 KiB commits chunk_bytes
+ * but takes a 64 KiB granule of address space (and a map sub-table of its
+ * own, below), so its neighbours are never another pool's.
+ *
+ * Reset: fm_pool_reset frees every live item at once and keeps the chunks,
+ * for a level's objects. Without a dtor it costs O(chunks), whatever the
+ * number of items (NONE, MUTEX; THREAD_CACHE and LOCKFREE clear 4 bytes of
+ * metadata per slot used); with one, the dtor runs on each live item first.
+ * Every handle made before it goes stale (generations advance; a slot whose
+ * generations run out retires, as at any wrap; once every 65536 resets a
+ * reset renumbers them in O(slots)); frees of the items it freed are double
+ * frees; total_frees counts them and stats.resets the call. Like destroy it
+ * must not overlap another call on the pool from another thread (MUTEX:
+ * any time); THREAD_CACHE and LOCKFREE drop every thread's cached slots,
+ * and threads allocate afresh after it. Refused inside fm_pool_foreach.
+ *
+ * Owners: fm_pool_of(ptr) finds the pool whose chunk holds ptr from a
+ * process-wide map of chunk addresses (two levels over the address's 64 KiB
+ * granule, a third for chunks under 64 KiB), updated at growth and release,
+ * read without a lock and never through ptr: O(1), a few loads; NULL for
+ * memory no pool holds (the map covers addresses below 2^48). fm_free(ptr)
+ * frees into that pool. The map's memory comes from the OS (its first level
+ * is 512 KiB of zero-filled static storage; then 512 KiB of address space
+ * per 4 GiB region that held a chunk, pages touched where entries are, and
+ * 128 bytes per 64 KiB granule that held a chunk under 64 KiB), is never
+ * freed and never allocated on a free path; fm_pool_map_bytes counts it.
  *
  * NULL (base.h): every function but destroy (a no-op) reports a NULL pool as
  * FM_ERR_INVALID_ARG; the inline alloc, free and resolve of optimised builds
@@ -115,9 +158,12 @@ typedef struct fm_pool_desc {
     void *user;                /* passed to ctor and dtor */
     fm_allocator allocator;    /* zero = system (virtual memory where available) */
     fm_tag *tag;               /* memory tag its chunks are charged to (tag.h); NULL: none */
+    size_t chunk_bytes;        /* 0 = default; else a power of two, 4 KiB .. 1 GiB: see Memory */
 } fm_pool_desc;
 
 #define FM_POOL_MAX_ITEM_SIZE ((size_t)1 << 24)
+#define FM_POOL_MIN_CHUNK_BYTES ((size_t)4096)
+#define FM_POOL_MAX_CHUNK_BYTES ((size_t)1 << 30)
 
 /* X(field, description): one list for the struct, CSV writers and tests. */
 #define FM_POOL_STATS_FIELDS(X)                                                  \
@@ -139,6 +185,7 @@ typedef struct fm_pool_desc {
     X(grow_ns_max, "nanoseconds of the slowest growth")                          \
     X(trim_events, "trim calls that released memory")                            \
     X(bytes_trimmed, "bytes given back by trim since create")                    \
+    X(resets, "fm_pool_reset calls (their frees are in total_frees)")            \
     X(bytes_reserved, "bytes taken from the backing allocator, held now")        \
     X(bytes_overhead, "bytes_reserved minus capacity * item_size")
 
@@ -198,6 +245,12 @@ FM_API bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
 /// Returns empty chunks down to initial_capacity; the bytes released. First
 /// THREAD_CACHE flushes the caller's cache, LOCKFREE the shared stack.
 FM_API size_t fm_pool_trim(fm_pool *pool);
+/// Frees every live item at once (the dtor, if any, runs on each first) and
+/// keeps the chunks: capacity unchanged, no page faults when they fill again.
+/// Every handle made before goes stale. O(chunks) without a dtor (see Reset).
+/// Refused (FM_ERR_INVALID_ARG, nothing freed) inside fm_pool_foreach or a
+/// dtor the reset runs.
+FM_API void fm_pool_reset(fm_pool *pool);
 /// true when item is a live item of this pool (no error is reported). O(1).
 FM_API bool fm_pool_owns(const fm_pool *pool, const void *item);
 /// Calls fn on every live item; fn may free it (items allocated meanwhile may
@@ -209,6 +262,19 @@ FM_API void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
 FM_API fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
 /// The pool's name; "(null)" for a NULL pool (reported).
 FM_API const char *fm_pool_name(const fm_pool *pool);
+
+/// The pool holding the chunk ptr points into (any address inside it, the
+/// item dead or alive), or NULL, reported to no one. O(1); reads only the
+/// process-wide chunk map, never the memory at ptr (see Owners).
+FM_API fm_pool *fm_pool_of(const void *ptr);
+/// Frees ptr into the pool fm_pool_of finds, as fm_pool_free would (its
+/// reports: a dead item is a double free, a pointer inside one interior);
+/// NULL is a no-op; a pointer in no pool's chunk is FM_ERR_FOREIGN_POINTER.
+/// Thread rules: the owning pool's.
+FM_API void fm_free(void *ptr);
+/// Bytes the chunk map behind fm_pool_of has taken from the OS so far (its
+/// 512 KiB first level, zero-filled static storage, not included).
+FM_API size_t fm_pool_map_bytes(void);
 
 /// The handle of a live item in O(1); FM_HANDLE_NULL and FM_ERR_FOREIGN_POINTER
 /// for anything else, a freed item too (FM_ERR_INTERIOR_POINTER inside one).

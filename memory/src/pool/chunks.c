@@ -53,9 +53,9 @@ static uint32_t fm__list_pop(fm_pool *p, fm__list *l) {
 /* Slots a parked chunk can still hand out. */
 static uint32_t fm__chunk_room(const fm__chunk *c) { return c->limit - c->live - c->retired; }
 
-static bool fm__chunk_exhausted(const fm__chunk *c) {
-    return c->free_top == 0 && c->bump >= c->limit;
-}
+/* Nothing left to hand out: counted, not read off the bump index, as after a
+ * reset retired slots may lie above it. */
+static bool fm__chunk_exhausted(const fm__chunk *c) { return fm__chunk_room(c) == 0; }
 
 /* Puts a chunk that is not current where its state says it belongs. Partly
  * used chunks queue FIFO: by the time one comes round again it has gathered
@@ -94,6 +94,7 @@ static void fm__park_current(fm_pool *p) {
     p->cs->cur_stack = NULL;
     p->cs->cur_bump = 0;
     p->cs->cur_limit = 0;
+    p->cs->cur_hw = 0;
 }
 
 static void fm__make_current(fm_pool *p, uint32_t idx) {
@@ -114,7 +115,11 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
     p->cs->cur_stack = fm__stack(p, c->base);
     p->cs->cur_bump = c->bump;
     p->cs->cur_limit = c->limit;
-    p->cur_gen_floor = c->gen_floor;
+    /* Every slot handed out has a generation of at least gen_budget (see
+     * pool/reset.c). */
+    p->cs->cur_fresh_word =
+        FM__LIVE | (c->gen_floor > p->gen_budget ? c->gen_floor : p->gen_budget);
+    p->cs->cur_hw = c->hw;
     p->live_other -= c->live;
 }
 
@@ -126,6 +131,13 @@ static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx) {
 
 static uint32_t fm__chunk_bump(const fm_pool *p, uint32_t idx) {
     return idx == p->cur_idx ? (uint32_t)p->cs->cur_bump : p->chunks[idx].bump;
+}
+
+/* Slots [0, returned) of a chunk have been handed out at some time: their
+ * meta words are the chunk's, never the zero of a page not yet touched. */
+static uint32_t fm__chunk_used(const fm_pool *p, uint32_t idx) {
+    uint32_t bump = fm__chunk_bump(p, idx), hw = p->chunks[idx].hw;
+    return bump > hw ? bump : hw;
 }
 
 /* ========================================================== chunk table */
@@ -239,13 +251,14 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     /* Unpublish first: lock-free lookups stop finding the chunk. */
     fm__table_remove(p, idx);
+    fm__map_set((uintptr_t)c->base, p->chunk_bytes, NULL);
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     if (p->dm_base[k] == (uintptr_t)c->base) p->dm_base[k] = 1;
     FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELEASE);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
-    uint32_t bump = fm__chunk_bump(p, idx);
-    for (uint32_t s = 0; s < bump; s++) {
+    uint32_t used = fm__chunk_used(p, idx);
+    for (uint32_t s = 0; s < used; s++) {
         uint32_t m = fm__meta_get((uintptr_t)c->base, s);
         uint32_t gen = m & FM__GEN_MAX;
         if (m == FM__RETIRED) gen = FM__GEN_MAX;
@@ -279,6 +292,7 @@ typedef struct fm__growth_plan {
     uint8_t *chain;  /* allocator: chunks linked through their first bytes */
     uint8_t *links;  /* LOCKFREE: link arrays for new records, chained likewise */
     uint32_t k;
+    bool map_failed; /* the chunk map (pool/map.c) could not take the chunks */
 } fm__growth_plan;
 
 /* Before a user-allocator chunk is installed its first bytes (the meta words
@@ -379,7 +393,10 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
          * few system calls; each chunk is released on its own later. */
         if (g->k > SIZE_MAX / p->chunk_bytes) return false;
         g->block = fm__os_reserve((size_t)g->k * p->chunk_bytes, p->chunk_bytes, true);
-        return g->block != NULL;
+        if (!g->block) return false;
+        g->map_failed = !fm__map_prepare((uintptr_t)g->block, (size_t)g->k * p->chunk_bytes,
+                                         p->chunk_bytes);
+        return !g->map_failed;
     }
     /* The allocator's chunks, or an OS that releases only whole
      * reservations (Windows): one reservation per chunk, so that trim can
@@ -395,6 +412,8 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
         }
         memcpy(base, &pend, sizeof pend);
         g->chain = base;
+        g->map_failed = !fm__map_prepare((uintptr_t)base, p->chunk_bytes, p->chunk_bytes);
+        if (g->map_failed) return false;
     }
     return true;
 }
@@ -434,9 +453,15 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
     if (!fm__plan_gather(p, &g)) {
         fm__plan_release(p, &g);
         fm__tag_refund(p->desc.tag, charged);
-        fm__report(FM_ERR_OUT_OF_MEMORY,
-                   "pool '%s': backing allocator refused growth by %u chunk(s) of %zu bytes",
-                   p->name, g.k, p->chunk_bytes);
+        if (g.map_failed)
+            fm__report(FM_ERR_OUT_OF_MEMORY,
+                       "pool '%s': growth by %u chunk(s) of %zu bytes: the chunk map (fm_pool_of) "
+                       "cannot take them (no memory from the OS, or above the 2^48 it covers)",
+                       p->name, g.k, p->chunk_bytes);
+        else
+            fm__report(FM_ERR_OUT_OF_MEMORY,
+                       "pool '%s': backing allocator refused growth by %u chunk(s) of %zu bytes",
+                       p->name, g.k, p->chunk_bytes);
         return false;
     }
 
@@ -482,6 +507,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
         p->dm_base[k] = (uintptr_t)c->base;
         p->dm_idx[k] = idx;
+        fm__map_set((uintptr_t)c->base, p->chunk_bytes, p);
         c->free_top = 0;
         c->limit = left < p->hot.per_chunk ? (uint32_t)left : p->hot.per_chunk;
         left -= c->limit;
@@ -632,40 +658,63 @@ static uint32_t fm__ctz32(uint32_t v) {
     return n;
 }
 
-/* Picks chunk_bytes (a power of two, >= 64 KiB) so a chunk holds at least a
- * few dozen items, then fits as many slots as the meta words and the free
- * stack leave room for. The smallest chunk that holds 32 slots holds fewer
- * than 65536 (a slot is 4 bytes or more), so 16-bit stack entries suffice. */
-static void fm__geometry(fm_pool *p) {
+/* Where a chunk of cb bytes puts its parts for slots of stride bytes
+ * aligned to item_align: the stack, the sites and the first slot, and how
+ * many slots fit (at most 65536, what 16-bit stack entries can name); 0
+ * when not even one does. */
+static uint32_t fm__layout(size_t cb, uint32_t stride, size_t item_align, fm__chunk_layout *out) {
     const size_t per_slot_head = sizeof(uint32_t) + sizeof(uint16_t);
 #ifdef FM_TRACK_SITES
     const size_t per_slot_meta = per_slot_head + sizeof(fm__site);
 #else
     const size_t per_slot_meta = per_slot_head;
 #endif
-    uint32_t stride = p->hot.stride;
-    size_t slot_align = p->item_align;
+    size_t slot_align = item_align;
 #ifdef FM__ASAN
     if (slot_align < 8) slot_align = 8; /* whole shadow granules: see fm_pool_create */
 #endif
-    uint32_t min_slots = stride >= (1u << 20) ? 4 : stride >= (1u << 16) ? 16 : 32;
-    size_t want = (stride + per_slot_meta) * min_slots + p->item_align;
-    size_t cb = (size_t)64 << 10;
-    while (cb < want) cb <<= 1;
-    uint32_t per = (uint32_t)(cb / (stride + per_slot_meta));
-    for (;;) {
+    size_t fit = cb / (stride + per_slot_meta);
+    uint32_t per = (uint32_t)(fit < 65536 ? fit : 65536);
+    for (; per > 0; per--) {
         size_t stack = (size_t)per * sizeof(uint32_t);
         size_t sites = fm_align_up(stack + (size_t)per * sizeof(uint16_t), sizeof(void *));
         size_t meta_end = sites + (per_slot_meta - per_slot_head) * per;
         size_t off = fm_align_up(meta_end, slot_align);
         if (off + (size_t)per * stride <= cb) {
-            p->stack_off = (uint32_t)stack;
-            p->sites_off = (uint32_t)sites;
-            p->hot.slots_off = (uint32_t)off;
+            out->stack_off = (uint32_t)stack;
+            out->sites_off = (uint32_t)sites;
+            out->slots_off = (uint32_t)off;
             break;
         }
-        per--;
     }
+    return per;
+}
+
+/* chunk_bytes 0 (the default): the smallest power of two from 64 KiB that
+ * holds a few dozen items (32; 16 of 64 KiB or more, 4 of 1 MiB or more).
+ * Such a chunk holds fewer than 65536 slots (a slot is 4 bytes or more).
+ * Then as many slots as the meta words and the free stack leave room for. */
+static size_t fm__default_chunk_bytes(uint32_t stride, size_t item_align) {
+#ifdef FM_TRACK_SITES
+    const size_t per_slot_meta = sizeof(uint32_t) + sizeof(uint16_t) + sizeof(fm__site);
+#else
+    const size_t per_slot_meta = sizeof(uint32_t) + sizeof(uint16_t);
+#endif
+    uint32_t min_slots = stride >= (1u << 20) ? 4 : stride >= (1u << 16) ? 16 : 32;
+    size_t want = (stride + per_slot_meta) * min_slots + item_align;
+    size_t cb = (size_t)64 << 10;
+    while (cb < want) cb <<= 1;
+    return cb;
+}
+
+static void fm__geometry(fm_pool *p) {
+    size_t cb = p->desc.chunk_bytes ? p->desc.chunk_bytes
+                                    : fm__default_chunk_bytes(p->hot.stride, p->item_align);
+    fm__chunk_layout lay = {0};
+    uint32_t per = fm__layout(cb, p->hot.stride, p->item_align, &lay); /* >= 1: desc checked */
+    p->stack_off = lay.stack_off;
+    p->sites_off = lay.sites_off;
+    p->hot.slots_off = lay.slots_off;
     p->hot.per_chunk = per;
     p->chunk_bytes = cb;
     p->chunk_shift = fm__ctz32((uint32_t)(cb >> 1)) + 1;

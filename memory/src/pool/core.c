@@ -51,6 +51,38 @@ FM__COLD static void fm__misuse(fm_pool *p, fm_error err, const void *ptr, const
 
 /* ======================================================= alloc and free */
 
+/* The bump index over slots that a reset found handed out (below cur_hw,
+ * see pool/reset.c): their meta words are left as the reset found them. A
+ * retired slot is passed over; a word still saying live (an item the reset
+ * freed) goes on to the next generation, so no reference count of that item
+ * applies to the new one (a slot with no generation left retires now); a
+ * free slot's word keeps its generation, already above every handle to its
+ * items. The slot becomes live; FM__NONE (bump at the limit) when none is
+ * left. detail/pool.h's inline alloc does the same for every slot but a
+ * retired or spent one. */
+FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
+    fm__pool_hot *h = p->cs;
+    uint32_t found = FM__NONE;
+    while (found == FM__NONE && h->cur_bump < h->cur_limit) {
+        uint32_t idx = (uint32_t)h->cur_bump++;
+        uint32_t m = idx < h->cur_hw ? fm__meta_get(h->cur_base, idx) : h->cur_fresh_word;
+        if (m == FM__RETIRED) continue;
+        if (idx < h->cur_hw && (m & FM__LIVE)) {
+            if ((m & FM__GEN_MAX) == FM__GEN_MAX) {
+                fm__meta_set(h->cur_base, idx, FM__RETIRED);
+                p->chunks[p->cur_idx].retired++;
+                p->retired++;
+                p->capacity--;
+                continue;
+            }
+            m = (m & FM__GEN_MAX) + 1;
+        }
+        fm__meta_set(h->cur_base, idx, FM__LIVE | m);
+        found = idx;
+    }
+    return found;
+}
+
 /* Takes a slot of the current chunk: its free stack first, then never-used
  * slots. NULL when the chunk is exhausted (or there is none). */
 static inline void *fm__alloc_fast(fm_pool *p) {
@@ -68,10 +100,14 @@ static inline void *fm__alloc_fast(fm_pool *p) {
             meta = fm__meta(h->cur_base) + idx;
         }
         FM__ATOMIC_STORE(meta, FM__ATOMIC_LOAD(meta, RELAXED) | FM__LIVE, RELAXED);
-    } else if (FM__LIKELY(h->cur_bump < h->cur_limit)) {
+    } else if (FM__LIKELY(h->cur_bump < h->cur_limit && h->cur_bump >= h->cur_hw)) {
         idx = (uint32_t)h->cur_bump++;
+        fm__meta_set(h->cur_base, idx, h->cur_fresh_word); /* first use */
         slot = h->cur_slots + (size_t)idx * h->stride;
-        fm__meta_set(h->cur_base, idx, FM__LIVE | p->cur_gen_floor); /* first use */
+    } else if (h->cur_bump < h->cur_limit) {
+        idx = fm__bump_reused(p);
+        if (idx == FM__NONE) return NULL;
+        slot = h->cur_slots + (size_t)idx * h->stride;
     } else {
         return NULL;
     }

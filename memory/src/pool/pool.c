@@ -291,6 +291,36 @@ void *fm_pool_new(fm_pool *pool) {
 
 /* ================================================================ create */
 
+/* Bytes from one item to the next: the item (4 bytes at least, so a chunk
+ * of up to 64 KiB keeps under 65536 slots) rounded up to its alignment. */
+static uint32_t fm__stride_of(size_t item_size, size_t item_align) {
+    size_t stride = fm_align_up(item_size > sizeof(uint32_t) ? item_size : sizeof(uint32_t),
+                                item_align);
+#ifdef FM__ASAN
+    /* ASan keeps one shadow byte per 8-byte granule, telling how many of its
+     * first bytes are addressable, so items sharing a granule cannot be
+     * poisoned apart: a freed 12-byte item's bytes 8..11 stayed writable
+     * while the item after it lived. Slots of whole granules, at granule
+     * starts (fm__layout), are poisoned whole. */
+    stride = fm_align_up(stride, 8);
+#endif
+    return (uint32_t)stride;
+}
+
+/* The rule for desc.chunk_bytes (a valid item size and alignment checked
+ * before); NULL when it is kept. */
+static const char *fm__chunk_bytes_problem(const fm_pool_desc *d) {
+    size_t cb = d->chunk_bytes;
+    if (cb == 0) return NULL;
+    if (!FM_IS_POW2(cb) || cb < FM_POOL_MIN_CHUNK_BYTES || cb > FM_POOL_MAX_CHUNK_BYTES)
+        return "chunk_bytes must be 0 or a power of two from 4096 to 2^30";
+    size_t align = fm__def(d->item_align, FM_DEFAULT_ALIGN);
+    fm__chunk_layout lay;
+    if (fm__layout(cb, fm__stride_of(d->item_size, align), align, &lay) == 0)
+        return "chunk_bytes too small to hold one item and its metadata";
+    return NULL;
+}
+
 fm_error fm_pool_desc_check(const fm_pool_desc *d, char *msg, size_t msg_len) {
     if (!d) return fm__desc_verdict("fm_pool_desc_check", NULL, msg, msg_len);
     const char *why = NULL;
@@ -306,7 +336,33 @@ fm_error fm_pool_desc_check(const fm_pool_desc *d, char *msg, size_t msg_len) {
         why = "allocator needs both alloc and free";
     else if (d->max_capacity && d->initial_capacity > d->max_capacity)
         why = "initial_capacity above max_capacity";
+    else why = fm__chunk_bytes_problem(d);
     return fm__desc_verdict(NULL, why, msg, msg_len);
+}
+
+/* Cold small pools: the first allocations of a fresh pool cost what later
+ * ones do. The first chunk becomes current now (no chunk switch in the first
+ * allocation) and, when it is mapped for the pool and at most
+ * FM__PREFAULT_FIRST bytes, its pages are made resident now (no page fault
+ * in the first allocation of each page: a few hundred ns to several us
+ * each, measured by fm-bench's sparse experiment). A bigger first chunk
+ * (a pool sized for many items) keeps its pages untouched until used, or
+ * until desc.prefault has them all touched at growth. */
+static void fm__open_first_chunk(fm_pool *p) {
+    uint32_t idx = p->fresh.head;
+    if (idx == FM__NONE) return;
+    uint8_t *base = p->chunks[idx].base;
+    if (p->use_os && !p->desc.prefault && p->chunk_bytes <= FM__PREFAULT_FIRST) {
+        /* The slots were poisoned at growth: the tools must not see this. */
+        uint8_t *slots0 = base + p->hot.slots_off;
+        size_t slots_bytes = (size_t)p->hot.per_chunk * p->hot.stride;
+        FM__UNPOISON(slots0, slots_bytes);
+        FM__VG_DEFINED(slots0, slots_bytes);
+        fm__os_prefault(base, p->chunk_bytes);
+        FM__POISON(slots0, slots_bytes);
+        FM__VG_NOACCESS(slots0, slots_bytes);
+    }
+    (void)fm__next_chunk(p);
 }
 
 fm_pool *fm_pool_create(const fm_pool_desc *desc) {
@@ -330,24 +386,18 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->bytes_reserved = self_bytes;
     p->item_size = (uint32_t)desc->item_size;
     p->item_align = (uint32_t)p->desc.item_align;
-    /* Slots of 4 bytes or more keep a chunk under 65536 slots (fm__geometry). */
-    size_t min_slot = sizeof(uint32_t);
-    p->hot.stride = (uint32_t)fm_align_up(p->item_size > min_slot ? p->item_size : min_slot,
-                                          p->item_align);
-#ifdef FM__ASAN
-    /* ASan keeps one shadow byte per 8-byte granule, telling how many of its
-     * first bytes are addressable, so items sharing a granule cannot be
-     * poisoned apart: a freed 12-byte item's bytes 8..11 stayed writable
-     * while the item after it lived. Slots of whole granules, at granule
-     * starts (fm__geometry), are poisoned whole. */
-    p->hot.stride = (uint32_t)fm_align_up(p->hot.stride, 8);
-#endif
+    p->hot.stride = fm__stride_of(p->item_size, p->item_align);
     fm__geometry(p);
+    p->desc.chunk_bytes = p->chunk_bytes;
     p->desc.grow_step = fm__def(desc->grow_step, p->hot.per_chunk);
     p->desc.initial_capacity = fm__def(desc->initial_capacity, p->hot.per_chunk);
     if (p->desc.max_capacity && p->desc.initial_capacity > p->desc.max_capacity)
         p->desc.initial_capacity = p->desc.max_capacity;
-    p->use_os = fm__allocator_is_system(&desc->allocator) && fm__os_get_caps()->has_virtual_reserve;
+    /* Chunks smaller than a page come from the C heap: a mapping is released
+     * in whole pages. */
+    const fm__os_caps *caps = fm__os_get_caps();
+    p->use_os = fm__allocator_is_system(&desc->allocator) && caps->has_virtual_reserve &&
+                p->chunk_bytes % caps->page_size == 0;
     p->sync = desc->sync;
     p->hot.sync = (uint32_t)desc->sync;
     p->id = (FM__ATOMIC_FETCH_ADD(&fm__pool_ids, 1, RELAXED) + 1);
@@ -381,10 +431,12 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     fm__list_init(&p->partial);
     fm__list_init(&p->empty);
     fm__list_init(&p->fresh);
-    /* Handles of this pool carry its salt in their generation bits, so those
-     * of another pool, or of an earlier pool at this address, do not match. */
+    /* Handles of this pool carry its random key in their generation bits, so
+     * those of another pool, or of an earlier pool at this address, do not
+     * match. */
     uint64_t seed = ((uint64_t)(uintptr_t)p ^ fm_clock_now()) * 0x9E3779B97F4A7C15ull;
-    p->hot.salt = (uint32_t)(seed >> 33);
+    p->hot.gen_key = (uint32_t)(seed >> 33);
+    p->gen_budget = FM__GEN_BUDGET;
     FM__VG_CREATE_POOL(p);
     fm__tag_attach(p->desc.tag, &p->tag_link, FM__TAG_POOL, p);
 
@@ -394,6 +446,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
         fm_pool_destroy(p);
         return NULL;
     }
+    fm__open_first_chunk(p);
     return p;
 }
 
@@ -532,7 +585,9 @@ static void fm__foreach_core(fm_pool *pool, fm_item_fn fn, void *user) {
         fm__report(FM_ERR_INVALID_ARG, "pool '%s': fm_pool_foreach needs a function", pool->name);
         return;
     }
-    /* Indices, not pointers: fn may allocate, and growth moves the records. */
+    /* Indices, not pointers: fn may allocate, and growth moves the records.
+     * A reset from fn is refused (walking). */
+    pool->walking++;
     uint32_t top = pool->chunk_top;
     for (uint32_t ci = 0; ci < top; ci++) {
         uint32_t state = pool->chunks[ci].state;
@@ -544,6 +599,7 @@ static void fm__foreach_core(fm_pool *pool, fm_item_fn fn, void *user) {
             if (fm__meta_get((uintptr_t)base, s) & FM__LIVE) fn(fm__slot(pool, base, s), user);
         }
     }
+    pool->walking--;
 }
 
 static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
@@ -569,6 +625,7 @@ static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
     out->grow_ns_max = fm_clock_to_ns(p->grow_ticks_max);
     out->trim_events = p->trim_events;
     out->bytes_trimmed = p->bytes_trimmed;
+    out->resets = p->resets;
     out->bytes_reserved = p->bytes_reserved;
     out->bytes_overhead = p->bytes_reserved - p->capacity * p->item_size;
 }

@@ -49,6 +49,12 @@
 #define FM__RETIRED 0u
 /* A chunk-table entry whose chunk was trimmed: probes go on past it. */
 #define FM__TOMB (UINT32_MAX - 1u)
+/* Resets between two renumberings of a pool's generations (pool/reset.c);
+ * every slot's first generation is at least the resets left. */
+#define FM__GEN_BUDGET (1u << 16)
+/* A pool's first chunk up to this size is made resident at create (see
+ * fm__open_first_chunk). */
+#define FM__PREFAULT_FIRST ((size_t)64 << 10)
 
 /* Wrong-thread detection of FM_SYNC_NONE pools: debug and sanitized builds. */
 #if !defined(NDEBUG) || defined(FM__SANITIZED)
@@ -69,6 +75,11 @@ typedef struct fm__site {
     int line;
 } fm__site;
 
+/* Where a chunk's parts begin (see the layout above). */
+typedef struct fm__chunk_layout {
+    uint32_t stack_off, sites_off, slots_off;
+} fm__chunk_layout;
+
 typedef struct fm__list {
     uint32_t head, tail;
 } fm__list;
@@ -78,7 +89,10 @@ enum { FM__DM_SLOTS = 64 };
 typedef struct fm__chunk {
     uint8_t *base;
     uint32_t free_top;  /* free slot indices on the chunk's stack (see fm__stack) */
-    uint32_t bump;      /* slots [0, bump) have been handed out at least once */
+    uint32_t bump;      /* slots [0, bump) have been handed out since the chunk's
+                           memory came, or since the pool's last reset */
+    uint32_t hw;        /* at a reset: slots [0, hw) were handed out before it
+                           (their words are old, see fm__bump_reused); 0 before */
     uint32_t limit;     /* usable slots: items_per_chunk, or fewer at max_capacity */
     uint32_t live;      /* stale while the chunk is current (see fm__park_current) */
     uint32_t retired;
@@ -108,7 +122,6 @@ struct fm_pool {
     uint32_t stack_off; /* a chunk's free stack: per_chunk 16-bit slot indices */
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
-    uint32_t cur_gen_floor;
     /* NONE and MUTEX: chunk bases by chunk number mod FM__DM_SLOTS, written
      * when a chunk gets its memory and cleared when it gives it back, so the
      * lookup of a free outside the current chunk is one load and a compare
@@ -172,6 +185,11 @@ struct fm_pool {
     uint64_t tc_gone_allocs;      /* counters of freed entries and of calls without one */
     uint64_t tc_gone_frees;
 
+    /* ---- resets (see pool/reset.c) */
+    uint32_t gen_budget; /* resets left before the generations are renumbered;
+                            every slot handed out has a generation >= it */
+    uint32_t walking;    /* foreach walks (and dtor walks of reset) under way */
+
     /* ---- counters */
     uint64_t capacity; /* sum of limits of held chunks, minus retired slots */
     uint64_t retired;
@@ -182,6 +200,7 @@ struct fm_pool {
     uint64_t grow_ticks_max;
     uint64_t trim_events;
     uint64_t bytes_trimmed;
+    uint64_t resets;
     size_t bytes_reserved;
     size_t self_bytes;
 
@@ -202,9 +221,11 @@ typedef struct fm__loc {
 /* chunks.c: records, lists, the chunk table, lookups, growth, release, layout */
 static uint32_t fm__chunk_bump(const fm_pool *p, uint32_t idx);
 static bool fm__chunk_exhausted(const fm__chunk *c);
+static uint32_t fm__chunk_used(const fm_pool *p, uint32_t idx);
 static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx);
 static void fm__file_chunk(fm_pool *p, uint32_t idx);
 static void fm__geometry(fm_pool *p);
+static uint32_t fm__layout(size_t cb, uint32_t stride, size_t item_align, fm__chunk_layout *out);
 static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event);
 static size_t fm__links_bytes(const fm_pool *p);
 static void fm__list_init(fm__list *l);
@@ -223,6 +244,10 @@ static fm__site *fm__sites(const fm_pool *p, const uint8_t *base);
 static void fm__table_delete(const fm_allocator *a, uint32_t *table, uint32_t cap);
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base);
 static size_t fm__trim_core(fm_pool *pool);
+
+/* map.c: the process-wide chunk map */
+static bool fm__map_prepare(uintptr_t base, size_t bytes, size_t chunk_bytes);
+static void fm__map_set(uintptr_t base, size_t chunk_bytes, fm_pool *pool);
 
 /* core.c: alloc and free, parking, batches, the depot */
 static size_t fm__alloc_batch(fm_pool *p, void **out, size_t n);
@@ -250,6 +275,7 @@ static void *fm__tc_alloc(fm_pool *p);
 static void fm__tc_free_entries(fm_pool *p);
 static fm__tc_entry *fm__tc_entry_of(fm_pool *p, bool *uncached);
 static void fm__tc_forget_hints(fm_pool *p);
+static void fm__tc_drop_all(fm_pool *p);
 static void fm__tc_free(fm_pool *p, void *item, const char *op);
 
 /* lockfree.c: LOCKFREE */
@@ -346,7 +372,8 @@ static inline uint32_t fm__other_chunk(const fm_pool *p, uintptr_t base) {
 
 /* Finds the chunk and slot of ptr and says what is wrong with it, without
  * reporting: FM_OK (a live item), FOREIGN, INTERIOR or DOUBLE_FREE (a slot
- * that was handed out before and is free now). Never reads foreign memory. */
+ * that was handed out before and is free now, a reset's too). Never reads
+ * foreign memory. */
 static inline fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t a = (uintptr_t)ptr;
     uintptr_t base = a & p->base_mask;
@@ -360,7 +387,10 @@ static inline fm_error fm__locate(const fm_pool *p, const void *ptr, fm__loc *ou
         uint64_t span = (uint64_t)p->hot.per_chunk * p->hot.stride;
         if (off < p->hot.slots_off || off - p->hot.slots_off >= span) return FM_ERR_FOREIGN_POINTER;
         if ((off - p->hot.slots_off) % p->hot.stride != 0) return FM_ERR_INTERIOR_POINTER;
-        return FM_ERR_FOREIGN_POINTER; /* a slot never handed out */
+        /* A slot handed out before the last reset and not since: its item is
+         * dead. Otherwise it was never handed out. */
+        if (slot < fm__chunk_used(p, idx)) return FM_ERR_DOUBLE_FREE;
+        return FM_ERR_FOREIGN_POINTER;
     }
     out->chunk = idx;
     out->slot = (uint32_t)slot;

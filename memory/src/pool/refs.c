@@ -18,7 +18,7 @@ static fm_handle fm__handle_core(const fm_pool *pool, const void *item) {
                    item, "handle");
         return FM_HANDLE_NULL;
     }
-    uint64_t gen = (loc.meta & FM__GEN_MAX) ^ pool->hot.salt;
+    uint64_t gen = ((loc.meta & FM__GEN_MAX) - pool->hot.gen_key) & FM__GEN_MAX;
     uint64_t where = ((uint64_t)loc.chunk + 1) << pool->hot.slot_bits | loc.slot;
     return (fm_handle){gen << 32 | where};
 }

@@ -423,6 +423,31 @@ static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
     fm__tc_free_slow(p, item, op);
 }
 
+/* Reset (THREAD_CACHE and LOCKFREE), lock held, no other call on the pool
+ * under way: the free slots every thread holds (magazines, the inline free's
+ * last slot, the shared stack) are dropped, their chunks starting over, and
+ * every entry's counters are folded into the pool's, where the user's frees
+ * now equal the allocations (see fm__user_counts). Each entry stays with its
+ * thread, empty; hints go too. */
+static void fm__tc_drop_all(fm_pool *p) {
+    if (p->sync == FM_SYNC_LOCKFREE) {
+        uint64_t old = FM__ATOMIC_LOAD(&p->lf.head, ACQUIRE);
+        FM__ATOMIC_STORE(&p->lf.head, ((old >> 32) + 1) << 32 | FM__NONE, RELEASE);
+    }
+    uint64_t allocs = p->tc_gone_allocs;
+    for (fm__tc_entry *e = p->tc_entries; e; e = e->next) {
+        allocs += FM__ATOMIC_LOAD(&e->allocs, RELAXED);
+        FM__ATOMIC_STORE(&e->allocs, 0, RELAXED);
+        FM__ATOMIC_STORE(&e->frees, 0, RELAXED);
+        FM__ATOMIC_STORE(&e->taken, 0, RELAXED);
+        FM__ATOMIC_STORE(&e->count, 0, RELAXED);
+        FM__ATOMIC_STORE(&e->next_slot, NULL, RELAXED);
+        FM__ATOMIC_STORE(&e->hint_slots, FM__TC_NO_HINT, RELAXED);
+    }
+    p->tc_gone_allocs = allocs;
+    p->tc_gone_frees = allocs;
+}
+
 /* Trim, lock held: no entry's hint may outlive the chunks it releases. */
 static void fm__tc_forget_hints(fm_pool *p) {
     for (fm__tc_entry *e = p->tc_entries; e; e = e->next)

@@ -1,7 +1,7 @@
 /* pool/unit.c: the pool as one compile unit.
  *
- * pool/ is split by concern (chunks, core, tcache, lockfree, refs, check,
- * pool), but its hot paths cross those files: the out-of-line alloc and
+ * pool/ is split by concern (map, chunks, core, tcache, lockfree, refs,
+ * check, pool, reset), but its hot paths cross those files: the out-of-line alloc and
  * free, the batches, MUTEX's locked core and THREAD_CACHE's dispatch each
  * call into two or three of them. Compiled as separate objects, every such
  * call would stay a call; included here, into one object (as mimalloc's
@@ -12,6 +12,7 @@
 #define FM__POOL_UNIT 1
 #include "pool/pool_internal.h"
 
+#include "pool/map.c"
 #include "pool/chunks.c"
 #include "pool/core.c"
 #include "pool/tcache.c"
@@ -19,3 +20,4 @@
 #include "pool/refs.c"
 #include "pool/check.c"
 #include "pool/pool.c"
+#include "pool/reset.c"

@@ -9,13 +9,15 @@
  * Optimised builds of the caller (FM__INLINE, see detail/base.h, without
  * FM_TRACK_SITES) inline the common case of fm_pool_alloc, fm_pool_free and
  * fm_pool_resolve: a pop from or a push onto the current chunk's stack of
- * free slot indices, with the live bit, double-free and foreign-pointer
- * checks and the counters exactly as the library keeps them. Everything
- * else calls into the library; the functions stay callable as
- * (fm_pool_alloc)(pool). The pool is not tested for NULL here (a
- * precondition, base.h): the test would cost every call an instruction; the
- * library's functions test it. Pools with sync != NONE keep cur_next_slot NULL and
- * cur_top and cur_bump 0 here, so NONE's part falls through; a THREAD_CACHE
+ * free slot indices (an alloc also takes the next slot of the bump index:
+ * one never handed out, or one a reset left), with the live bit,
+ * double-free and foreign-pointer checks and the counters exactly as the
+ * library keeps them. Everything else calls into the library; the
+ * functions stay callable as (fm_pool_alloc)(pool). The pool is not tested
+ * for NULL here (a precondition, base.h): the test would cost every call an
+ * instruction; the library's functions test it. Pools with sync != NONE
+ * keep cur_next_slot NULL and cur_top, cur_bump and the bump's ends 0 here,
+ * so NONE's part falls through; a THREAD_CACHE
  * pool (tc_id set) goes to its own part right after an alloc's first test
  * and before a free's index arithmetic. It pops from or pushes onto the
  * calling thread's magazine when its last entry (fm__tc_cur) is the
@@ -64,6 +66,9 @@ typedef struct fm__pool_hot {
     uint32_t cur_top;        /* free indices on its stack below cur_next */
     uint16_t *cur_stack;     /* the current chunk's stack: [0, cur_top) */
     uint32_t cur_limit;
+    uint32_t cur_hw;         /* slots [0, cur_hw) were handed out before the last
+                                reset: the bump index walks them again
+                                (pool/reset.c); 0 when there was none */
     uintptr_t cur_base;      /* current chunk, or 1 when there is none */
     uint8_t *cur_slots;      /* its first slot */
     uint64_t cur_bump;       /* slots [0, cur_bump) have been handed out */
@@ -79,8 +84,11 @@ typedef struct fm__pool_hot {
     uint32_t slot_bits;      /* handle bits 0..slot_bits-1: slot; above: record + 1 */
     uint32_t per_chunk;
     uint32_t slots_off;
-    uint32_t salt;           /* xored into the generation bits of this pool's handles */
+    uint32_t gen_key;        /* a handle's generation bits are the slot's minus this
+                                (mod 2^31): random per pool, one lower per reset */
     uint32_t sync;           /* the fm_sync policy: the library dispatches on it */
+    uint32_t cur_fresh_word; /* a never-used slot's meta word once handed out:
+                                live | the current chunk's first generation */
     /* THREAD_CACHE's inline paths */
     uint64_t tc_id;          /* the pool's unique id; UINT64_MAX (no thread's) otherwise */
     uintptr_t base_mask;     /* ptr & base_mask: the chunk (its meta words) of an item */
@@ -218,9 +226,13 @@ static inline bool fm__meta_kill(uint32_t *w, bool shared) {
 #define FM__POOL_READ(shared, ptr) ((shared) ? FM__ATOMIC_LOAD((ptr), ACQUIRE) : *(ptr))
 
 /* Handle bits: 0..31 location ((record + 1) << slot_bits | slot), 32..62 the
- * slot's generation xor the pool's salt. shared: read as another thread may
- * be growing the pool (every policy but NONE): n_bases before bases, so the
- * array read is at least as large as n_bases says. */
+ * slot's generation minus the pool's gen_key (mod 2^31; bit 63, never set
+ * by the library, is not looked at). A random key per pool makes another
+ * pool's handles miss; fm_pool_reset lowers it by one, so every handle made
+ * before a reset asks for a generation one below the slot's (see
+ * pool/reset.c). shared: read as another thread may be growing the pool
+ * (every policy but NONE): n_bases before bases, so the array read is at
+ * least as large as n_bases says. */
 static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool shared) {
     const fm__pool_hot *hot = (const fm__pool_hot *)(const void *)pool;
     uint32_t loc = (uint32_t)h.bits;
@@ -230,11 +242,37 @@ static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool s
     uint8_t **bases = FM__POOL_READ(shared, &hot->bases);
     uint8_t *base = FM__POOL_READ(shared, &bases[rec]);
     if (!base) return NULL;
-    /* xor, not or: a handle with bit 63 set (never made) cannot match. */
-    uint32_t want = FM__META_LIVE ^ ((uint32_t)(h.bits >> 32) ^ hot->salt);
+    uint32_t key = FM__POOL_READ(shared, &hot->gen_key);
+    uint32_t want = FM__META_LIVE | ((uint32_t)(h.bits >> 32) + key);
     if (FM__POOL_READ(shared, &((uint32_t *)(void *)base)[slot]) != want) return NULL;
     return base + hot->slots_off + (size_t)slot * hot->stride;
 }
+
+/* The process-wide chunk map (pool/map.c): per 4 GiB region of addresses
+ * below 2^48 a table of the owners of its 64 KiB granules (an entry with bit
+ * 0 set: a table of its sixteen 4 KiB pages). */
+#if UINTPTR_MAX > 0xFFFFFFFFu
+#define FM__MAP_L1 65536u
+#else
+#define FM__MAP_L1 1u
+#endif
+extern FM_API uintptr_t *fm__pool_map[FM__MAP_L1];
+
+/* fm_pool_of: two or three loads from the map, never from ptr. */
+static inline fm_pool *fm__pool_of_at(const void *ptr) {
+    uint64_t a = (uint64_t)(uintptr_t)ptr;
+    if (a >> 32 >= FM__MAP_L1) return NULL;
+    const uintptr_t *table = FM__ATOMIC_LOAD(&fm__pool_map[a >> 32], ACQUIRE);
+    if (!table) return NULL;
+    uintptr_t e = FM__ATOMIC_LOAD(&table[(uint32_t)a >> 16], ACQUIRE);
+    if (__builtin_expect(e & 1u, 0))
+        e = FM__ATOMIC_LOAD(&((const uintptr_t *)(e - 1u))[((uint32_t)a >> 12) & 15u], ACQUIRE);
+    return (fm_pool *)e;
+}
+
+/* fm_free of a pointer no pool holds: NULL is a no-op, anything else is
+ * reported. */
+FM_API __attribute__((cold)) void fm__free_unowned(void *ptr);
 
 /* ------------------------------------------------------ the inline paths */
 
@@ -333,12 +371,34 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
 #else
         return fm__pool_alloc_slow(pool);
 #endif
-    } else if (__builtin_expect(h->cur_top != 0, 1)) {
-        size_t idx = h->cur_stack[--h->cur_top];
-        slot = h->cur_slots + idx * h->stride;
-        meta = (uint32_t *)h->cur_base + idx;
     } else {
-        return fm__pool_alloc_slow(pool);
+        /* The top of the free stack, else the bump index's next slot: one
+         * never handed out (word 0: the first allocations of a fresh chunk
+         * cost what later ones do) or one a reset left (pool/reset.c): a
+         * word still saying live goes on to its next generation, a free one
+         * keeps its own. Chosen without a branch, as pools in different
+         * states would send one either way. A retired slot (0 below cur_hw)
+         * and a spent one (live, the last generation) go to the library,
+         * and so does an empty chunk (or none). */
+        uint32_t top = h->cur_top;
+        uint64_t bump = h->cur_bump;
+        bool pop = top != 0;
+        if (__builtin_expect(!pop & (bump >= h->cur_limit), 0)) return fm__pool_alloc_slow(pool);
+        size_t stacked = h->cur_stack[top - pop]; /* [0] when empty: read, not used */
+        size_t idx = pop ? stacked : (size_t)bump;
+        uint32_t *w = (uint32_t *)h->cur_base + idx;
+        uint32_t m = *w;
+        if (__builtin_expect((m == 0 && idx < h->cur_hw) | (m == 0xFFFFFFFFu), 0))
+            return fm__pool_alloc_slow(pool);
+        *w = m ? (m + (m >> 31)) | FM__META_LIVE : h->cur_fresh_word;
+        h->cur_top = top - pop;
+        h->cur_bump = bump + !pop;
+        h->total_allocs++;
+        if (__builtin_expect(fm__headroom_taken(&h->headroom), 0)) {
+            h->headroom = 0;
+            h->peak_live++;
+        }
+        return h->cur_slots + idx * h->stride;
     }
     if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
     *meta |= FM__META_LIVE;
@@ -415,6 +475,12 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
 #endif
 }
 
+static inline void fm__free_inline(void *ptr) {
+    fm_pool *pool = fm__pool_of_at(ptr);
+    if (__builtin_expect(pool != NULL, 1)) fm__pool_free_inline(pool, ptr);
+    else fm__free_unowned(ptr);
+}
+
 #endif /* FM__INLINE && !FM_TRACK_SITES */
 #endif /* FM__GNU */
 
@@ -456,6 +522,8 @@ FM_API fm_pool *fm__pool_create_from(const fm_pool_desc *desc, bool caller_sites
 #define fm_pool_alloc(pool) fm__pool_alloc_inline(pool)
 #define fm_pool_free(pool, item) fm__pool_free_inline((pool), (item))
 #define fm_pool_resolve(pool, h) fm__pool_resolve_at((pool), (h), false)
+#define fm_pool_of(ptr) fm__pool_of_at(ptr)
+#define fm_free(ptr) fm__free_inline(ptr)
 #endif
 #endif
 
