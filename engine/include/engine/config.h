@@ -59,7 +59,7 @@ typedef struct eng_pool_config {
     fm_growth growth;
     float grow_factor;
     uint32_t grow_step;
-    uint64_t chunk_bytes; /* 0: the pool's default (framemem/pool.h, Memory) */
+    uint64_t chunk_bytes; /* 0: the pool's default (docs/POOLS.md, Memory) */
     bool prefault;
     bool grow_ahead;
 } eng_pool_config;

@@ -31,7 +31,7 @@
  *
  * The inline alloc and free (detail/pool.h) pop and push as fm__tc_alloc and
  * fm__tc_free below do, except that the free sets the meta word without a
- * CAS (see pool.h's Threads): with the CAS a warm alloc+free pair took
+ * CAS (see docs/POOLS.md, Threads): with the CAS a warm alloc+free pair took
  * 1.85x NONE's time, without it 1.4x.
  */
 #ifndef FM__POOL_UNIT

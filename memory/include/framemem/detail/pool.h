@@ -23,7 +23,7 @@
  * calling thread's magazine when its last entry (fm__tc_cur) is the
  * pool's: an alloc checks the slot is not live and sets the live bit, a
  * free checks the item is a live slot start of the chunk the thread freed
- * into last and bumps the generation (no CAS: see pool.h's Threads); the
+ * into last and bumps the generation (no CAS: see docs/POOLS.md, Threads); the
  * thread's other pools, an empty or full magazine, a first use and every
  * misuse go into the library. The inline resolve reads words the library
  * only ever replaces whole (old arrays of shared pools are kept until
@@ -281,7 +281,7 @@ FM_API __attribute__((cold)) void fm__free_unowned(void *ptr);
 
 /* THREAD_CACHE's alloc of a cached slot: sets live (bit 31) in its meta
  * word; false, with the word unchanged, when it was set already. A relaxed
- * load and store, no CAS (see pool.h's Threads). */
+ * load and store, no CAS (see docs/POOLS.md, Threads). */
 static inline bool fm__meta_set_live(uint32_t *w) {
     uint32_t m = FM__ATOMIC_LOAD(w, RELAXED);
     if (__builtin_expect((int32_t)m < 0, 0)) return false;
@@ -414,7 +414,7 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
 /* THREAD_CACHE: a slot start of the chunk this thread freed into last, live,
  * becomes the magazine's next_slot (the one before it moves onto slots[],
  * which must have room). The live bit goes with a relaxed load and store,
- * not a CAS (see pool.h's Threads). */
+ * not a CAS (see docs/POOLS.md, Threads). */
 static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     if (__builtin_expect(fm__tc_cur.id == fm__pool_tc_id(h), 1)) {
@@ -505,6 +505,24 @@ static inline void fm__free_inline(void *ptr) {
  * record them can say so to a caller that passes them. */
 FM_API fm_pool *fm__pool_create_from(const fm_pool_desc *desc, bool caller_sites);
 
+#ifdef __cplusplus
+} /* extern "C" */
+/* C++: the desc by reference, so that FM_POOL_DESC(...) passes as it is (C++
+ * has no compound literal to take the address of); C++ linkage also when a
+ * caller includes pool.h inside extern "C"; before the macros below take the
+ * name. */
+extern "C++" {
+inline fm_pool *fm_pool_create(const fm_pool_desc &desc) { return fm_pool_create(&desc); }
+inline fm_error fm_pool_desc_check(const fm_pool_desc &desc, char *msg, size_t msg_len) {
+    return fm_pool_desc_check(&desc, msg, msg_len);
+}
+inline fm_pool *fm__pool_create_from(const fm_pool_desc &desc, bool caller_sites) {
+    return fm__pool_create_from(&desc, caller_sites);
+}
+}
+extern "C" {
+#endif
+
 /* The caller's calls: site-recording or inline. The library's own sources
  * call the functions (and the inline paths by their fm__ names). Variadic
  * where an argument may be a compound literal, whose commas would split it. */
@@ -549,13 +567,64 @@ static inline void *fm__pool_new_site(fm_pool *pool, const char *file, int line)
 #endif
 }
 
+/* The bodies of pool.h's FM_HANDLE_TYPE, FM_POOL_DESC, FM_POOL_DECLARE_TYPED
+ * and FM_POOL_DECLARE_HANDLE. */
+#define FM__HANDLE_TYPE(name)                                                   \
+    typedef struct name {                                                       \
+        fm_handle h;                                                            \
+    } name
+
 #ifdef __cplusplus
-}
-/* C++ passes FM_POOL_DESC(...) by reference (pool.h): so may the macro. */
-extern "C++" {
-inline fm_pool *fm__pool_create_from(const fm_pool_desc &desc, bool caller_sites) {
-    return fm__pool_create_from(&desc, caller_sites);
-}
+#define FM__POOL_DESC(T, ...)                                                                 \
+    ([&]() -> fm_pool_desc {                                                                  \
+        fm_pool_desc fm__d{};                                                                 \
+        fm__d.type_name = #T;                                                                 \
+        fm__d.item_size = sizeof(T);                                                          \
+        fm__d.item_align = FM_ALIGNOF(T);                                                     \
+        FM__SET(fm__d, __VA_ARGS__)                                                           \
+        return fm__d;                                                                         \
+    }())
+#else
+#define FM__POOL_DESC(T, ...)                                                                 \
+    ((fm_pool_desc){                                                                          \
+        .type_name = #T, .item_size = sizeof(T), .item_align = FM_ALIGNOF(T), __VA_ARGS__})
+#endif
+
+#define FM__POOL_DECLARE_TYPED(T, prefix)                                       \
+    FM__MAYBE_UNUSED static inline T *prefix##_alloc_at(fm_pool *pool, const char *file, \
+                                                       int line) {              \
+        return (T *)fm__pool_alloc_site(pool, file, line);                      \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_new_at(fm_pool *pool, const char *file, \
+                                                     int line) {                \
+        return (T *)fm__pool_new_site(pool, file, line);                        \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_alloc(fm_pool *pool) {           \
+        return (T *)fm_pool_alloc(pool);                                        \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline void prefix##_free(fm_pool *pool, T *item) { \
+        fm_pool_free(pool, item);                                               \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_new(fm_pool *pool) {             \
+        return (T *)fm_pool_new(pool);                                          \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline void prefix##_delete(fm_pool *pool, T *item) { \
+        fm_pool_delete(pool, item);                                             \
+    }
+
+#define FM__POOL_DECLARE_HANDLE(T, prefix, handle_type)                         \
+    FM__MAYBE_UNUSED static inline handle_type prefix##_handle(const fm_pool *pool, \
+                                                               const T *item) { \
+        handle_type ref;                                                        \
+        ref.h = fm_pool_handle(pool, item);                                     \
+        return ref;                                                             \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_resolve(const fm_pool *pool,     \
+                                                      handle_type ref) {        \
+        return (T *)fm_pool_resolve(pool, ref.h);                               \
+    }
+
+#ifdef __cplusplus
 }
 #endif
 
