@@ -160,6 +160,112 @@ static void test_pool_of_trimmed_and_destroyed_chunks_is_null(void **state) {
     free(items);
 }
 
+/* The pool (a or b) one of whose chunks, listed in bases, covers addr; NULL
+ * for none. */
+enum { GRANULE_CHUNKS = 12 };
+typedef struct chunk_list {
+    fm_pool *pool;
+    uintptr_t base[GRANULE_CHUNKS];
+    size_t n;
+} chunk_list;
+
+static fm_pool *covering(const chunk_list *lists, int nlists, size_t cb, uintptr_t addr) {
+    for (int l = 0; l < nlists; l++)
+        for (size_t i = 0; i < lists[l].n; i++)
+            if (addr - lists[l].base[i] < cb) return lists[l].pool;
+    return NULL;
+}
+
+/* Every 4 KiB page of every 64 KiB granule the lists' chunks lie in names
+ * the pool whose chunk covers it, or none. */
+static size_t assert_granules_mapped(const chunk_list *lists, int nlists, size_t cb) {
+    size_t shared = 0; /* granules holding chunks of both pools */
+    for (int l = 0; l < nlists; l++) {
+        for (size_t i = 0; i < lists[l].n; i++) {
+            uintptr_t g = lists[l].base[i] & ~(uintptr_t)65535;
+            bool other = false;
+            for (uintptr_t page = g; page < g + 65536; page += 4096) {
+                fm_pool *want = covering(lists, nlists, cb, page);
+                assert_ptr_equal(fm_pool_of((void *)page), want);
+                assert_ptr_equal(fm_pool_of((void *)(page + 4095)), want);
+                other |= want != NULL && want != lists[l].pool;
+            }
+            shared += other;
+        }
+    }
+    return shared;
+}
+
+/* Chunks under 64 KiB mapped for their pools (the system allocator), two
+ * pools' chunks made in turns: every page of the granules they lie in
+ * belongs to the pool whose chunk covers it, or to none, before and after
+ * one pool is destroyed. Where the OS maps them side by side (Linux), a
+ * granule may hold both pools' chunks; on Windows, where a reservation
+ * starts on a 64 KiB boundary and each chunk is one, a chunk is alone at
+ * the start of its granule and the rest of the granule is in no pool. */
+static void test_pool_of_names_the_owner_of_each_page_of_a_small_chunks_granule(void **state) {
+    fm_test_env *env = *state;
+    const size_t sizes[] = {4096, 8192, 32768};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t cb = sizes[k];
+        chunk_list lists[2] = {{0}, {0}};
+        for (int l = 0; l < 2; l++) {
+            lists[l].pool = fm_pool_create(&(fm_pool_desc){.name = l ? "b" : "a",
+                                                           .item_size = l ? 56 : 48,
+                                                           .chunk_bytes = cb,
+                                                           .growth = FM_GROWTH_LINEAR});
+            assert_non_null(lists[l].pool);
+        }
+        size_t per[2] = {(size_t)stats_of(lists[0].pool).items_per_chunk,
+                         (size_t)stats_of(lists[1].pool).items_per_chunk};
+        void **items[2];
+        for (int l = 0; l < 2; l++) {
+            items[l] = malloc(GRANULE_CHUNKS * per[l] * sizeof *items[l]);
+            assert_non_null(items[l]);
+        }
+        /* In turns, a chunk's worth each: every growth is one new chunk. */
+        for (size_t c = 0; c < GRANULE_CHUNKS; c++) {
+            for (int l = 0; l < 2; l++) {
+                for (size_t i = 0; i < per[l]; i++) {
+                    void *item = fm_pool_alloc(lists[l].pool);
+                    assert_non_null(item);
+                    items[l][c * per[l] + i] = item;
+                    uintptr_t base = (uintptr_t)item & ~(uintptr_t)(cb - 1);
+                    if (lists[l].n == 0 || lists[l].base[lists[l].n - 1] != base) {
+                        assert_true(lists[l].n < GRANULE_CHUNKS);
+                        lists[l].base[lists[l].n++] = base;
+                    }
+                }
+            }
+        }
+        for (int l = 0; l < 2; l++) assert_int_equal(lists[l].n, GRANULE_CHUNKS);
+#ifdef _WIN32
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < lists[l].n; i++) assert_int_equal(lists[l].base[i] % 65536, 0);
+#endif
+        size_t shared = assert_granules_mapped(lists, 2, cb);
+        print_message("chunk_bytes %zu: %zu of %d chunks share a granule with the other pool's\n",
+                      cb, shared, 2 * GRANULE_CHUNKS);
+#ifdef _WIN32
+        assert_int_equal(shared, 0);
+#endif
+        /* a goes: its pages are in no pool, b's stay b's. */
+        for (size_t i = 0; i < GRANULE_CHUNKS * per[0]; i++) fm_free(items[0][i]);
+        fm_pool_destroy(lists[0].pool);
+        chunk_list gone = lists[0];
+        gone.pool = NULL;
+        chunk_list after[2] = {lists[1], gone};
+        assert_granules_mapped(after, 2, cb);
+        for (size_t i = 0; i < GRANULE_CHUNKS * per[1]; i++) fm_free(items[1][i]);
+        fm_pool_destroy(lists[1].pool);
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < lists[l].n; i++) assert_null(fm_pool_of((void *)lists[l].base[i]));
+        free(items[0]);
+        free(items[1]);
+    }
+    assert_int_equal(env->errors.count, 0);
+}
+
 /* An allocator that hands out the 4 KiB blocks of one 64 KiB-aligned region
  * in turn (everything else from the C heap): the 4 KiB chunks of two pools
  * share one 64 KiB granule of the map. */
@@ -575,6 +681,7 @@ int main(void) {
         T(test_pool_of_a_pointer_in_no_chunk_is_null_and_unreported),
         T(test_pool_of_trimmed_and_destroyed_chunks_is_null),
         T(test_pool_of_tells_apart_small_chunks_of_two_pools_in_one_granule),
+        T(test_pool_of_names_the_owner_of_each_page_of_a_small_chunks_granule),
         T(test_fm_free_frees_into_the_owning_pool_under_every_policy),
         T(test_fm_free_of_a_dead_or_interior_pointer_is_reported_by_its_pool),
         T(test_fm_free_of_a_pointer_no_pool_holds_is_foreign_and_changes_nothing),
