@@ -692,5 +692,6 @@ int main(void) {
         T(test_pool_first_chunk_of_a_fresh_small_pool_takes_no_page_fault),
 #undef T
     };
+    fm_test_filter_from_env();
     return cmocka_run_group_tests_name("pool_of", tests, NULL, NULL);
 }

@@ -662,5 +662,6 @@ int main(void) {
         T(test_pool_trim_after_reset_releases_the_emptied_chunks),
 #undef T
     };
+    fm_test_filter_from_env();
     return cmocka_run_group_tests_name("pool_reset", tests, NULL, NULL);
 }

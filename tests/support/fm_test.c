@@ -325,6 +325,11 @@ uint64_t fm_test_minor_faults(void) {
 #endif
 }
 
+void fm_test_filter_from_env(void) {
+    const char *pattern = getenv("FM_TEST_FILTER");
+    if (pattern && pattern[0]) cmocka_set_test_filter(pattern);
+}
+
 bool fm_test_feature_missing(const char *what, const char *why) {
     const char *emulator = getenv("FM_TEST_EMULATOR");
     if (!emulator || !emulator[0]) {

@@ -46,6 +46,11 @@ uint64_t fm_test_minor_faults(void);
 /// pages one by one (probed once, on a fresh mapping). Where it does not,
 /// fm_test_feature_missing says so for what, and the result is false.
 bool fm_test_page_faults_counted(const char *what);
+/// Runs only the cases whose names match the environment's FM_TEST_FILTER
+/// (cmocka's wildcards * and ?), when it is set: ctest's repeats of a
+/// suite's thread cases (tests/memory/thread_tests.cmake). Call before
+/// cmocka_run_group_tests.
+void fm_test_filter_from_env(void);
 /// A kernel feature a check needs is missing: under an emulator
 /// (FM_TEST_EMULATOR, set by cross builds) prints "[ did not apply ] WHAT:
 /// why (under EMULATOR)" and returns true; on a native run, where the
