@@ -342,21 +342,25 @@ bool fm_test_feature_missing(const char *what, const char *why) {
 
 bool fm_test_page_faults_counted(const char *what) {
     /* A fresh mapping of PAGES pages, each touched once: a counter that
-     * sees first touches rises by at least PAGES. */
+     * sees first touches rises by at least PAGES. Too small for a huge page
+     * (THP "always" would fault it in as one). */
     enum { PAGES = 64 };
     static int known = -1;
     static uint64_t seen;
     if (known < 0) {
-        size_t bytes = (size_t)PAGES * 65536; /* whatever the page size */
 #ifdef _WIN32
+        SYSTEM_INFO si;
+        GetSystemInfo(&si);
+        size_t page = si.dwPageSize, bytes = PAGES * page;
         uint8_t *p = VirtualAlloc(NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
         if (!p) fail_msg("VirtualAlloc of the page-fault probe failed");
 #else
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = PAGES * page;
         uint8_t *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) fail_msg("mmap of the page-fault probe failed");
 #endif
         uint64_t before = fm_test_minor_faults();
-        for (size_t i = 0; i < PAGES; i++) ((volatile uint8_t *)p)[i * 65536] = 1;
+        for (size_t i = 0; i < PAGES; i++) ((volatile uint8_t *)p)[i * page] = 1;
         seen = fm_test_minor_faults() - before;
 #ifdef _WIN32
         VirtualFree(p, 0, MEM_RELEASE);
