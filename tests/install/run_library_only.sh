@@ -56,10 +56,12 @@ while IFS= read -r f; do
         lib*/libframemem.a | lib*/libframemem_file.a) ;;
         include/framemem/*.h | include/framemem/detail/*.h) ;;
         lib*/cmake/framemem/*.cmake | lib*/pkgconfig/framemem.pc) ;;
+        share/doc/framemem/POOLS.md) ;;
         *) echo "run_library_only: the install holds $f" >&2; status=1 ;;
     esac
 done < <(cd "$tmp/prefix" && find . -type f -o -type l | sed 's|^\./||' | sort)
 [ -f "$tmp/prefix/include/framemem/framemem.h" ] || { echo "run_library_only: no headers installed" >&2; status=1; }
+[ -f "$tmp/prefix/share/doc/framemem/POOLS.md" ] || { echo "run_library_only: docs/POOLS.md not installed" >&2; status=1; }
 ls "$tmp"/prefix/lib*/libframemem.a >/dev/null 2>&1 || { echo "run_library_only: no library installed" >&2; status=1; }
 [ $status -eq 0 ] && echo "library-only build: configured, built and installed without pkg-config or SDL"
 exit $status
