@@ -222,7 +222,7 @@ static bool write_outputs(demo *d) {
     bool ok = true;
     d->outputs_done = true;
     if (d->csv) {
-        eng_telemetry_stream_end(eng_get_telemetry_mut(d->e));
+        fm_telemetry_stream_end(eng_get_telemetry_mut(d->e));
         fm_file_writer *w = d->csv;
         d->csv = NULL;
         if (fm_file_commit(w, err, sizeof err)) {
@@ -233,9 +233,9 @@ static bool write_outputs(demo *d) {
         }
     }
     if (d->opt.trace) {
-        if (eng_telemetry_write_trace(eng_get_telemetry(d->e), d->opt.trace, err, sizeof err)) {
+        if (fm_telemetry_write_trace(eng_get_telemetry(d->e), d->opt.trace, err, sizeof err)) {
             printf("framemem-demo: wrote %s (Chrome trace, the last %u frames)\n", d->opt.trace,
-                   eng_telemetry_frame_count(eng_get_telemetry(d->e)));
+                   fm_telemetry_frame_count(eng_get_telemetry(d->e)));
         } else {
             fprintf(stderr, "framemem-demo: --trace %s\n", err);
             ok = false;
@@ -264,7 +264,7 @@ static bool write_outputs(demo *d) {
  * it was); say so for each one asked for. */
 static void drop_outputs(demo *d) {
     if (d->csv) {
-        eng_telemetry_stream_end(eng_get_telemetry_mut(d->e));
+        fm_telemetry_stream_end(eng_get_telemetry_mut(d->e));
         fm_file_abort(d->csv);
         d->csv = NULL;
     }
@@ -289,7 +289,7 @@ int main(int argc, char **argv) {
      * not a readable regular file, an output that is not a regular file, or
      * is the same file as an input or another output, is a usage error. */
     if (d.opt.config) {
-        if (!fm_file_check_input(d.opt.config, ENG_CONFIG_MAX_BYTES, err, sizeof err)) {
+        if (!fm_file_check_input(d.opt.config, FM_CONFIG_MAX_BYTES, err, sizeof err)) {
             fprintf(stderr, "framemem-demo: --config %s\n", err);
             return DEMO_EXIT_USAGE;
         }
@@ -326,7 +326,7 @@ int main(int argc, char **argv) {
             eng_destroy(d.e);
             return DEMO_EXIT_FAILURE;
         }
-        eng_telemetry_stream_csv(eng_get_telemetry_mut(d.e), d.csv);
+        fm_telemetry_stream_csv(eng_get_telemetry_mut(d.e), d.csv);
     }
     if (!demo_platform_open(&d.plat,
                             &(demo_platform_desc){.width = d.opt.width, .height = d.opt.height,
@@ -390,10 +390,10 @@ int main(int argc, char **argv) {
         uint64_t r1 = fm_clock_now();
         eng_set_render_ns(d.e, fm_clock_to_ns(r1 - r0));
         if (tick) {
-            const eng_telemetry *t = eng_get_telemetry(d.e);
-            uint32_t held = eng_telemetry_frame_count(t);
+            const fm_telemetry *t = eng_get_telemetry(d.e);
+            uint32_t held = fm_telemetry_frame_count(t);
             if (held)
-                demo_run_stats_add(&d.stats, eng_telemetry_frame(t, held - 1), fm_clock_to_ns(r1 - t0),
+                demo_run_stats_add(&d.stats, fm_telemetry_get_frame(t, held - 1), fm_clock_to_ns(r1 - t0),
                                    fm_clock_to_ns(r1 - p0));
         } else {
             demo_run_stats_add_paused(&d.stats);

@@ -16,7 +16,7 @@ static bool reserve(demo_run_stats *s) {
            ENG_ARR_RESERVE(s->render_ns, n, NULL) && ENG_ARR_RESERVE(s->present_ns, n, NULL);
 }
 
-void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns,
+void demo_run_stats_add(demo_run_stats *s, const fm_telemetry_frame *rec, uint64_t wall_ns,
                         uint64_t present_ns) {
     if (!reserve(s)) {
         s->oom = true;
@@ -79,7 +79,7 @@ void demo_run_stats_print(const demo_run_stats *s, const eng *e, const demo_summ
                           FILE *out) {
     eng_info in;
     eng_get_info(e, &in);
-    const eng_telemetry *t = eng_get_telemetry(e);
+    const fm_telemetry *t = eng_get_telemetry(e);
     uint64_t *scratch = s->count ? malloc(s->count * sizeof *scratch) : NULL;
     size_t n = scratch ? s->count : 0;
 
@@ -110,8 +110,8 @@ void demo_run_stats_print(const demo_run_stats *s, const eng *e, const demo_summ
             (unsigned long long)s->ahead_grow_events);
     if (s->grow_events) {
         fprintf(out, "  pools that grew inside allocations:");
-        for (uint32_t i = 0; i < eng_telemetry_source_count(t); i++) {
-            const eng_source_info *si = eng_telemetry_source(t, i);
+        for (uint32_t i = 0; i < fm_telemetry_source_count(t); i++) {
+            const fm_telemetry_source *si = fm_telemetry_get_source(t, i);
             if (si->total_grow_events)
                 fprintf(out, " %s %llu", si->name, (unsigned long long)si->total_grow_events);
         }

@@ -29,7 +29,7 @@ typedef struct demo_run_stats {
 /// Records one simulated frame: the engine's newest record (render_ns set),
 /// the wall time of the whole loop iteration (input, engine, render, present)
 /// and the part of render_ns spent in the present call.
-void demo_run_stats_add(demo_run_stats *s, const eng_frame_record *rec, uint64_t wall_ns,
+void demo_run_stats_add(demo_run_stats *s, const fm_telemetry_frame *rec, uint64_t wall_ns,
                         uint64_t present_ns);
 /// Counts one frame run while paused (no simulation: nothing to measure).
 void demo_run_stats_add_paused(demo_run_stats *s);

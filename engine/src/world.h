@@ -39,12 +39,22 @@ typedef struct eng__world_desc {
     float w, h;
     eng_backend backend;
     bool timing;
-    const eng_config *cfg;
-    bool prefault, grow_ahead, override_growth;
+    const fm_pool_desc *pools;       /* [ENG__ST_COUNT]: defaults with the config applied */
+    const fm_frame_arena_desc *frame; /* the same for the frame arena */
+    bool prefault, override_growth;
     fm_growth growth;
     fm_allocator allocator; /* every object of the world and the world itself */
     eng__faults *faults;    /* where refusals while running are counted */
 } eng__world_desc;
+
+/// The engine's default desc of store i (name, item size and alignment, a
+/// deliberately small initial capacity, geometric growth, prefault and
+/// grow-ahead on): the pools regrow during warm-up, which a tuned config
+/// removes. A config is applied on top (fm_config_apply).
+fm_pool_desc eng__world_pool_desc(int i);
+/// The default frame arena desc ("frame": 2 frames, 256 MiB reserve, 64 KiB
+/// commit steps).
+fm_frame_arena_desc eng__world_frame_arena_desc(void);
 
 /// NULL with a message in err when the world, a pool, the frame arena, the
 /// closures, events or timers cannot be created (nothing is left allocated).
@@ -62,7 +72,6 @@ eng_render_list eng__world_render_list(const eng__world *w);
 
 eng__store *eng__world_store(eng__world *w, int i);
 fm_frame_arena *eng__world_frame_arena(eng__world *w);
-void eng__world_set_grow_ahead(eng__world *w, bool on, const eng_config *cfg);
 
 typedef struct eng__world_counts {
     uint32_t entities, particles, emitters;

@@ -234,7 +234,7 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     a->desc = *desc;
     a->desc.name = a->name;
     a->shared = desc->sync != FM_SYNC_NONE;
-    a->no_inline = fm__calls_annotated();
+    a->no_inline = fm__calls_annotated() || FM__HOOKS; /* every allocation an event */
     fm__mutex_init(&a->lock, false);
     FM__VG_CREATE_POOL(a);
     a->vm = fm__allocator_is_system(&desc->allocator) && fm__os_get_caps()->has_virtual_reserve;
@@ -281,6 +281,7 @@ void fm_arena_destroy(fm_arena *arena) {
     fm_arena *a = arena;
     /* First, so that the tag's stats never read an arena being destroyed. */
     fm__tag_detach(a->desc.tag, &a->tag_link);
+    fm__hook_reset(a->name);
     if (a->vm) {
         FM__UNPOISON(a->base, a->committed);
         fm__os_release(a->base, a->desc.reserve_bytes);
@@ -321,6 +322,7 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
                                                             : a->desc.reserve_bytes;
     /* Charged to the tag before the OS commits (it reported a refusal). */
     size_t more = want - a->committed;
+    uint64_t start = fm__hook_clock();
     if (!fm__tag_charge(a->desc.tag, more, "arena", a->name)) return FM_ERR_BUDGET;
     if (!fm__os_commit(a->base + a->committed, more)) {
         fm__tag_refund(a->desc.tag, more);
@@ -332,6 +334,7 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
     a->committed = want;
     fm__set_limit(a, (uintptr_t)a->base + want); /* after the commit: see the top of the file */
     a->commit_events++;
+    fm__hook_grow(a->name, more, start);
     return FM_OK;
 }
 
@@ -363,6 +366,7 @@ static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error
         }
         /* Charged to the tag before the allocator is asked (it reported a
          * refusal). */
+        uint64_t start = fm__hook_clock();
         if (!fm__tag_charge(a->desc.tag, size, "arena", a->name)) return false;
         b = fm_allocator_alloc(&a->desc.allocator, size, FM__ARENA_PAGE);
         if (!b) {
@@ -378,6 +382,7 @@ static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error
         a->held += size;
         a->commit_events++;
         FM__POISON(fm__block_data(b), size - FM__BLOCK_HEADER);
+        fm__hook_grow(a->name, size, start);
     }
     b->prev = a->block;
     b->start_pos = pos;
@@ -466,6 +471,9 @@ static void fm__arena_hand_out(fm_arena *a, uintptr_t p, size_t size) {
     } else {
         FM__VG_UNDEFINED((void *)p, size);
     }
+    /* MUTEX: under the lock, so before any reset's event. Not for 0 bytes,
+     * which take no memory and share the next allocation's address. */
+    if (size) fm__hook_alloc(a->name, (void *)p, size);
 }
 
 /* NONE, and MUTEX under the lock. `shared` is a constant at each call, so
@@ -704,6 +712,7 @@ static void fm__arena_rewind_locked(fm_arena *a, fm_arena_mark mark) {
     }
     fm__arena_cut(a, mark.pos);
     a->rewinds++;
+    fm__hook_reset(a->name); /* see hooks.h: no list of allocations to free */
 }
 
 void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark) {
@@ -720,6 +729,7 @@ void fm_arena_reset(fm_arena *arena) {
     fm__lock(arena);
     fm__arena_cut(arena, 0);
     arena->resets++;
+    fm__hook_reset(arena->name); /* under the lock: before any later allocation */
     fm__unlock(arena);
 }
 

@@ -21,8 +21,8 @@
 
 #include <stb_image.h>
 
-#include "engine/config.h"
-#include "engine/telemetry.h"
+#include "framemem/config.h"
+#include "framemem/telemetry.h"
 #include "overlay/overlay.h"
 
 #ifndef DEMO_EXE
@@ -229,16 +229,16 @@ static size_t csv_rows(const char *path, uint64_t *frames_seen) {
 /* Sum of grow_events over every frame but the first in a CSV. */
 static uint64_t csv_growth_after_first_frame(const char *path, uint64_t *in_first) {
     char err[256];
-    eng_telemetry *t = eng_telemetry_read_csv(path, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(path, err, sizeof err);
     if (!t) fail_msg("%s", err);
     uint64_t after = 0;
     *in_first = 0;
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++) {
-        uint32_t g = eng_telemetry_frame(t, i)->grow_events;
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(t); i++) {
+        uint32_t g = fm_telemetry_get_frame(t, i)->grow_events;
         if (i == 0) *in_first = g;
         else after += g;
     }
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
     return after;
 }
 
@@ -259,9 +259,9 @@ static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state)
 
     /* The CSV: one row per frame per source. */
     char err[256];
-    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(csv, err, sizeof err);
     if (!t) fail_msg("%s", err);
-    uint32_t sources = eng_telemetry_source_count(t);
+    uint32_t sources = fm_telemetry_source_count(t);
     assert_true(sources >= 3);
     uint64_t frames = 0;
     assert_int_equal(csv_rows(csv, &frames), 300 * (size_t)sources);
@@ -273,11 +273,11 @@ static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state)
     ovl_layout lo;
     const SDL_FRect area = {8, 8, W - 16, H - 16};
     ovl_layout_compute(&area, t, &(ovl_desc){.settings = "s", .help = "h"}, &lo);
-    uint64_t total = 0, by_source[ENG_TELEMETRY_MAX_SOURCES] = {0};
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++)
+    uint64_t total = 0, by_source[FM_TELEMETRY_MAX_SOURCES] = {0};
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(t); i++)
         for (uint32_t s = 0; s < sources; s++) {
-            by_source[s] += eng_telemetry_sample(t, i, s)->alloc_ns;
-            total += eng_telemetry_sample(t, i, s)->alloc_ns;
+            by_source[s] += fm_telemetry_get_sample(t, i, s)->alloc_ns;
+            total += fm_telemetry_get_sample(t, i, s)->alloc_ns;
         }
     assert_true(total > 0);
     int checked = 0;
@@ -291,13 +291,13 @@ static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state)
                 found += p[0] == c.r && p[1] == c.g && p[2] == c.b;
             }
         if (found < 20)
-            fail_msg("pool %s (colour %02x%02x%02x) has %d pixels in the graph", eng_telemetry_source(t, s)->name,
+            fail_msg("pool %s (colour %02x%02x%02x) has %d pixels in the graph", fm_telemetry_get_source(t, s)->name,
                      c.r, c.g, c.b, found);
         checked++;
     }
     assert_true(checked >= 1);
     stbi_image_free(px);
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
 
     /* The trace: JSON with a traceEvents array (python3's json module). */
     if (!PYTHON3[0]) fail_msg("python3 was not found when CMake ran: cannot check %s (tools/dev installs it)", trace);
@@ -356,15 +356,15 @@ static void test_demo_keys_save_reload_switch_and_reset(void **state) {
      * (frame 170), no pool grows inside an allocation. */
     char csv[600], err[256];
     path_in(csv, sizeof csv, "keys.csv");
-    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(csv, err, sizeof err);
     if (!t) fail_msg("%s", err);
     uint64_t before = 0, after = 0;
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++) {
-        const eng_frame_record *f = eng_telemetry_frame(t, i);
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(t); i++) {
+        const fm_telemetry_frame *f = fm_telemetry_get_frame(t, i);
         if (f->frame < 121) before += f->grow_events;
         else if (f->frame > 122 && f->frame < 170) after += f->grow_events;
     }
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
     assert_true(before > 0);
     assert_int_equal(after, 0);
 }
@@ -406,17 +406,17 @@ static void test_demo_frames_counts_paused_frames_so_a_paused_run_ends(void **st
     expect_text(r.out, "15 of them paused", "summary");
     char csv[600], err[256];
     path_in(csv, sizeof csv, "paused.csv");
-    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(csv, err, sizeof err);
     if (!t) fail_msg("%s", err);
-    assert_int_equal(eng_telemetry_frame_count(t), 40);
-    int s = eng_telemetry_find_source(t, "particles");
+    assert_int_equal(fm_telemetry_frame_count(t), 40);
+    int s = fm_telemetry_find_source(t, "particles");
     assert_true(s >= 0);
     for (uint32_t i = 0; i < 40; i++) {
-        uint64_t allocs = eng_telemetry_sample(t, i, (uint32_t)s)->allocs;
+        uint64_t allocs = fm_telemetry_get_sample(t, i, (uint32_t)s)->allocs;
         if (i >= 10 && i < 25) assert_int_equal(allocs, 0);
         else assert_true(allocs > 0);
     }
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
 }
 
 /* A frame arena too small for the world's lists empties the world each
@@ -552,7 +552,7 @@ static void test_demo_fifos_and_folders_are_refused_at_once_with_exit_2(void **s
     path_in(big, sizeof big, "big.ini"); /* over the loader's cap (sparse) */
     int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fd >= 0);
-    assert_int_equal(ftruncate(fd, (off_t)ENG_CONFIG_MAX_BYTES + 1), 0);
+    assert_int_equal(ftruncate(fd, (off_t)FM_CONFIG_MAX_BYTES + 1), 0);
     close(fd);
     static const struct {
         const char *option, *file, *want;

@@ -27,7 +27,7 @@ static void test_growth_after_the_first_frame_is_counted_apart(void **state) {
     (void)state;
     demo_run_stats s = {0};
     for (uint32_t f = 0; f < 10000; f++) { /* past the first capacity: the series grow */
-        eng_frame_record rec = {.frame = f, .alloc_total_ns = f, .render_ns = 2 * f,
+        fm_telemetry_frame rec = {.frame = f, .alloc_total_ns = f, .render_ns = 2 * f,
                                 .grow_events = f == 0 ? 3 : f == 7 ? 2 : 0,
                                 .ahead_grow_events = f == 9 ? 1 : 0};
         demo_run_stats_add(&s, &rec, 10 * (uint64_t)f, f);
@@ -66,7 +66,7 @@ static void test_summary_suggests_a_tuned_config_only_after_hitches(void **state
     if (!e) fail_msg("%s", err);
     demo_run_stats s = {0};
     for (uint32_t f = 0; f < 4; f++) {
-        eng_frame_record rec = {.frame = f, .alloc_total_ns = 1000 * (f + 1), .grow_events = f == 0};
+        fm_telemetry_frame rec = {.frame = f, .alloc_total_ns = 1000 * (f + 1), .grow_events = f == 0};
         demo_run_stats_add(&s, &rec, 2000000, 0);
     }
     const char *t = summary_of(&s, e);
@@ -77,7 +77,7 @@ static void test_summary_suggests_a_tuned_config_only_after_hitches(void **state
     assert_non_null(strstr(t, "No growth inside an allocation call after frame 1"));
     assert_null(strstr(t, "save a tuned config"));
 
-    eng_frame_record late = {.frame = 4, .grow_events = 2};
+    fm_telemetry_frame late = {.frame = 4, .grow_events = 2};
     demo_run_stats_add(&s, &late, 0, 0);
     t = summary_of(&s, e);
     assert_non_null(strstr(t, "growth events inside allocation calls: 3 (2 after frame 1)"));
@@ -98,7 +98,7 @@ static void test_summary_counts_paused_frames_and_engine_failures(void **state) 
     eng *e = eng_create(&(eng_desc){.seed = 3}, err, sizeof err);
     if (!e) fail_msg("%s", err);
     demo_run_stats s = {0};
-    eng_frame_record rec = {.alloc_total_ns = 3000};
+    fm_telemetry_frame rec = {.alloc_total_ns = 3000};
     demo_run_stats_add(&s, &rec, 2000000, 0);
     demo_run_stats_add_paused(&s);
     demo_run_stats_add_paused(&s);

@@ -37,4 +37,12 @@ if(FM_BUILD_DEMO)
   else()
     message(STATUS "demo_xvfb_window not registered: xvfb-run not found (tools/dev installs xvfb)")
   endif()
+
+  # framemem-minimal (demo/minimal): run headless, tuned with fm-tune, rerun.
+  if(FM_BUILD_TOOLS)
+    add_test(NAME demo_minimal_tune_and_rerun
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/demo/check_minimal.sh
+              $<TARGET_FILE:framemem-minimal> $<TARGET_FILE:fm-tune>)
+    set_tests_properties(demo_minimal_tune_and_rerun PROPERTIES TIMEOUT 300)
+  endif()
 endif()

@@ -8,7 +8,8 @@
 # sanitizers: it links the library as a caller's build would).
 function(fm_add_header_test target source ctest_name)
   add_executable(${target} ${source})
-  target_link_libraries(${target} PRIVATE framemem_engine framemem_file framemem fm_warnings)
+  target_link_libraries(${target} PRIVATE framemem_engine framemem_telemetry framemem_file framemem
+    fm_warnings)
   target_compile_options(${target} PRIVATE -pedantic)
   if(TARGET framemem_overlay)
     target_link_libraries(${target} PRIVATE framemem_overlay)
@@ -44,7 +45,8 @@ if(TARGET framemem_engine)
     # The library's public definitions (FM_TRACK_SITES in Debug builds).
     set(fm_defs $<TARGET_PROPERTY:framemem,INTERFACE_COMPILE_DEFINITIONS>)
     set(fm_flags "${fm_flags} $<$<BOOL:${fm_defs}>:-D$<JOIN:${fm_defs}, -D>>")
-    set(fm_libs $<TARGET_FILE:framemem_engine> $<TARGET_FILE:framemem_file>
+    set(fm_libs $<TARGET_FILE:framemem_engine> $<TARGET_FILE:framemem_telemetry>
+                $<TARGET_FILE:framemem_file>
                 $<TARGET_FILE:framemem>)
     set(fm_overlay 0)
     if(TARGET framemem_overlay)

@@ -1548,6 +1548,103 @@ static void test_pool_reserve_on_fixed_pool_above_capacity_fails_and_changes_not
     destroy_clean(env, pool);
 }
 
+/* ============================================================= grow-ahead */
+
+/* fm_pool_grow_ahead grows only when fewer than min_free items are free, to
+ * live + 2 x min_free; its growths are counted apart from the growths inside
+ * allocations and from reserve's (all three are in grow_events). */
+static void test_pool_grow_ahead_grows_short_pools_and_counts_it_apart(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "ahead", .item_size = 48});
+    live_set live;
+    live_init(&live, 48);
+    fm_pool_stats s0 = stats_of(pool);
+    while (stats_of(pool).live < s0.capacity + 1) live_alloc(&live, pool); /* one in-alloc growth */
+    fm_pool_stats s1 = stats_of(pool);
+    assert_int_equal(s1.grow_events, 1);
+    assert_int_equal(s1.alloc_grow_events, 1);
+    assert_true(s1.alloc_grow_ns > 0 || s1.grow_ns_total == 0);
+    assert_int_equal(s1.alloc_grow_ns, s1.grow_ns_total);
+    assert_int_equal(s1.ahead_grow_events, 0);
+    /* enough room: nothing */
+    uint64_t free_now = s1.capacity - s1.live;
+    assert_true(fm_pool_grow_ahead(pool, (uint32_t)free_now));
+    assert_true(fm_pool_grow_ahead(pool, 0));
+    fm_pool_stats s2 = stats_of(pool);
+    assert_stats_same(&s1, &s2, 0);
+    /* short of room: grows to live + 2 x min_free */
+    uint32_t want = (uint32_t)free_now + 1;
+    assert_true(fm_pool_grow_ahead(pool, want));
+    fm_pool_stats s3 = stats_of(pool);
+    assert_true(s3.capacity >= s3.live + 2 * (uint64_t)want);
+    assert_int_equal(s3.ahead_grow_events, 1);
+    assert_int_equal(s3.alloc_grow_events, 1);
+    assert_int_equal(s3.grow_events, 2);
+    /* each count converted from ticks on its own: within a ns of rounding each */
+    uint64_t parts = s3.ahead_grow_ns + s3.alloc_grow_ns;
+    assert_true(parts + 2 >= s3.grow_ns_total && parts <= s3.grow_ns_total + 2);
+    /* reserve's growth is neither */
+    assert_true(fm_pool_reserve(pool, (uint32_t)s3.capacity + 1));
+    fm_pool_stats s4 = stats_of(pool);
+    assert_int_equal(s4.grow_events, 3);
+    assert_int_equal(s4.ahead_grow_events, 1);
+    assert_int_equal(s4.alloc_grow_events, 1);
+    /* the room is served without growth inside an allocation */
+    while (stats_of(pool).live < s4.capacity) live_alloc(&live, pool);
+    assert_int_equal(stats_of(pool).alloc_grow_events, 1);
+    live_verify_all(&live);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    assert_int_equal(env->errors.count, 0);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+/* Limits: a FIXED pool short of room refuses (FM_ERR_POOL_FULL, nothing
+ * changed); max_capacity caps the growth (at the cap: nothing to do); a
+ * refusing allocator leaves the pool as it was. */
+static void test_pool_grow_ahead_respects_fixed_max_capacity_and_refusals(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *fixed = create_counted(env, (fm_pool_desc){.name = "fixed_ahead", .item_size = 48,
+                                                         .growth = FM_GROWTH_FIXED,
+                                                         .initial_capacity = 100});
+    fm_pool_stats f0 = stats_of(fixed);
+    assert_true(fm_pool_grow_ahead(fixed, (uint32_t)f0.capacity)); /* room enough */
+    assert_int_equal(env->errors.count, 0);
+    assert_false(fm_pool_grow_ahead(fixed, (uint32_t)f0.capacity + 1));
+    assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+    assert_int_equal(env->errors.count, 1);
+    assert_true(fm_test_contains(env->errors.message, "fixed_ahead"));
+    fm_pool_stats f1 = stats_of(fixed);
+    assert_stats_same(&f0, &f1, 0);
+    destroy_clean(env, fixed);
+
+    fm_pool *capped = create_counted(env, (fm_pool_desc){.name = "capped_ahead", .item_size = 48,
+                                                          .max_capacity = 3000});
+    fm_pool_stats c0 = stats_of(capped);
+    assert_true(fm_pool_grow_ahead(capped, 2000));
+    fm_pool_stats c1 = stats_of(capped);
+    assert_int_equal(c1.capacity, 3000); /* live + 4000, capped */
+    assert_int_equal(c1.ahead_grow_events, 1);
+    assert_true(fm_pool_grow_ahead(capped, 4000)); /* at the cap: nothing more to do */
+    fm_pool_stats c2 = stats_of(capped);
+    assert_stats_same(&c1, &c2, 0);
+    assert_true(c0.capacity < 3000);
+    destroy_clean(env, capped);
+
+    fm_pool *refused = create_counted(env, (fm_pool_desc){.name = "refused_ahead", .item_size = 48});
+    fm_pool_stats r0 = stats_of(refused);
+    int errors = env->errors.count;
+    fm_test_allocator_fail_nth(&env->alloc, 1);
+    assert_false(fm_pool_grow_ahead(refused, 100000));
+    assert_int_equal(fm_last_error(), FM_ERR_OUT_OF_MEMORY);
+    assert_int_equal(env->errors.count, errors + 1);
+    fm_pool_stats r1 = stats_of(refused);
+    assert_stats_same(&r0, &r1, 0);
+    assert_int_equal(fm_pool_check(refused), FM_OK);
+    destroy_clean(env, refused);
+}
+
 static void test_pool_reserve_above_max_capacity_fails(void **state) {
     fm_test_env *env = *state;
     fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "max_reserve",
@@ -2396,6 +2493,8 @@ int main(void) {
         T(test_pool_every_item_honours_alignments_up_to_4096),
         T(test_pool_items_of_every_size_hold_their_whole_contents),
         T(test_pool_reserve_grows_capacity_at_least_to_the_request),
+        T(test_pool_grow_ahead_grows_short_pools_and_counts_it_apart),
+        T(test_pool_grow_ahead_respects_fixed_max_capacity_and_refusals),
         T(test_pool_reserve_on_fixed_pool_above_capacity_fails_and_changes_nothing),
         T(test_pool_reserve_above_max_capacity_fails),
         T(test_pool_reserve_with_prefault_works),

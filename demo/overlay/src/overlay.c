@@ -20,7 +20,7 @@ static const uint32_t palette[OVL_PALETTE_SIZE] = {
 
 #define TEXT_RGB 0xDCDCDCu
 #define DIM_RGB 0x9A9A9Au
-#define BUDGET_RGB 0xFF4040u
+#define BUDGET_RGB OVL_HARD_RGB
 #define AXIS_RGB 0x505050u
 
 SDL_Color ovl_source_color(uint32_t source) {
@@ -66,19 +66,34 @@ static SDL_FRect frect(float x, float y, float w, float h) {
     return (SDL_FRect){x, y, w > 0 ? w : 0, h > 0 ? h : 0};
 }
 
-static void layout(const SDL_FRect *area, const eng_telemetry *t, const resolved *r, ovl_layout *o) {
+/* Sources by what the panels show: tags get a budget bar, the others a
+ * table row. */
+static uint32_t count_tags(const fm_telemetry *t) {
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < fm_telemetry_source_count(t); s++)
+        n += fm_telemetry_get_source(t, s)->kind == FM_TELEMETRY_TAG;
+    return n;
+}
+
+static void layout(const SDL_FRect *area, const fm_telemetry *t, const resolved *r, ovl_layout *o) {
     const float pad = 6 * r->ts, lh = r->lh;
     float x = area->x + pad, w = area->w - 2 * pad;
     float top = area->y + pad, bottom = area->y + area->h - pad;
-    uint32_t sources = eng_telemetry_source_count(t);
+    uint32_t sources = fm_telemetry_source_count(t), tags = count_tags(t);
 
     o->title = frect(x, top, w, lh * (r->settings ? 2 : 1));
     top += o->title.h + lh * 0.5f;
     o->help = frect(x, bottom - (r->help ? lh : 0), w, r->help ? lh : 0);
     bottom = o->help.y - (r->help ? lh * 0.5f : 0);
-    /* header + one row per source */
-    o->table = frect(x, bottom - lh * (float)(sources + 1), w, lh * (float)(sources + 1));
+    /* header + one row per source but the tags */
+    float rows = (float)(sources - tags + 1);
+    o->table = frect(x, bottom - lh * rows, w, lh * rows);
     bottom = o->table.y - lh * 0.5f;
+    /* a budget bar per tag, above the table */
+    o->budgets = frect(x, bottom - lh * (float)tags, w, lh * (float)tags);
+    float name_w = 20 * 6.0f * r->ts;
+    o->bars = frect(x + name_w, o->budgets.y, (w - name_w) * 0.45f, o->budgets.h);
+    if (tags) bottom = o->budgets.y - lh * 0.5f;
     int per = legend_per_line(w, r->ts);
     float legend_lines = (float)((sources + (uint32_t)per - 1) / (uint32_t)per);
     /* What is left goes to the three graphs, each with a caption line above. */
@@ -94,7 +109,7 @@ static void layout(const SDL_FRect *area, const eng_telemetry *t, const resolved
     o->frame_graph = frect(x, top + lh, w, gf);
 }
 
-void ovl_layout_compute(const SDL_FRect *area, const eng_telemetry *t, const ovl_desc *desc,
+void ovl_layout_compute(const SDL_FRect *area, const fm_telemetry *t, const ovl_desc *desc,
                         ovl_layout *out) {
     resolved r = resolve(desc);
     layout(area, t, &r, out);
@@ -117,7 +132,7 @@ static void fmt_bytes(char *buf, size_t n, double b) {
 /* ------------------------------------------------------------ panels */
 
 typedef struct view {
-    const eng_telemetry *t;
+    const fm_telemetry *t;
     uint32_t held, shown, first; /* frames in the ring, shown, index of oldest shown */
     uint32_t slots;              /* bar slots across the graph (r.frames) */
     uint32_t sources;
@@ -167,7 +182,7 @@ static void place_label(ovl_batch *b, float *row_end, int rows, float x, float y
 }
 
 /* Height of one source's bar segment; a growth is never invisible. */
-static float segment_height(const eng_sample *sm, double ymax, float full) {
+static float segment_height(const fm_telemetry_sample *sm, double ymax, float full) {
     float h = (float)((double)sm->alloc_ns / ymax) * full;
     if (sm->grow_events > 0 && h < 2) h = 2;
     return h > 0 ? h : 0;
@@ -175,13 +190,16 @@ static float segment_height(const eng_sample *sm, double ymax, float full) {
 
 static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const resolved *r) {
     double peak = 0;
-    uint64_t grows = 0;
+    uint64_t grows = 0, resets = 0;
     for (uint32_t k = 0; k < v->shown; k++) {
         double sum = 0;
-        for (uint32_t s = 0; s < v->sources; s++)
-            sum += (double)eng_telemetry_sample(v->t, v->first + k, s)->alloc_ns;
+        for (uint32_t s = 0; s < v->sources; s++) {
+            const fm_telemetry_sample *sm = fm_telemetry_get_sample(v->t, v->first + k, s);
+            sum += (double)sm->alloc_ns;
+            if (fm_telemetry_get_source(v->t, s)->kind == FM_TELEMETRY_POOL) resets += sm->resets;
+        }
         if (sum > peak) peak = sum;
-        grows += eng_telemetry_frame(v->t, v->first + k)->grow_events;
+        grows += fm_telemetry_get_frame(v->t, v->first + k)->grow_events;
     }
     double ymax = (peak > r->alloc_budget_ns ? peak : r->alloc_budget_ns) * 1.1;
     if (ymax < 1000) ymax = 1000;
@@ -191,13 +209,29 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     fmt_ns(bud, sizeof bud, r->alloc_budget_ns);
     snprintf(cap, sizeof cap,
              "allocation time per frame, stacked by pool (last %u frames): max %s; growth inside "
-             "an allocation in magenta (%llu in view)",
-             v->shown, a, (unsigned long long)grows);
+             "an allocation in magenta (%llu in view); pool resets white (%llu)",
+             v->shown, a, (unsigned long long)grows, (unsigned long long)resets);
     ovl_text(b, g->x, g->y - r->lh, r->ts, rgb(TEXT_RGB, 255), cap);
     graph_frame(b, g, r);
 
     float bw = g->w / (float)v->slots;
     const SDL_Color grow = {OVL_GROWTH_R, OVL_GROWTH_G, OVL_GROWTH_B, 255};
+    /* Pool resets (arenas reset every frame: not marked), behind the bars,
+     * named on a fourth label row under the growths' three. */
+    const SDL_Color reset_c = rgb(OVL_RESET_RGB, 255);
+    float reset_end[1] = {-1e9f};
+    for (uint32_t k = 0; resets && k < v->shown; k++)
+        for (uint32_t s = 0; s < v->sources; s++) {
+            if (fm_telemetry_get_source(v->t, s)->kind != FM_TELEMETRY_POOL ||
+                !fm_telemetry_get_sample(v->t, v->first + k, s)->resets)
+                continue;
+            float x = slot_x(v, g, k);
+            ovl_rect(b, x, g->y, 1, g->h - 1, reset_c);
+            char lab[FM_TELEMETRY_NAME_MAX + 8];
+            snprintf(lab, sizeof lab, "reset %s", fm_telemetry_get_source(v->t, s)->name);
+            place_label(b, reset_end, 1, x, g->y + 5 * r->ts + 3 * r->lh, r, reset_c, lab);
+            break;
+        }
     /* Source by source (then frame by frame): long runs of one colour, which
      * a software renderer fills with one call each. A segment's base is the
      * sum of the segments below it in the same frame. */
@@ -205,12 +239,12 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
         for (uint32_t k = 0; k < v->shown; k++) {
             float bottom = g->y + g->h - 1, h = 0;
             for (uint32_t below = 0; below <= s; below++) {
-                const eng_sample *sm = eng_telemetry_sample(v->t, v->first + k, below);
+                const fm_telemetry_sample *sm = fm_telemetry_get_sample(v->t, v->first + k, below);
                 h = segment_height(sm, ymax, g->h - 1);
                 if (below < s) bottom -= h;
             }
             if (h <= 0) continue;
-            bool grown = eng_telemetry_sample(v->t, v->first + k, s)->grow_events > 0;
+            bool grown = fm_telemetry_get_sample(v->t, v->first + k, s)->grow_events > 0;
             ovl_rect(b, slot_x(v, g, k), bottom - h, bw > 1 ? bw : 1, h, grown ? grow : ovl_source_color(s));
         }
     /* Growth labels go on three rows so neighbours do not overwrite each other. */
@@ -219,8 +253,8 @@ static void alloc_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
         float x = slot_x(v, g, k);
         const char *grew = NULL;
         for (uint32_t s = 0; s < v->sources && !grew; s++)
-            if (eng_telemetry_sample(v->t, v->first + k, s)->grow_events)
-                grew = eng_telemetry_source(v->t, s)->name;
+            if (fm_telemetry_get_sample(v->t, v->first + k, s)->grow_events)
+                grew = fm_telemetry_get_source(v->t, s)->name;
         if (grew) {
             ovl_rect(b, x, g->y, bw > 2 ? bw : 2, 4 * r->ts, grow);
             place_label(b, label_end, 3, x, g->y + 5 * r->ts, r, grow, grew);
@@ -241,7 +275,7 @@ static void legend_panel(ovl_batch *b, const view *v, const SDL_FRect *l, const 
         float x = l->x + (float)(s % (uint32_t)per) * 120.0f * r->ts;
         float y = l->y + (float)(s / (uint32_t)per) * r->lh;
         ovl_rect(b, x, y, 8 * r->ts, 7 * r->ts, ovl_source_color(s));
-        ovl_text(b, x + 11 * r->ts, y, r->ts, rgb(TEXT_RGB, 255), eng_telemetry_source(v->t, s)->name);
+        ovl_text(b, x + 11 * r->ts, y, r->ts, rgb(TEXT_RGB, 255), fm_telemetry_get_source(v->t, s)->name);
     }
 }
 
@@ -249,7 +283,7 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     double peak = 0;
     uint64_t ahead = 0;
     for (uint32_t k = 0; k < v->shown; k++) {
-        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        const fm_telemetry_frame *f = fm_telemetry_get_frame(v->t, v->first + k);
         if ((double)f->maint_ns > peak) peak = (double)f->maint_ns;
         ahead += f->ahead_grow_events;
     }
@@ -264,7 +298,7 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
     float bw = g->w / (float)v->slots;
     float label_end[1] = {-1e9f};
     for (uint32_t k = 0; k < v->shown; k++) {
-        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        const fm_telemetry_frame *f = fm_telemetry_get_frame(v->t, v->first + k);
         float h = (float)((double)f->maint_ns / ymax) * (g->h - 1);
         if (f->ahead_grow_events && h < 2) h = 2;
         float x = slot_x(v, g, k);
@@ -272,9 +306,9 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
         if (!f->ahead_grow_events) continue;
         /* Name the pool that grew ahead (the first one, as in the allocation graph). */
         for (uint32_t s = 0; s < v->sources; s++)
-            if (eng_telemetry_sample(v->t, v->first + k, s)->ahead_grow_events) {
+            if (fm_telemetry_get_sample(v->t, v->first + k, s)->ahead_grow_events) {
                 place_label(b, label_end, 1, x, g->y + 1, r, rgb(OVL_MAINT_RGB, 255),
-                            eng_telemetry_source(v->t, s)->name);
+                            fm_telemetry_get_source(v->t, s)->name);
                 break;
             }
     }
@@ -283,7 +317,7 @@ static void maint_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
 static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const resolved *r) {
     double peak = 0, last = 0;
     for (uint32_t k = 0; k < v->shown; k++) {
-        const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+        const fm_telemetry_frame *f = fm_telemetry_get_frame(v->t, v->first + k);
         /* in double: a record from a file may hold any uint64_t */
         double sum = (double)f->sim_ns + (double)f->alloc_total_ns + (double)f->maint_ns +
                      (double)f->render_ns;
@@ -308,7 +342,7 @@ static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
      * software renderer fills with one call each. */
     for (size_t i = 0; i < 4; i++)
         for (uint32_t k = 0; k < v->shown; k++) {
-            const eng_frame_record *f = eng_telemetry_frame(v->t, v->first + k);
+            const fm_telemetry_frame *f = fm_telemetry_get_frame(v->t, v->first + k);
             const uint64_t part_ns[4] = {f->sim_ns, f->alloc_total_ns, f->maint_ns, f->render_ns};
             float bottom = g->y + g->h - 1;
             for (size_t j = 0; j < i; j++) bottom -= (float)((double)part_ns[j] / ymax) * (g->h - 1);
@@ -316,6 +350,56 @@ static void frame_panel(ovl_batch *b, const view *v, const SDL_FRect *g, const r
             if (h > 0) ovl_rect(b, slot_x(v, g, k), bottom - h, bw > 1 ? bw : 1, h, rgb(parts[i].rgb, 255));
         }
     hline(b, g, r->frame_budget_ns, ymax, rgb(BUDGET_RGB, 255));
+}
+
+/* A bar per tag: committed bytes of the newest frame against the larger of
+ * the hard limit and the peak in view, ticks at the limits. */
+static void budget_panel(ovl_batch *b, const view *v, const ovl_layout *lo, const resolved *r) {
+    const SDL_Color text = rgb(TEXT_RGB, 255), dim = rgb(DIM_RGB, 255);
+    const SDL_Color soft_c = rgb(OVL_SOFT_RGB, 255), hard_c = rgb(OVL_HARD_RGB, 255);
+    const SDL_FRect *bars = &lo->bars;
+    uint32_t row = 0;
+    for (uint32_t s = 0; s < v->sources; s++) {
+        const fm_telemetry_source *si = fm_telemetry_get_source(v->t, s);
+        if (si->kind != FM_TELEMETRY_TAG) continue;
+        float y = lo->budgets.y + (float)row++ * r->lh;
+        double committed = 0, peak = 0;
+        uint64_t refused = 0;
+        for (uint32_t k = 0; k < v->shown; k++) {
+            const fm_telemetry_sample *x = fm_telemetry_get_sample(v->t, v->first + k, s);
+            if ((double)x->peak_live > peak) peak = (double)x->peak_live;
+            refused += x->failed;
+            if (k + 1 == v->shown) committed = (double)x->capacity;
+        }
+        double soft = (double)si->soft_limit, hard = (double)si->hard_limit;
+        double full = hard > peak ? hard : peak;
+        if (soft * 1.25 > full) full = soft * 1.25;
+        if (committed > full) full = committed;
+        full = full > 0 ? full * 1.05 : 1;
+        float h = 7 * r->ts;
+        ovl_rect(b, bars->x, y, bars->w, h, rgb(AXIS_RGB, 255));
+        SDL_Color fill = ovl_source_color(s);
+        if (refused || (hard > 0 && committed >= hard)) fill = hard_c;
+        else if (soft > 0 && committed > soft) fill = soft_c;
+        float fw = (float)(committed / full) * bars->w;
+        if (fw > 0) ovl_rect(b, bars->x, y, fw, h, fill);
+        if (peak > committed)
+            ovl_rect(b, bars->x + (float)(peak / full) * bars->w - 1, y, 2, h, text);
+        if (soft > 0) ovl_rect(b, bars->x + (float)(soft / full) * bars->w - 1, y - 1, 2, h + 2, soft_c);
+        if (hard > 0) ovl_rect(b, bars->x + (float)(hard / full) * bars->w - 1, y - 1, 2, h + 2, hard_c);
+        ovl_text(b, lo->budgets.x + 4 * r->ts, y, r->ts, ovl_source_color(s), si->name);
+        char c[24], p[24], sl[24], hl[24], line[160];
+        fmt_bytes(c, sizeof c, committed);
+        fmt_bytes(p, sizeof p, peak);
+        if (soft > 0) fmt_bytes(sl, sizeof sl, soft);
+        else snprintf(sl, sizeof sl, "none");
+        if (hard > 0) fmt_bytes(hl, sizeof hl, hard);
+        else snprintf(hl, sizeof hl, "none");
+        snprintf(line, sizeof line, "%s committed, peak %s | soft %s, hard %s%s", c, p, sl, hl,
+                 refused ? " | growth refused" : "");
+        ovl_text(b, bars->x + bars->w + 8 * r->ts, y, r->ts, refused ? hard_c : row == 1 ? text : dim,
+                 line);
+    }
 }
 
 static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const resolved *r) {
@@ -326,14 +410,16 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
     static const char *const head[] = {"pool", "live", "peak", "capacity", "grow events",
                                        "last grow (frame, time)", "suggested capacity"};
     for (int c = 0; c < 7; c++) ovl_text(b, tb->x + (float)col[c] * cw, tb->y, r->ts, dim, head[c]);
-    const eng_sample *now = NULL;
+    const fm_telemetry_sample *now = NULL;
+    uint32_t row = 0;
     for (uint32_t s = 0; s < v->sources; s++) {
-        const eng_source_info *si = eng_telemetry_source(v->t, s);
-        now = v->held ? eng_telemetry_sample(v->t, v->held - 1, s) : NULL;
-        float y = tb->y + (float)(s + 1) * r->lh;
+        const fm_telemetry_source *si = fm_telemetry_get_source(v->t, s);
+        if (si->kind == FM_TELEMETRY_TAG) continue; /* the budget panel's */
+        now = v->held ? fm_telemetry_get_sample(v->t, v->held - 1, s) : NULL;
+        float y = tb->y + (float)(++row) * r->lh;
         char cell[7][48];
         snprintf(cell[0], sizeof cell[0], "%s", si->name);
-        if (si->kind == ENG_SOURCE_POOL) {
+        if (si->kind == FM_TELEMETRY_POOL || si->kind == FM_TELEMETRY_CLOSURES) {
             snprintf(cell[1], sizeof cell[1], "%llu", (unsigned long long)(now ? now->live : 0));
             snprintf(cell[2], sizeof cell[2], "%llu", (unsigned long long)si->peak_live);
             snprintf(cell[3], sizeof cell[3], "%llu", (unsigned long long)(now ? now->capacity : 0));
@@ -346,8 +432,11 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
             } else {
                 snprintf(cell[5], sizeof cell[5], "-");
             }
-            snprintf(cell[6], sizeof cell[6], "%llu",
-                     (unsigned long long)eng_suggest_capacity(si->peak_live, r->headroom, si->chunk_items));
+            if (si->kind == FM_TELEMETRY_POOL)
+                snprintf(cell[6], sizeof cell[6], "%llu",
+                         (unsigned long long)fm_telemetry_suggest_capacity(si->peak_live, r->headroom,
+                                                                           si->chunk_items));
+            else snprintf(cell[6], sizeof cell[6], "- (closures)");
         } else {
             /* Arena: bytes this frame, high water, committed, commits this frame. */
             char used[24], hw[24], com[24];
@@ -374,18 +463,18 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
 
 /* ------------------------------------------------------------ entry */
 
-bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const eng_telemetry *t,
+bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const fm_telemetry *t,
               const ovl_desc *desc) {
     resolved r = resolve(desc);
     ovl_layout lo;
     layout(area, t, &r, &lo);
     view v;
     v.t = t;
-    v.held = eng_telemetry_frame_count(t);
+    v.held = fm_telemetry_frame_count(t);
     v.slots = r.frames;
     v.shown = v.held < r.frames ? v.held : r.frames;
     v.first = v.held - v.shown;
-    v.sources = eng_telemetry_source_count(t);
+    v.sources = fm_telemetry_source_count(t);
     ovl_batch_set_target(b, rd);
     /* Nothing leaves the area: long captions and table rows are clipped. */
     SDL_Rect old_clip, clip = {(int)area->x, (int)area->y, (int)area->w, (int)area->h};
@@ -402,6 +491,7 @@ bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const eng_t
     legend_panel(b, &v, &lo.legend, &r);
     maint_panel(b, &v, &lo.maint_graph, &r);
     frame_panel(b, &v, &lo.frame_graph, &r);
+    budget_panel(b, &v, &lo, &r);
     table_panel(b, &v, &lo.table, &r);
     if (r.help) ovl_text(b, lo.help.x, lo.help.y, r.ts, rgb(DIM_RGB, 255), r.help);
     bool ok = ovl_batch_flush(b, rd);

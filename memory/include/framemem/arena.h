@@ -201,6 +201,7 @@ typedef struct fm_frame_arena_stats {
     uint64_t committed;      /* sum over the underlying arenas */
     uint64_t total_allocs;
     uint64_t failed_allocs;
+    uint64_t commit_events;  /* sum over the underlying arenas */
     uint32_t history_count;  /* valid entries in history */
     uint64_t history[FM_FRAME_ARENA_HISTORY]; /* bytes of the last finished frames, newest first */
 } fm_frame_arena_stats;

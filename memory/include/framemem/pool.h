@@ -19,10 +19,9 @@
  * double frees, foreign and interior pointers without searching, and growing
  * touches no new slot. Per-slot metadata lives beside the slots, never in them.
  *
- * Threads (desc.sync: NONE, MUTEX, THREAD_CACHE, LOCKFREE), Memory (chunks,
- * a pool's fixed cost), Reset, Owners (fm_pool_of's chunk map), Allocation
- * sites, NULL and Limit, named below, are sections of docs/POOLS.md
- * (installed as share/doc/framemem/POOLS.md).
+ * Threads (desc.sync), Timing (time inside alloc and free), Memory (chunks,
+ * a pool's fixed cost), Reset, Owners (fm_pool_of's map), Allocation sites,
+ * NULL, Limit: sections of docs/POOLS.md (share/doc/framemem/POOLS.md).
  */
 #ifndef FRAMEMEM_POOL_H
 #define FRAMEMEM_POOL_H
@@ -49,6 +48,15 @@ static inline bool fm_handle_equal(fm_handle a, fm_handle b);
 /* FM_HANDLE_TYPE(entity_handle); a struct per kind: mixing kinds won't compile. */
 #define FM_HANDLE_TYPE(name) FM__HANDLE_TYPE(name)
 
+/* Time spent inside a pool's alloc and free calls (see Timing). */
+typedef enum fm_pool_timing {
+    FM_POOL_TIMING_OFF = 0,    /* nothing measured; the inline fast paths */
+    FM_POOL_TIMING_SAMPLED,    /* one call in FM_POOL_TIMING_SAMPLE, scaled; batches all */
+    FM_POOL_TIMING_EVERY_CALL, /* every call */
+    FM_POOL_TIMING_COUNT
+} fm_pool_timing;
+#define FM_POOL_TIMING_SAMPLE 16 /* SAMPLED: one call in this many, at random */
+
 typedef struct fm_pool_desc {
     const char *name;          /* shown in errors, stats and the overlay; copied */
     const char *type_name;     /* set by FM_POOL_DESC; the name when name is NULL */
@@ -67,7 +75,9 @@ typedef struct fm_pool_desc {
     void *user;                /* passed to ctor and dtor */
     fm_allocator allocator;    /* zero = system (virtual memory); else alloc and free */
     fm_tag *tag;               /* memory tag its chunks are charged to (tag.h); NULL: none */
+    bool grow_ahead;           /* opts in to fm_telemetry_grow_ahead (telemetry.h) */
     size_t chunk_bytes;        /* 0 = default; else a power of two, 4 KiB .. 1 GiB: see Memory */
+    fm_pool_timing timing;     /* OFF (default), SAMPLED or EVERY_CALL: see Timing */
 } fm_pool_desc;
 
 #define FM_POOL_MAX_ITEM_SIZE ((size_t)1 << 24)
@@ -92,11 +102,18 @@ typedef struct fm_pool_desc {
     X(grow_events, "growths (create's initial chunks excluded)")                 \
     X(grow_ns_total, "nanoseconds spent growing")                                \
     X(grow_ns_max, "nanoseconds of the slowest growth")                          \
+    X(alloc_grow_events, "of grow_events: inside an allocation call (the hitches)") \
+    X(alloc_grow_ns, "nanoseconds of those")                                     \
+    X(ahead_grow_events, "of grow_events: by fm_pool_grow_ahead (maintenance)")  \
+    X(ahead_grow_ns, "nanoseconds of those")                                     \
     X(trim_events, "trim calls that released memory")                            \
     X(bytes_trimmed, "bytes given back by trim since create")                    \
     X(resets, "fm_pool_reset calls (their frees are in total_frees)")            \
     X(bytes_reserved, "bytes taken from the backing allocator, held now")        \
-    X(bytes_overhead, "bytes_reserved minus capacity * item_size")
+    X(bytes_overhead, "bytes_reserved minus capacity * item_size")               \
+    X(alloc_ns_total, "nanoseconds inside alloc calls (desc.timing; SAMPLED: estimated)") \
+    X(free_ns_total, "nanoseconds inside free calls (desc.timing; SAMPLED: estimated)") \
+    X(timed_calls, "alloc and free calls timed by the clock (desc.timing)")
 
 typedef struct fm_pool_stats {
     const char *name;
@@ -109,9 +126,8 @@ typedef struct fm_pool_stats {
 /// fm_pool_desc_check refuses), FM_ERR_BUDGET (the first chunks would pass
 /// desc.tag's hard limit) or FM_ERR_OUT_OF_MEMORY (backing allocator refused).
 FM_API fm_pool *fm_pool_create(const fm_pool_desc *desc);
-/// fm_pool_create's check (the field comments' rules), creating and reporting
-/// nothing: FM_OK, or FM_ERR_INVALID_ARG with the rule broken in msg (may be
-/// NULL), so a desc read from a file is checked there. A NULL desc is reported.
+/// fm_pool_create's check (the fields' rules), creating and reporting nothing:
+/// FM_OK, or FM_ERR_INVALID_ARG with the rule in msg (may be NULL). NULL desc: reported.
 FM_API fm_error fm_pool_desc_check(const fm_pool_desc *desc, char *msg, size_t msg_len);
 /// Runs the dtor on every live item, reports leaks (FM_ERR_LEAK, unless
 /// silent_destroy), returns every byte to the backing allocator. NULL: no-op.
@@ -124,18 +140,16 @@ FM_API void *fm_pool_alloc(fm_pool *pool);
 /// Returns item to the pool; NULL is a no-op. A double free, foreign or
 /// interior pointer is reported and changes nothing. O(1), no search.
 FM_API void fm_pool_free(fm_pool *pool, void *item);
-/// Up to n items into out[0, n), faster than n calls (NONE, MUTEX: one loop and
-/// lock); returns how many: fewer when one could not be had (reported once,
-/// out[got, n) untouched). out == NULL with n > 0: FM_ERR_INVALID_ARG.
+/// Up to n items into out[0, n), faster than n calls; how many: fewer when one
+/// could not be had (reported once). out == NULL, n > 0: FM_ERR_INVALID_ARG.
 FM_API size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n);
 /// Frees items[0, n) as n fm_pool_free calls in order would, faster. items ==
-/// NULL with n > 0: FM_ERR_INVALID_ARG. (NONE, debug builds: a call from a
-/// non-owner thread is reported once, FM_ERR_WRONG_THREAD, and frees nothing.)
+/// NULL, n > 0: FM_ERR_INVALID_ARG. A non-owner thread's call (NONE, debug):
+/// FM_ERR_WRONG_THREAD once, nothing freed.
 FM_API void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n);
 /// fm_pool_alloc, then the ctor (if any).
 FM_API void *fm_pool_new(fm_pool *pool);
-/// The dtor (if any), then fm_pool_free. A bad pointer is reported before the
-/// dtor runs, so the dtor never sees a foreign or dead item.
+/// The dtor (if any), then fm_pool_free; a bad pointer is reported before it.
 FM_API void fm_pool_delete(fm_pool *pool, void *item);
 /// These record file:line for leak reports when sites are tracked (the plain
 /// names call them so with FM_TRACK_SITES): fm_pool_alloc_at(pool, FM_SITE).
@@ -147,8 +161,12 @@ FM_API void *fm_pool_new_at(fm_pool *pool, const char *file, int line);
 /// false, the pool unchanged: FM_ERR_POOL_FULL (FIXED, above max_capacity or
 /// past the chunk limit), FM_ERR_BUDGET (tag.h) or FM_ERR_OUT_OF_MEMORY.
 FM_API bool fm_pool_reserve(fm_pool *pool, uint32_t capacity);
-/// Returns empty chunks down to initial_capacity; the bytes released. First
-/// THREAD_CACHE flushes the caller's cache, LOCKFREE the shared stack.
+/// At the frame boundary: with fewer than min_free items free, grows now to
+/// live + 2 x min_free (max_capacity allowing; ahead_grow_events). true: room
+/// or grown; false, unchanged: errors as fm_pool_reserve (FIXED short of room).
+FM_API bool fm_pool_grow_ahead(fm_pool *pool, uint32_t min_free);
+/// Returns empty chunks down to initial_capacity; the bytes released (first
+/// flushing THREAD_CACHE's caller cache, LOCKFREE's shared stack).
 FM_API size_t fm_pool_trim(fm_pool *pool);
 /// Frees every live item (dtor first, if any), keeping the chunks and their
 /// pages; every older handle goes stale; O(chunks) without a dtor (see Reset).
@@ -172,8 +190,7 @@ FM_API fm_pool *fm_pool_of(const void *ptr);
 /// fm_pool_free into the pool fm_pool_of finds (its reports and thread rules);
 /// NULL: a no-op; a pointer in no pool's chunk: FM_ERR_FOREIGN_POINTER.
 FM_API void fm_free(void *ptr);
-/// Bytes the chunk map behind fm_pool_of has taken from the OS so far (its
-/// 512 KiB first level, zero-filled static storage, not included).
+/// Bytes fm_pool_of's chunk map took from the OS (not its static first level).
 FM_API size_t fm_pool_map_bytes(void);
 
 /// The handle of a live item in O(1); FM_HANDLE_NULL and FM_ERR_FOREIGN_POINTER
@@ -202,8 +219,7 @@ FM_API void fm_pool_release_owner_thread(fm_pool *pool);
 /// pool (so trim can release their chunks). Other policies: nothing to do.
 FM_API void fm_pool_flush_thread_cache(fm_pool *pool);
 
-/// Checks every invariant (counts, free stacks, live bits) in O(capacity):
-/// FM_OK, or the first problem found, reported.
+/// Checks every invariant in O(capacity): FM_OK, or the first problem, reported.
 FM_API fm_error fm_pool_check(const fm_pool *pool);
 
 /* FM_POOL_DESC(particle, .initial_capacity = 4096): size, align and name from

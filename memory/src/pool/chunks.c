@@ -421,7 +421,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
 /* Adds chunks holding `slots` more usable slots (clipped at max_capacity).
  * All or nothing: on failure the pool is exactly as before and the error is
  * reported. */
-static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
+static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
     uint64_t start = fm_clock_now();
     uint64_t max = p->desc.max_capacity;
     uint64_t held = p->capacity + p->retired; /* slots the chunks hold */
@@ -528,12 +528,16 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         p->table_cap = g.table_cap;
         FM__ATOMIC_STORE(&p->table, g.table, RELEASE);
     }
-    if (count_event) {
+    if (kind != FM__GROW_CREATE) {
         uint64_t ticks = fm_clock_now() - start;
         p->grow_events++;
         p->grow_ticks_total += ticks;
         if (ticks > p->grow_ticks_max) p->grow_ticks_max = ticks;
+        if (kind == FM__GROW_ALLOC) p->alloc_grow_events++, p->alloc_grow_ticks += ticks;
+        if (kind == FM__GROW_AHEAD) p->ahead_grow_events++, p->ahead_grow_ticks += ticks;
+        fm__watch_grown += ticks;
     }
+    fm__hook_grow(p->name, (size_t)k64 * p->chunk_bytes, start);
     return true;
 }
 
@@ -565,7 +569,7 @@ static bool fm__next_chunk(fm_pool *p) {
                        (unsigned long long)p->capacity);
             return false;
         }
-        if (!fm__grow(p, fm__policy_slots(p), true)) return false;
+        if (!fm__grow(p, fm__policy_slots(p), FM__GROW_ALLOC)) return false;
     }
     fm__park_current(p);
     /* A partly used chunk with only a few free slots would be exhausted
@@ -748,7 +752,27 @@ static bool fm__reserve_core(fm_pool *pool, uint32_t capacity) {
                    capacity, pool->desc.max_capacity);
         return false;
     }
-    return fm__grow(pool, capacity - pool->capacity, true);
+    return fm__grow(pool, capacity - pool->capacity, FM__GROW_RESERVE);
+}
+
+/* Headroom for the next frame, grown at the frame boundary: twice min_free
+ * above live, so that a pool short of room by a little does not grow again
+ * at the next boundary. */
+static bool fm__grow_ahead_core(fm_pool *pool, uint32_t min_free) {
+    uint64_t live = fm__live(pool);
+    if (pool->capacity >= live + min_free) return true;
+    if (pool->desc.growth == FM_GROWTH_FIXED) {
+        fm__report(FM_ERR_POOL_FULL, "pool '%s': FIXED pool cannot grow ahead (%llu of %llu free, %u wanted)",
+                   pool->name, (unsigned long long)(pool->capacity - live),
+                   (unsigned long long)pool->capacity, min_free);
+        return false;
+    }
+    uint64_t target = live + 2 * (uint64_t)min_free;
+    if (target > UINT32_MAX) target = UINT32_MAX;
+    if (pool->desc.max_capacity && target > pool->desc.max_capacity)
+        target = pool->desc.max_capacity;
+    if (target <= pool->capacity) return true; /* as far as max_capacity allows */
+    return fm__grow(pool, target - pool->capacity, FM__GROW_AHEAD);
 }
 
 static bool fm__trimmable(const fm_pool *p, uint32_t idx) {

@@ -2,7 +2,7 @@
  * overlay/overlay.h: draws an engine's per-frame allocation telemetry on any
  * SDL_Renderer, inside a rectangle.
  *
- * Input is only a `const eng_telemetry *`, so a live engine
+ * Input is only a `const fm_telemetry *`, so a live engine
  * (eng_get_telemetry) and a CSV file (eng_telemetry_read_csv) draw the same;
  * tools/fm-plot reuses this on a software renderer over a surface. Panels,
  * top to bottom (ovl_layout gives their rectangles):
@@ -10,13 +10,22 @@
  *     in each source's colour (ovl_source_color) with a legend; a line at the
  *     allocation budget (a share of the frame budget); in a frame where a
  *     pool grew inside an allocation call that pool's part of the bar is drawn
- *     in OVL_GROWTH_RGB, with a tick above it and the pool's name;
+ *     in OVL_GROWTH_RGB, with a tick above it and the pool's name; a frame
+ *     where a pool was reset (fm_pool_reset: a level's items gone at once)
+ *     has a full-height OVL_RESET_RGB line behind its bars, labelled
+ *     "reset <pool>";
  *   - maintenance (grow-ahead) time per frame, on its own scale, apart, with
  *     the pool that grew ahead named;
  *   - frame time per frame stacked as simulation / allocation / maintenance /
  *     render with the frame budget line;
- *   - a table per pool (live, peak, capacity, grow events, last grow,
- *     suggested capacity) and per arena (bytes used, high water, commits);
+ *   - memory budgets, when the telemetry has tags: a bar per tag, its
+ *     committed bytes in the tag's colour (OVL_SOFT_RGB above the soft
+ *     limit, OVL_HARD_RGB at the hard limit or when it refused a growth in
+ *     view) against a scale of the larger of its hard limit and its peak,
+ *     with ticks at the soft (OVL_SOFT_RGB) and hard (OVL_HARD_RGB) limits;
+ *   - a table per pool and closure pool (live, peak, capacity, grow events,
+ *     last grow, suggested capacity) and per arena (bytes used, high water,
+ *     commits);
  *   - optional caller lines (key help, current settings).
  * Drawing allocates nothing: it queues quads into the caller's ovl_batch and
  * flushes once at the end: one SDL_RenderGeometry call when the batch holds
@@ -32,7 +41,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/telemetry.h"
+#include "framemem/telemetry.h"
 #include "overlay/draw.h"
 
 #ifdef __cplusplus
@@ -45,8 +54,13 @@ extern "C" {
 #define OVL_GROWTH_G 0
 #define OVL_GROWTH_B 255
 #define OVL_GROWTH_RGB 0xFF00FFu
+/* A pool reset (fm_pool_reset): a white line behind the frame's bars. */
+#define OVL_RESET_RGB 0xFFFFFFu
 /* Maintenance (grow-ahead) bars. */
 #define OVL_MAINT_RGB 0xE6E6E6u
+/* Memory budgets: above a tag's soft limit, and at its hard limit. */
+#define OVL_SOFT_RGB 0xFFD23Cu
+#define OVL_HARD_RGB 0xFF4040u
 /* Frame time graph: simulation, allocation, maintenance, render. */
 #define OVL_SIM_RGB 0x4A90E2u
 #define OVL_ALLOC_RGB 0xF5A623u
@@ -79,6 +93,8 @@ typedef struct ovl_layout {
     SDL_FRect legend;      /* source colours */
     SDL_FRect maint_graph; /* grow-ahead time */
     SDL_FRect frame_graph; /* frame time split */
+    SDL_FRect budgets;     /* a bar per tag (height 0 without tags) */
+    SDL_FRect bars;        /* inside budgets: where the bars are drawn (full scale) */
     SDL_FRect table;       /* per-pool and per-arena rows */
     SDL_FRect help;        /* key help line */
 } ovl_layout;
@@ -86,12 +102,12 @@ typedef struct ovl_layout {
 /// The colour source i is drawn in (opaque; never OVL_GROWTH_RGB).
 SDL_Color ovl_source_color(uint32_t source);
 /// Where each panel goes inside area for this telemetry and desc (desc may be NULL).
-void ovl_layout_compute(const SDL_FRect *area, const eng_telemetry *t, const ovl_desc *desc,
+void ovl_layout_compute(const SDL_FRect *area, const fm_telemetry *t, const ovl_desc *desc,
                         ovl_layout *out);
 /// Draws the overlay for t into area (desc may be NULL for defaults): queues
 /// into b, then flushes b into r. Returns false when SDL refused to draw
 /// (SDL_GetError()).
-bool ovl_draw(ovl_batch *b, SDL_Renderer *r, const SDL_FRect *area, const eng_telemetry *t,
+bool ovl_draw(ovl_batch *b, SDL_Renderer *r, const SDL_FRect *area, const fm_telemetry *t,
               const ovl_desc *desc);
 
 #ifdef __cplusplus
