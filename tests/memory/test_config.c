@@ -472,7 +472,7 @@ static void test_config_accepted_values_always_build_and_rejected_ones_name_thei
             if (!p) fail_msg("%s: %u problem(s), yet the pool was refused: %s", label, n,
                              fm_last_error_message());
             fm_pool_destroy(p);
-            bool huge_reserve = fd.arena.reserve_bytes > ((size_t)1 << 34);
+            bool huge_reserve = fd.arena.reserve_bytes / 16 > ((size_t)1 << 30); /* 16 GiB */
             if (!huge_reserve) {
                 fm_frame_arena *fa = fm_frame_arena_create(&fd);
                 if (!fa) fail_msg("%s: the frame arena was refused: %s", label, fm_last_error_message());
