@@ -133,25 +133,38 @@ static void test_pool_timing_times_a_batch_once_and_new_as_an_alloc(void **state
 static void test_pool_timing_sampled_times_about_one_call_in_the_sample_rate(void **state) {
     fm_test_env *env = *state;
     for (int k = 0; k < POLICIES; k++) {
-        fm_pool *pool = make(env, FM_POOL_TIMING_SAMPLED, policies[k]);
-        assert_int_equal(fm_pool_get_desc(pool).timing, FM_POOL_TIMING_SAMPLED);
-        enum { PAIRS = 8000 }; /* 32,000 calls */
-        uint64_t wall = fm_clock_to_ns(pairs(pool, PAIRS / 2) + pairs(pool, PAIRS / 2));
-        fm_pool_stats st = fm_test_pool_stats(pool);
-        /* Gaps uniform in [1, 31]: 2,000 expected, standard deviation
-         * about 40; fewer than 1,600 or more than 2,400 is a broken sampler. */
-        uint64_t calls = 4 * PAIRS, want = calls / FM_POOL_TIMING_SAMPLE;
-        if (st.timed_calls < want * 4 / 5 || st.timed_calls > want * 6 / 5) {
-            print_error("%llu timed of %llu calls, wanted about %llu\n",
-                        (unsigned long long)st.timed_calls, (unsigned long long)calls,
-                        (unsigned long long)want);
-            fail();
+        /* The best of three runs for the estimate's bound: a thread
+         * preempted inside a timed call has that wait counted 16 times (a
+         * loaded machine, other suites beside this one); every run's count
+         * is checked. */
+        bool bounded = false;
+        for (int attempt = 0; attempt < 3 && !bounded; attempt++) {
+            fm_pool *pool = make(env, FM_POOL_TIMING_SAMPLED, policies[k]);
+            assert_int_equal(fm_pool_get_desc(pool).timing, FM_POOL_TIMING_SAMPLED);
+            enum { PAIRS = 8000 }; /* 32,000 calls */
+            uint64_t wall = fm_clock_to_ns(pairs(pool, PAIRS / 2) + pairs(pool, PAIRS / 2));
+            fm_pool_stats st = fm_test_pool_stats(pool);
+            /* Gaps uniform in [1, 31]: 2,000 expected, standard deviation
+             * about 40; fewer than 1,600 or more than 2,400 is a broken
+             * sampler. */
+            uint64_t calls = 4 * PAIRS, want = calls / FM_POOL_TIMING_SAMPLE;
+            if (st.timed_calls < want * 4 / 5 || st.timed_calls > want * 6 / 5) {
+                print_error("%llu timed of %llu calls, wanted about %llu\n",
+                            (unsigned long long)st.timed_calls, (unsigned long long)calls,
+                            (unsigned long long)want);
+                fail();
+            }
+            /* The estimate counts each timed call 16 times: some time, and
+             * not wildly more than the loop around the calls took. */
+            assert_true(st.alloc_ns_total > 0 && st.free_ns_total > 0);
+            uint64_t estimate = st.alloc_ns_total + st.free_ns_total;
+            bounded = estimate <= 4 * wall;
+            if (!bounded)
+                print_message("policy %d, run %d: estimate %llu ns, loop %llu ns\n", k, attempt,
+                              (unsigned long long)estimate, (unsigned long long)wall);
+            fm_test_pool_destroy_clean(env, pool);
         }
-        /* The estimate counts each timed call 16 times: some time, and not
-         * wildly more than the loop around the calls took. */
-        assert_true(st.alloc_ns_total > 0 && st.free_ns_total > 0);
-        assert_true(st.alloc_ns_total + st.free_ns_total <= 4 * wall);
-        fm_test_pool_destroy_clean(env, pool);
+        assert_true(bounded);
     }
 }
 
