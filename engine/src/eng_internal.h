@@ -41,11 +41,7 @@
 #include "framemem/base.h"
 #include "framemem/pool.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define ENG__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define ENG__PRINTF(f, a)
-#endif
+#define ENG__PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 
 /* ================================================================ util.c */
 

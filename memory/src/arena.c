@@ -358,7 +358,8 @@ static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error
     if (b) {
         *link = b->prev;
     } else {
-        if (a->held + size > a->desc.reserve_bytes || size < want) {
+        /* held never passes the reserve: compared so that no sum wraps. */
+        if (size > a->desc.reserve_bytes - a->held || size < want) {
             fm__report(refused, "arena '%s': %zu more bytes would pass reserve_bytes %zu",
                        a->name, size, a->desc.reserve_bytes);
             return false;
@@ -404,13 +405,25 @@ static bool fm__align_valid(fm_arena *a, size_t align, const char *op) {
     return false;
 }
 
+/* No arena could hold size bytes, wherever it lay: a chained block needs its
+ * header, the largest alignment's padding and a page's rounding besides. The
+ * same verdict on every target, whatever the arena's address. */
+static bool fm__size_overflows(size_t size) {
+    return size > SIZE_MAX - FM__BLOCK_HEADER - FM_MAX_ALIGN - FM__ARENA_PAGE;
+}
+
 static FM__COLD void fm__report_size(fm_arena *a, size_t size) {
     fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows the address space", a->name,
                size);
 }
 
+/* false (reported) for a size no arena could hold. Any other size whose end
+ * at p would pass the top of the address space (a 32-bit arena high in
+ * memory meets that below 2 GiB) is past this arena's limit: growth finds it
+ * past the reserve, or asks the allocator for a block that big, and the
+ * arena is full for it, as a 64-bit one is. */
 static bool fm__size_fits(fm_arena *a, uintptr_t p, size_t size) {
-    if (FM__LIKELY(size <= UINTPTR_MAX - p)) return true;
+    if (FM__LIKELY(size <= UINTPTR_MAX - p) || !fm__size_overflows(size)) return true;
     fm__report_size(a, size);
     return false;
 }
@@ -432,7 +445,7 @@ static bool fm__arena_grow(fm_arena *a, uintptr_t top, uintptr_t p, size_t size)
             fm__report(err, "arena '%s': the OS refused to commit memory", a->name);
         return err == FM_OK;
     }
-    if (size > SIZE_MAX - FM__BLOCK_HEADER - FM_MAX_ALIGN) {
+    if (fm__size_overflows(size)) {
         fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows", a->name, size);
         return false;
     }

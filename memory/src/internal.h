@@ -19,7 +19,7 @@
 #define FM__NOINLINE __attribute__((noinline))
 #define FM__ALWAYS_INLINE __attribute__((always_inline))
 #define FM__COLD __attribute__((cold, noinline))
-#define FM__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define FM__PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 #else
 #define FM__LIKELY(x) (x)
 #define FM__UNLIKELY(x) (x)

@@ -30,12 +30,13 @@ if(TARGET framemem_engine)
       set_target_properties(test_headers_cxx${std} PROPERTIES
         CXX_STANDARD ${std} CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
     endforeach()
-  else()
+  elseif(NOT CMAKE_CROSSCOMPILING)
     message(WARNING "no C++ compiler: the C++ header tests (headers_cxx17, headers_cxx20) "
                     "are not built; tools/dev installs g++")
   endif()
 
-  if(NOT FM_SANITIZE)
+  # The host's compilers against the library: native builds only.
+  if(NOT FM_SANITIZE AND NOT CMAKE_CROSSCOMPILING)
     set(fm_check ${CMAKE_CURRENT_SOURCE_DIR}/headers/check_headers.sh)
     set(fm_flags "-O0 -g")
     if(CMAKE_BUILD_TYPE STREQUAL "Release")

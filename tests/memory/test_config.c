@@ -329,7 +329,7 @@ typedef struct budget {
 static void *budget_alloc(size_t size, size_t align, void *user) {
     budget *b = user;
     if (size > b->limit - b->live) return NULL;
-    void *p = aligned_alloc(align, (size + align - 1) / align * align);
+    void *p = fm_test_aligned_alloc(align, (size + align - 1) / align * align);
     if (p) b->live += size;
     return p;
 }
@@ -338,7 +338,7 @@ static void budget_free(void *p, size_t size, void *user) {
     budget *b = user;
     if (!p) return;
     b->live -= size;
-    free(p);
+    fm_test_aligned_free(p);
 }
 
 typedef struct sweep_case {
@@ -472,7 +472,7 @@ static void test_config_accepted_values_always_build_and_rejected_ones_name_thei
             if (!p) fail_msg("%s: %u problem(s), yet the pool was refused: %s", label, n,
                              fm_last_error_message());
             fm_pool_destroy(p);
-            bool huge_reserve = fd.arena.reserve_bytes > ((size_t)1 << 34);
+            bool huge_reserve = fd.arena.reserve_bytes / 16 > ((size_t)1 << 30); /* 16 GiB */
             if (!huge_reserve) {
                 fm_frame_arena *fa = fm_frame_arena_create(&fd);
                 if (!fa) fail_msg("%s: the frame arena was refused: %s", label, fm_last_error_message());
@@ -562,9 +562,10 @@ static void test_config_files_are_read_whole_with_a_cap_and_the_callers_memory(v
     char dir[256];
     assert_true(fm_test_make_dir(dir, sizeof dir, "fm_cfg"));
     const char *fifo = fm_test_path(dir, "fifo.ini");
-    assert_int_equal(mkfifo(fifo, 0600), 0);
-    assert_null(fm_config_load(fifo, NULL, err, sizeof err));
-    fm_test_expect_contains(err, "not a regular file");
+    if (fm_test_make_fifo(fifo, "a FIFO as the config")) {
+        assert_null(fm_config_load(fifo, NULL, err, sizeof err));
+        fm_test_expect_contains(err, "not a regular file");
+    }
     assert_null(fm_config_load(dir, NULL, err, sizeof err));
     fm_test_expect_contains(err, "not a regular file");
     const char *big = fm_test_path(dir, "big.ini");
@@ -765,8 +766,9 @@ static void test_config_tuned_from_several_runs_takes_the_highest_peak_and_keeps
 }
 
 /* Telemetry from a file may hold any number: the tuned config saturates
- * (2^28 items, 64 GiB reserve), says so, and loads back without a problem;
- * grow_factor is written so that the float itself comes back. */
+ * (2^28 items, 64 GiB reserve, SIZE_MAX on 32-bit targets), says so, and loads
+ * back without a problem; grow_factor is written so that the float itself
+ * comes back. */
 static void test_config_tuned_from_extreme_values_saturates_and_loads_back(void **state) {
     (void)state;
     fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){.frames = 4});
@@ -774,11 +776,17 @@ static void test_config_tuned_from_extreme_values_saturates_and_loads_back(void 
     fm_telemetry_add_source(t, "entities", FM_TELEMETRY_POOL, 64, 100);
     fm_telemetry_add_source(t, "frame", FM_TELEMETRY_ARENA, 0, 1);
     fm_telemetry_add_source(t, "small", FM_TELEMETRY_ARENA, 0, 1);
+    fm_telemetry_add_source(t, "edge", FM_TELEMETRY_ARENA, 0, 1);
+    /* 64 GiB, or the most a 32-bit size_t holds */
+    uint64_t max_reserve = SIZE_MAX < ((uint64_t)64 << 30) ? SIZE_MAX : (uint64_t)64 << 30;
     for (uint64_t f = 0; f < 2; f++) {
-        fm_telemetry_sample s[4] = {{.live = UINT64_MAX, .peak_live = UINT64_MAX},
+        /* edge: 4x its frame, in whole MiB, passes the largest reserve on
+         * 32-bit targets (4 GiB) and is capped there too. */
+        fm_telemetry_sample s[5] = {{.live = UINT64_MAX, .peak_live = UINT64_MAX},
                                     {.live = UINT64_MAX - 1},
                                     {.high_water = UINT64_MAX, .bytes_used = UINT64_MAX},
-                                    {.high_water = 1000}};
+                                    {.high_water = 1000},
+                                    {.high_water = max_reserve / 4}};
         fm_telemetry_push(t, &(fm_telemetry_frame){.frame = f}, s);
     }
     fm_config *base = load("[pool.velocities]\ngrow_factor = 1.0000001\n"
@@ -796,13 +804,16 @@ static void test_config_tuned_from_extreme_values_saturates_and_loads_back(void 
     assert_int_equal(e.initial_capacity, 5000);
     fm_frame_arena_desc fd = {0};
     fm_config_apply(d, &fd);
-    assert_int_equal(fd.arena.reserve_bytes, (size_t)64 << 30);
+    assert_int_equal(fd.arena.reserve_bytes, max_reserve);
+    fm_arena_desc edge = {.name = "edge"};
+    fm_config_apply(d, &edge);
+    assert_int_equal(edge.reserve_bytes, max_reserve);
     fm_arena_desc small = {.name = "small"};
     assert_int_equal(fm_config_apply(d, &small), 1); /* its section, without a reserve */
     assert_int_equal(small.reserve_bytes, 0);
     fm_pool_desc v = {.name = "velocities", .item_size = 1};
     fm_config_apply(d, &v);
-    assert_true(v.grow_factor == 1.0000001f);
+    assert_true(v.grow_factor == (float)1.0000001f);
     char *text = slurp("cfg_extreme.ini");
     assert_true(fm_test_contains(text, "; capped at 268435456, the most initial_capacity takes"));
     assert_true(fm_test_contains(text, "; capped at max_capacity 5000"));

@@ -14,12 +14,12 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fm_test.h"
+#include "fm_test_thread.h"
 
 #include "framemem/framemem.h"
 #include "framemem/hooks.h"
 #include "framemem/telemetry.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +44,7 @@ typedef struct rec_event {
 enum { REC_KEEP = 4096, LIVE_CAP = 1 << 16 };
 
 typedef struct recorder {
-    pthread_mutex_t lock;
+    fm_test_mutex lock;
     rec_event ev[REC_KEEP]; /* the first REC_KEEP events */
     size_t n, total;
     size_t by_kind[EV_KINDS];
@@ -108,7 +108,7 @@ static void violation(const char *fmt, const void *p, const char *name) {
 }
 
 static void record(ev_kind kind, const char *name, const void *ptr, size_t size) {
-    pthread_mutex_lock(&rec.lock);
+    fm_test_mutex_lock(&rec.lock);
     if (rec.n < REC_KEEP) rec.ev[rec.n++] = (rec_event){kind, name, ptr, size};
     rec.total++;
     rec.by_kind[kind]++;
@@ -126,7 +126,7 @@ static void record(ev_kind kind, const char *name, const void *ptr, size_t size)
             else i++;
         }
     }
-    pthread_mutex_unlock(&rec.lock);
+    fm_test_mutex_unlock(&rec.lock);
 }
 
 static void on_alloc(const void *ptr, size_t size, const char *name, void *user) {
@@ -161,7 +161,7 @@ static const fm_hooks recording = {
 
 /* Clears the record (hooks stay as they are). */
 static void rec_clear(void) {
-    pthread_mutex_lock(&rec.lock);
+    fm_test_mutex_lock(&rec.lock);
     rec.n = rec.total = 0;
     memset(rec.by_kind, 0, sizeof rec.by_kind);
     memset(rec.live_ptr, 0, sizeof rec.live_ptr);
@@ -169,13 +169,13 @@ static void rec_clear(void) {
     rec.live = 0;
     rec.violations = 0;
     rec.first_violation[0] = '\0';
-    pthread_mutex_unlock(&rec.lock);
+    fm_test_mutex_unlock(&rec.lock);
 }
 
 static int hooks_setup(void **state) {
     int rc = fm_test_setup(state);
     static bool lock_made;
-    if (!lock_made) pthread_mutex_init(&rec.lock, NULL);
+    if (!lock_made) fm_test_mutex_init(&rec.lock);
     lock_made = true;
     rec_clear();
     if (!fm_set_hooks(&recording)) return -1;
@@ -789,13 +789,13 @@ static void test_hooks_threads_keep_the_alloc_free_order_under_each_shared_polic
                                                 .sync = shared[k], .initial_capacity = 16});
         assert_non_null(s.pool);
         const char *name = fm_pool_name(s.pool);
-        pthread_t t[STRESS_THREADS];
+        fm_test_thread t[STRESS_THREADS];
         stress_arg args[STRESS_THREADS];
         for (int i = 0; i < STRESS_THREADS; i++) {
             args[i] = (stress_arg){&s, 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1) + k};
-            assert_int_equal(pthread_create(&t[i], NULL, stress_main, &args[i]), 0);
+            assert_int_equal(fm_test_thread_create(&t[i], stress_main, &args[i]), 0);
         }
-        for (int i = 0; i < STRESS_THREADS; i++) pthread_join(t[i], NULL);
+        for (int i = 0; i < STRESS_THREADS; i++) fm_test_thread_join(t[i], NULL);
         for (size_t i = 0; i < STRESS_SLOTS; i++) {
             void *item = atomic_exchange(&s.slots[i], NULL);
             if (item) {
@@ -805,9 +805,9 @@ static void test_hooks_threads_keep_the_alloc_free_order_under_each_shared_polic
         }
         assert_int_equal(s.allocs, s.frees);
         assert_no_violation();
-        pthread_mutex_lock(&rec.lock);
+        fm_test_mutex_lock(&rec.lock);
         size_t allocs = rec.by_kind[EV_ALLOC], frees = rec.by_kind[EV_FREE];
-        pthread_mutex_unlock(&rec.lock);
+        fm_test_mutex_unlock(&rec.lock);
         assert_int_equal(allocs, s.allocs);
         assert_int_equal(frees, s.frees);
         assert_int_equal(live_of(name), 0);
@@ -863,10 +863,10 @@ static void test_hooks_replaced_while_threads_allocate_go_whole_to_one_set(void 
     run.pool = fm_pool_create(&(fm_pool_desc){.name = "swapped", .item_size = 16,
                                               .sync = FM_SYNC_THREAD_CACHE});
     assert_non_null(run.pool);
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, swap_worker, &run), 0);
+    fm_test_thread t[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(fm_test_thread_create(&t[i], swap_worker, &run), 0);
     for (int i = 0; i < 2000; i++) assert_true(fm_set_hooks(i % 2 ? &a : &b));
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) fm_test_thread_join(t[i], NULL);
     assert_true(fm_set_hooks(&recording));
     assert_int_equal(atomic_load(&mismatched), 0);
     assert_int_equal(atomic_load(&events_a) + atomic_load(&events_b),

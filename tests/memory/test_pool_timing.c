@@ -11,11 +11,11 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fm_test.h"
+#include "fm_test_thread.h"
 
 #include "framemem/clock.h"
 #include "framemem/pool.h"
 
-#include <pthread.h>
 #include <string.h>
 
 static fm_pool *make(fm_test_env *env, fm_pool_timing timing, fm_sync sync) {
@@ -133,28 +133,41 @@ static void test_pool_timing_times_a_batch_once_and_new_as_an_alloc(void **state
 static void test_pool_timing_sampled_times_about_one_call_in_the_sample_rate(void **state) {
     fm_test_env *env = *state;
     for (int k = 0; k < POLICIES; k++) {
-        fm_pool *pool = make(env, FM_POOL_TIMING_SAMPLED, policies[k]);
-        assert_int_equal(fm_pool_get_desc(pool).timing, FM_POOL_TIMING_SAMPLED);
-        enum { PAIRS = 8000 }; /* 32,000 calls */
-        uint64_t wall = fm_clock_to_ns(pairs(pool, PAIRS / 2) + pairs(pool, PAIRS / 2));
-        fm_pool_stats st = fm_test_pool_stats(pool);
-        /* Gaps uniform in [1, 31]: 2,000 expected, standard deviation
-         * about 40; fewer than 1,600 or more than 2,400 is a broken sampler. */
-        uint64_t calls = 4 * PAIRS, want = calls / FM_POOL_TIMING_SAMPLE;
-        if (st.timed_calls < want * 4 / 5 || st.timed_calls > want * 6 / 5) {
-            print_error("%llu timed of %llu calls, wanted about %llu\n",
-                        (unsigned long long)st.timed_calls, (unsigned long long)calls,
-                        (unsigned long long)want);
-            fail();
+        /* The best of three runs for the estimate's bound: a thread
+         * preempted inside a timed call has that wait counted 16 times (a
+         * loaded machine, other suites beside this one); every run's count
+         * is checked. */
+        bool bounded = false;
+        for (int attempt = 0; attempt < 3 && !bounded; attempt++) {
+            fm_pool *pool = make(env, FM_POOL_TIMING_SAMPLED, policies[k]);
+            assert_int_equal(fm_pool_get_desc(pool).timing, FM_POOL_TIMING_SAMPLED);
+            enum { PAIRS = 8000 }; /* 32,000 calls */
+            uint64_t wall = fm_clock_to_ns(pairs(pool, PAIRS / 2) + pairs(pool, PAIRS / 2));
+            fm_pool_stats st = fm_test_pool_stats(pool);
+            /* Gaps uniform in [1, 31]: 2,000 expected, standard deviation
+             * about 40; fewer than 1,600 or more than 2,400 is a broken
+             * sampler. */
+            uint64_t calls = 4 * PAIRS, want = calls / FM_POOL_TIMING_SAMPLE;
+            if (st.timed_calls < want * 4 / 5 || st.timed_calls > want * 6 / 5) {
+                print_error("%llu timed of %llu calls, wanted about %llu\n",
+                            (unsigned long long)st.timed_calls, (unsigned long long)calls,
+                            (unsigned long long)want);
+                fail();
+            }
+            /* The estimate counts each timed call 16 times: some time, never
+             * more than FM_POOL_TIMING_SAMPLE x the loop (the timed intervals
+             * lie inside it without overlap), and in one of three runs not
+             * more than 4 x. */
+            assert_true(st.alloc_ns_total > 0 && st.free_ns_total > 0);
+            uint64_t estimate = st.alloc_ns_total + st.free_ns_total;
+            assert_true(estimate <= FM_POOL_TIMING_SAMPLE * wall);
+            bounded = estimate <= 4 * wall;
+            if (!bounded)
+                print_message("policy %d, run %d: estimate %llu ns, loop %llu ns\n", k, attempt,
+                              (unsigned long long)estimate, (unsigned long long)wall);
+            fm_test_pool_destroy_clean(env, pool);
         }
-        /* The estimate counts each timed call FM_POOL_TIMING_SAMPLE times.
-         * The timed intervals lie inside the wall interval without overlap,
-         * so the estimate can reach FM_POOL_TIMING_SAMPLE x wall but never
-         * more, however the OS preempts the loop (one preempted sampled
-         * call once made 4 x wall fail on a loaded machine). */
-        assert_true(st.alloc_ns_total > 0 && st.free_ns_total > 0);
-        assert_true(st.alloc_ns_total + st.free_ns_total <= FM_POOL_TIMING_SAMPLE * wall);
-        fm_test_pool_destroy_clean(env, pool);
+        assert_true(bounded);
     }
 }
 
@@ -243,10 +256,10 @@ static void test_pool_timing_of_threads_on_a_shared_pool_adds_up(void **state) {
                                                        .timing = FM_POOL_TIMING_EVERY_CALL});
         assert_non_null(pool);
         shared_run run = {pool, fm_test_under_valgrind() ? 500 : 5000};
-        pthread_t t[THREADS];
+        fm_test_thread t[THREADS];
         for (int i = 0; i < THREADS; i++)
-            assert_int_equal(pthread_create(&t[i], NULL, pairs_thread, &run), 0);
-        for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+            assert_int_equal(fm_test_thread_create(&t[i], pairs_thread, &run), 0);
+        for (int i = 0; i < THREADS; i++) fm_test_thread_join(t[i], NULL);
         fm_pool_stats st = fm_test_pool_stats(pool);
         assert_int_equal(st.timed_calls, (uint64_t)THREADS * run.pairs * 6);
         assert_int_equal(st.total_allocs, (uint64_t)THREADS * run.pairs * 3);

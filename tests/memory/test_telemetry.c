@@ -1,7 +1,8 @@
 /* tests/memory/test_telemetry.c: framemem_telemetry's sources, sampling at the
  * frame end, grow-ahead, the ring, CSV out and in (old files too), trace JSON. */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#define _POSIX_C_SOURCE 200809L
 #include "fm_test.h"
+#include "fm_test_thread.h"
 
 #include "framemem/framemem.h"
 #include "framemem/telemetry.h"
@@ -440,14 +441,13 @@ static void test_telemetry_frame_times_split_allocation_maintenance_and_the_rest
     assert_true(r->frame_ns >= r->maint_ns);
     assert_int_equal(r->sim_ns, r->frame_ns > 5500 + r->maint_ns ? r->frame_ns - 5500 - r->maint_ns : 0);
     /* A wait before frame_begin is not part of the next frame. */
-    struct timespec ms20 = {0, 20 * 1000 * 1000};
-    nanosleep(&ms20, NULL);
+    fm_test_sleep_ms(20);
     fm_telemetry_frame_begin(t);
     fm_telemetry_frame_end(t);
     assert_true(fm_telemetry_get_frame(t, 1)->frame_ns < 15 * 1000 * 1000);
     assert_int_equal(fm_telemetry_get_frame(t, 1)->alloc_total_ns, 0); /* taken by frame 0 */
     /* Without it, the frame runs from the last frame end. */
-    nanosleep(&ms20, NULL);
+    fm_test_sleep_ms(20);
     fm_telemetry_frame_end(t);
     assert_true(fm_telemetry_get_frame(t, 2)->frame_ns >= 19 * 1000 * 1000);
     /* render time lands in the newest frame */
@@ -1104,6 +1104,21 @@ static void test_telemetry_reader_loads_files_written_before_issue_20(void **sta
 
 /* ================================================================== trace */
 
+#ifdef FM_JSON_CHECKED_ON_HOST
+/* A cross build run under an emulator (wine) cannot start the host's
+ * python3: ctest's memory_telemetry_json runs the same check on the files
+ * this suite leaves, after it. */
+static int json_check(const char *path) {
+    print_message("[ did not apply ] checking %s here: python3 runs on the host (ctest's "
+                  "memory_telemetry_json checks it after this suite)\n",
+                  path);
+    return -1;
+}
+#define JSON_CHECK_EQ(path, rc) (void)json_check(path)
+#define JSON_CHECK_NE(path, rc) (void)json_check(path)
+#else
+#define JSON_CHECK_EQ(path, rc) assert_int_equal(json_check(path), rc)
+#define JSON_CHECK_NE(path, rc) assert_int_not_equal(json_check(path), rc)
 static int json_check(const char *path) {
 #ifdef FM_PYTHON3
     char cmd[1024];
@@ -1121,6 +1136,7 @@ static int json_check(const char *path) {
     return 1;
 #endif
 }
+#endif
 
 static void test_telemetry_trace_is_json_with_frames_and_growth_events(void **state) {
     (void)state;
@@ -1128,7 +1144,7 @@ static void test_telemetry_trace_is_json_with_frames_and_growth_events(void **st
     push_frames(t, 1, 7);
     char err[256];
     assert_true(fm_telemetry_write_trace(t, "tel_trace.json", err, sizeof err));
-    assert_int_equal(json_check("tel_trace.json"), 0);
+    JSON_CHECK_EQ("tel_trace.json", 0);
     char *j = slurp("tel_trace.json");
     int frames = 0, grows = 0, aheads = 0;
     for (const char *p = j; (p = strstr(p, "\"ph\":\"X\",\"pid\":1,\"tid\":1")); p++) frames++;
@@ -1140,7 +1156,7 @@ static void test_telemetry_trace_is_json_with_frames_and_growth_events(void **st
     free(j);
     /* The check itself fails on broken JSON. */
     fm_test_write_text("tel_broken.json", "{\"traceEvents\":[{\"ph\":\"X\",}]");
-    assert_int_not_equal(json_check("tel_broken.json"), 0);
+    JSON_CHECK_NE("tel_broken.json", 0);
     assert_false(fm_telemetry_write_trace(t, "no_such_dir/t.json", err, sizeof err));
     assert_true(fm_test_contains(err, "no_such_dir/t.json"));
     struct stat st;

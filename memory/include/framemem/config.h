@@ -30,7 +30,7 @@
  *   prefault = true            ; true/false/1/0/yes/no/on/off
  *   grow_ahead = true          ; grown at the frame boundary (fm_telemetry_grow_ahead)
  *   [arena.frame]              ; an fm_arena or fm_frame_arena named "frame"
- *   reserve = 268435456        ; bytes, 1 MiB .. 64 GiB
+ *   reserve = 268435456        ; bytes, 1 MiB .. 64 GiB (32-bit: 4 GiB - 1)
  *   commit_step = 65536        ; bytes, 4 KiB .. reserve
  *   [tag.level]
  *   soft_limit_bytes = 25165824 ; bytes, 0 .. 2^48; 0 = none

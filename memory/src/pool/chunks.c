@@ -351,7 +351,8 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     while (g->chain) {
         fm__pending pend;
         memcpy(&pend, g->chain, sizeof pend);
-        fm_allocator_free(a, g->chain, p->chunk_bytes);
+        if (p->use_os) fm__os_release(g->chain, p->chunk_bytes);
+        else fm_allocator_free(a, g->chain, p->chunk_bytes);
         g->chain = pend.next;
     }
 }
@@ -387,7 +388,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
             g->links = links;
         }
     }
-    if (p->use_os) {
+    if (p->use_os && fm__os_get_caps()->has_partial_release) {
         /* One mapping for all k chunks, so growing by many chunks costs a
          * few system calls; each chunk is released on its own later. */
         if (g->k > SIZE_MAX / p->chunk_bytes) return false;
@@ -397,11 +398,15 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
                                          p->chunk_bytes);
         return !g->map_failed;
     }
+    /* The allocator's chunks, or an OS that releases only whole
+     * reservations (Windows): one reservation per chunk, so that trim can
+     * give any chunk back alone. */
     for (uint32_t i = 0; i < g->k; i++) {
-        uint8_t *base = fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
+        uint8_t *base = p->use_os ? fm__os_reserve(p->chunk_bytes, p->chunk_bytes, true)
+                                  : fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
         if (!base) return false;
         fm__pending pend = {g->chain};
-        if (!fm_is_aligned(base, p->chunk_bytes)) {
+        if (!fm_is_aligned(base, p->chunk_bytes)) { /* an allocator's only */
             fm_allocator_free(a, base, p->chunk_bytes);
             return false;
         }
@@ -617,7 +622,8 @@ typedef struct fm__chunk_hint {
     uintptr_t base;
     uint32_t chunk;
 } fm__chunk_hint;
-static FM__THREAD_LOCAL fm__chunk_hint fm__hint;
+static FM__THREAD_LOCAL fm__chunk_hint fm__hint_tls;
+#define fm__hint FM__TLS(fm__hint_tls)
 
 static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t base = (uintptr_t)ptr & p->base_mask;

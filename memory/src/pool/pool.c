@@ -36,9 +36,9 @@ static void fm__unlock(const fm_pool *p) {
 /* ---- FM_SYNC_NONE owner (debug builds) */
 
 #ifdef FM__THREAD_CHECKS
-static FM__THREAD_LOCAL char fm__thread_token;
+static FM__THREAD_LOCAL char fm__thread_token_tls;
 /* The address of a thread-local byte names the calling thread. */
-static uintptr_t fm__self(void) { return (uintptr_t)&fm__thread_token; }
+static uintptr_t fm__self(void) { return (uintptr_t)&FM__TLS(fm__thread_token_tls); }
 #endif
 
 /* true when the calling thread may use p: it owns p, or p had no owner and

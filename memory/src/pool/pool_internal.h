@@ -229,7 +229,8 @@ typedef enum fm__grow_kind {
 
 /* Ticks the calling thread spent in growths inside alloc calls, for the
  * watch (pool/watch.c) to count them apart. */
-static FM__THREAD_LOCAL uint64_t fm__watch_grown;
+static FM__THREAD_LOCAL uint64_t fm__watch_grown_tls;
+#define fm__watch_grown FM__TLS(fm__watch_grown_tls)
 
 /* hot.sync of a watched pool (pool/watch.c): its policy with this bit, so
  * that the library's one test for a policy's path (hot.sync != NONE) leads

@@ -40,8 +40,10 @@
 
 /* This thread's calls of sampled pools left before the next timed one, and
  * its random state for the gaps. */
-static FM__THREAD_LOCAL uint32_t fm__watch_gap;
-static FM__THREAD_LOCAL uint32_t fm__watch_seed;
+static FM__THREAD_LOCAL uint32_t fm__watch_gap_tls;
+static FM__THREAD_LOCAL uint32_t fm__watch_seed_tls;
+#define fm__watch_gap FM__TLS(fm__watch_gap_tls)
+#define fm__watch_seed FM__TLS(fm__watch_seed_tls)
 
 /* true when this call is to be timed. */
 static inline bool fm__watch_timed(const fm_pool *p) {

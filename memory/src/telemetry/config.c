@@ -12,7 +12,10 @@
 #include "telemetry_internal.h"
 
 #define FM__CFG_MIN_RESERVE ((uint64_t)1 << 20)
-#define FM__CFG_MAX_RESERVE ((uint64_t)64 << 30)
+/* 64 GiB, or what a size_t holds (32-bit builds): the loader's limit and the
+ * tuned writer's cap, so a written config always loads. */
+#define FM__CFG_MAX_RESERVE                                                                      \
+    (SIZE_MAX < ((uint64_t)64 << 30) ? (uint64_t)SIZE_MAX : (uint64_t)64 << 30)
 #define FM__CFG_MIN_COMMIT ((uint64_t)4 << 10)
 #define FM__CFG_MAX_LIMIT ((uint64_t)1 << 48)
 #define FM__CFG_DEFAULT_RESERVE ((uint64_t)64 << 20) /* fm_arena_desc's 0 */
@@ -330,7 +333,7 @@ static void fm__arena_key(fm__parse *ps, const char *key, const char *value) {
     if (!strcmp(key, "reserve") || !strcmp(key, "commit_step")) {
         bool is_reserve = key[0] == 'r';
         uint64_t lo = is_reserve ? FM__CFG_MIN_RESERVE : FM__CFG_MIN_COMMIT;
-        uint64_t hi = FM__CFG_MAX_RESERVE < SIZE_MAX ? FM__CFG_MAX_RESERVE : (uint64_t)SIZE_MAX;
+        uint64_t hi = FM__CFG_MAX_RESERVE;
         if (!fm__parse_uint(value, lo, hi, &v, &range)) {
             if (range)
                 fm__problem(ps, "[arena.%s] %s = %s out of range (%llu .. %llu bytes)", s->name,
@@ -833,6 +836,7 @@ static void fm__write_arena(fm_file_writer *w, const fm_config *base,
         skip = FM__K_RESERVE;
     } else if (hw * 4 > reserve) {
         uint64_t r4 = (hw * 4 + FM__CFG_MIN_RESERVE - 1) / FM__CFG_MIN_RESERVE * FM__CFG_MIN_RESERVE;
+        if (r4 > FM__CFG_MAX_RESERVE) r4 = FM__CFG_MAX_RESERVE; /* whole MiB past SIZE_MAX */
         fm_file_printf(w, "; largest frame %llu bytes: reserve raised to 4x that, whole MiB\n",
                        (unsigned long long)hw);
         fm_file_printf(w, "reserve = %llu\n", (unsigned long long)r4);

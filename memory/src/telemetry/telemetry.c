@@ -4,7 +4,7 @@
 #include "framemem/clock.h"
 #include "framemem/hooks.h"
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,17 +65,19 @@ const char *fm_telemetry_backend_name(fm_telemetry_backend backend) {
 
 /* --------------------------------------------------------- clock overhead */
 
-static pthread_once_t fm__tel_overhead_once = PTHREAD_ONCE_INIT;
-static uint64_t fm__tel_overhead_ns;
+/* Measured once per process: the first measurement published wins (no
+ * thread library: this layer is over framemem's public API, with no platform
+ * code of its own). */
+static _Atomic uint64_t fm__tel_overhead_ns = UINT64_MAX; /* UINT64_MAX: not yet */
 
 static int fm__tel_cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
-static void fm__tel_measure_overhead(void) {
+static uint64_t fm__tel_measure_overhead(void) {
     enum { N = 1001 };
-    static uint64_t d[N];
+    uint64_t d[N];
     fm_clock_init();
     for (int i = 0; i < N; i++) {
         uint64_t t0 = fm_clock_now();
@@ -83,12 +85,16 @@ static void fm__tel_measure_overhead(void) {
         d[i] = t1 - t0;
     }
     qsort(d, N, sizeof d[0], fm__tel_cmp_u64);
-    fm__tel_overhead_ns = fm_clock_to_ns(d[N / 2]);
+    uint64_t ns = fm_clock_to_ns(d[N / 2]);
+    return ns == UINT64_MAX ? ns - 1 : ns;
 }
 
 uint64_t fm_telemetry_clock_overhead_ns(void) {
-    pthread_once(&fm__tel_overhead_once, fm__tel_measure_overhead);
-    return fm__tel_overhead_ns;
+    uint64_t ns = atomic_load(&fm__tel_overhead_ns);
+    if (ns != UINT64_MAX) return ns;
+    uint64_t mine = fm__tel_measure_overhead();
+    /* Another thread's first: every caller sees that one value. */
+    return atomic_compare_exchange_strong(&fm__tel_overhead_ns, &ns, mine) ? mine : ns;
 }
 
 uint64_t fm_telemetry_suggest_capacity(uint64_t peak_live, double headroom, uint64_t chunk_items) {

@@ -18,11 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#if defined(__GNUC__)
-#define FM__TEL_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define FM__TEL_PRINTF(f, a)
-#endif
+/* As framemem's own (framemem/base.h): GNU formats on MinGW too. */
+#define FM__TEL_PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 
 /* --------------------------------------------------------------- the object */
 

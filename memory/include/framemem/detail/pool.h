@@ -113,8 +113,9 @@ struct fm__tc_entry {
     /* Written by the owning thread only (but hint_slots), read by stats
      * and destroy: accessed atomically. */
     uint32_t count;       /* slots[0, count) are free slots of the pool */
-    uintptr_t hint_slots; /* first slot of a chunk of the pool this thread freed
-                             into; trim resets it */
+    uint64_t hint_slots;  /* first slot of a chunk of the pool this thread freed
+                             into; trim resets it (to 2^63: no address, even on
+                             32-bit targets, where 2^31 is one) */
     uint32_t *hint_meta;  /* that chunk's meta words (valid while hint_slots is) */
     /* The inline free's last slot, not yet on slots[] (NULL: none), and its
      * meta word (whose index in its chunk's words is its slot_idx): as with
@@ -144,18 +145,20 @@ struct fm__tc_entry {
  * still load it %fs-relative (their default for a library's variable), and
  * with no initial-exec access of its own the library can also be loaded by
  * dlopen (glibc's static TLS reserve, about 1.6 KiB, cannot hold the
- * library's 4.6 KiB of thread-locals). */
+ * library's 4.6 KiB of thread-locals). Windows: gcc's MinGW targets have
+ * only emulated TLS (a call per access, a malloc per thread) and no
+ * thread-local variable crosses a DLL's boundary, so THREAD_CACHE's alloc
+ * and free are not inlined there and fm__tc_cur stays inside the library
+ * (platform/thread.h). */
+#if !defined(_WIN32)
+#define FM__TC_INLINE 1
 #if defined(FM_DLL)
 #define FM__TC_TLS_MODEL
 #else
 #define FM__TC_TLS_MODEL __attribute__((tls_model("initial-exec")))
 #endif
-#if defined(_WIN32) /* no thread-local variable crosses a DLL's boundary (detail/base.h) */
-#define FM__TLS_API
-#else
-#define FM__TLS_API FM_API
+extern FM_API __thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL;
 #endif
-extern FM__TLS_API __thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL;
 
 FM_API void *fm__pool_alloc_slow(fm_pool *pool);
 /* cold: a NONE free outside the current chunk calls it, and the inline free
@@ -176,7 +179,7 @@ static inline uint32_t fm__tc_next_idx(const fm__tc_entry *e, uintptr_t base_mas
  * Montgomery; inv and shift are the pool's): a slot start at index j gives
  * j; any other address, inside an item, before the slots or in another
  * chunk, gives a value far above every slot index. */
-static inline uint64_t fm__exact_index(uintptr_t off, uint64_t inv, uint32_t shift) {
+static inline uint64_t fm__exact_index(uint64_t off, uint64_t inv, uint32_t shift) {
     uint64_t x = off * inv;
     return (x >> shift) | (x << ((64u - shift) & 63u));
 }
@@ -306,6 +309,7 @@ static inline uint64_t fm__pool_tc_id(const fm__pool_hot *h) {
     return FM__ATOMIC_LOAD(&h->tc_id, RELAXED);
 }
 
+#ifdef FM__TC_INLINE
 /* THREAD_CACHE: a pop from this thread's magazine for the pool (its
  * next_slot first). */
 static inline void *fm__pool_alloc_tc(fm_pool *pool) {
@@ -338,6 +342,8 @@ static inline void *fm__pool_alloc_tc(fm_pool *pool) {
     return fm__pool_alloc_slow(pool);
 }
 
+#endif /* FM__TC_INLINE */
+
 /* --*headroom < 0, as one decrement of memory and a branch on its sign: from
  * C, gcc loads, decrements, stores and tests the word when the caller's code
  * around it keeps a register busy (which depends on the caller). */
@@ -360,7 +366,11 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
         h->cur_next_slot = NULL;
         meta = h->cur_next_meta;
     } else if (h->tc_id != UINT64_MAX) {
+#ifdef FM__TC_INLINE
         return fm__pool_alloc_tc(pool);
+#else
+        return fm__pool_alloc_slow(pool);
+#endif
     } else {
         /* The top of the free stack, else the bump index's next slot: one
          * never handed out (word 0: the first allocations of a fresh chunk
@@ -400,6 +410,7 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     return slot;
 }
 
+#ifdef FM__TC_INLINE
 /* THREAD_CACHE: a slot start of the chunk this thread freed into last, live,
  * becomes the magazine's next_slot (the one before it moves onto slots[],
  * which must have room). The live bit goes with a relaxed load and store,
@@ -408,7 +419,7 @@ static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     if (__builtin_expect(fm__tc_cur.id == fm__pool_tc_id(h), 1)) {
         fm__tc_entry *e = fm__tc_cur.entry;
-        uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
+        uint64_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
         uint64_t si = fm__exact_index((uintptr_t)item - hs, h->inv, h->inv_shift);
         if (__builtin_expect(si < h->per_chunk, 1)) {
             uint32_t *meta = e->hint_meta + si;
@@ -434,6 +445,8 @@ slow:
     fm__pool_free_slow(pool, item);
 }
 
+#endif /* FM__TC_INLINE */
+
 static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     /* A THREAD_CACHE pool skips the index arithmetic. */
@@ -455,7 +468,11 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
         fm__pool_free_slow(pool, item); /* another chunk, or misuse */
         return;
     }
+#ifdef FM__TC_INLINE
     fm__pool_free_tc(pool, item);
+#else
+    fm__pool_free_slow(pool, item);
+#endif
 }
 
 static inline void fm__free_inline(void *ptr) {
