@@ -12,6 +12,7 @@
 
 #include <SDL.h>
 
+#include "compare.h"
 #include "engine/engine.h"
 #include "framemem/clock.h"
 #include "framemem/file.h"
@@ -46,6 +47,7 @@ typedef struct demo {
     char status[1024];           /* a message shown in the overlay for a while */
     uint64_t status_until_frame;
     uint64_t loop_frames;        /* loop iterations, paused ones included */
+    uint64_t ticks;              /* frames simulated (--compare runs as many) */
     int rc;                      /* exit status of what went wrong so far (exit_status) */
     eng_info info;               /* eng_get_info, refreshed by refresh_info */
     uint64_t info_frame;         /* loop_frames when info was taken */
@@ -137,9 +139,15 @@ static void on_key(demo *d, SDL_Keycode k) {
         break;
     case SDLK_a: eng_set_grow_ahead(d->e, !in.grow_ahead); break;
     case SDLK_f: eng_set_prefault(d->e, !in.prefault); break;
-    case SDLK_m:
-        eng_set_backend(d->e, in.backend == ENG_BACKEND_POOL ? ENG_BACKEND_MALLOC : ENG_BACKEND_POOL);
+    case SDLK_m: { /* pool -> classic -> malloc -> pool */
+        static const eng_backend next[ENG_BACKEND_COUNT] = {
+            [ENG_BACKEND_POOL] = ENG_BACKEND_CLASSIC,
+            [ENG_BACKEND_CLASSIC] = ENG_BACKEND_MALLOC,
+            [ENG_BACKEND_MALLOC] = ENG_BACKEND_POOL,
+        };
+        eng_set_backend(d->e, next[in.backend]);
         break;
+    }
     case SDLK_s: save_tuned(d); break;
     case SDLK_l: reload_config(d); break;
     case SDLK_r:
@@ -303,13 +311,11 @@ int main(int argc, char **argv) {
     }
     fm_clock_init();
 
-    d.e = eng_create(&(eng_desc){.seed = d.opt.seed, .scale = d.opt.scale,
-                                 .backend = d.opt.backend == DEMO_BACKEND_MALLOC ? ENG_BACKEND_MALLOC
-                                                                                 : ENG_BACKEND_POOL,
-                                 .config_path = d.opt.config, .grow_ahead = d.opt.grow_ahead,
-                                 .prefault = d.opt.prefault, .world_w = (float)d.opt.width,
-                                 .world_h = (float)d.opt.height},
-                     err, sizeof err);
+    const eng_desc desc = {.seed = d.opt.seed, .scale = d.opt.scale, .backend = d.opt.backend,
+                           .config_path = d.opt.config, .grow_ahead = d.opt.grow_ahead,
+                           .prefault = d.opt.prefault, .world_w = (float)d.opt.width,
+                           .world_h = (float)d.opt.height};
+    d.e = eng_create(&desc, err, sizeof err);
     if (!d.e) {
         fprintf(stderr, "framemem-demo: cannot start the engine: %s\n", err);
         return DEMO_EXIT_FAILURE;
@@ -390,6 +396,7 @@ int main(int argc, char **argv) {
         uint64_t r1 = fm_clock_now();
         eng_set_render_ns(d.e, fm_clock_to_ns(r1 - r0));
         if (tick) {
+            d.ticks++;
             const fm_telemetry *t = eng_get_telemetry(d.e);
             uint32_t held = fm_telemetry_frame_count(t);
             if (held)
@@ -421,6 +428,16 @@ int main(int argc, char **argv) {
                                                   .save_hint = d.opt.save_config ? d.opt.save_config
                                                                                  : DEFAULT_TUNED_PATH},
                              stdout);
+    }
+    if (d.opt.compare && rc == DEMO_EXIT_OK) {
+        demo_compare cmp;
+        uint64_t n = d.ticks ? d.ticks : 1;
+        if (demo_compare_run(&desc, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, &cmp, err, sizeof err)) {
+            demo_compare_print(&cmp, stdout);
+        } else {
+            fprintf(stderr, "framemem-demo: --compare: %s\n", err);
+            exit_status(&d, DEMO_EXIT_FAILURE);
+        }
     }
 out:
     if (!d.outputs_done) drop_outputs(&d);

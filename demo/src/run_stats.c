@@ -1,7 +1,10 @@
 /*
  * run_stats.c: whole-run series and the exit summary.
  */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "run_stats.h"
+
+#include <sys/resource.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +73,14 @@ uint64_t demo_percentile(const uint64_t *values, size_t n, double p, uint64_t *s
     if (k == 0) k = 1;
     if (k > n) k = n;
     return scratch[k - 1];
+}
+
+uint64_t demo_involuntary_switches(void) {
+#ifdef RUSAGE_THREAD
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) return (uint64_t)ru.ru_nivcsw;
+#endif
+    return 0;
 }
 
 static double us(uint64_t ns) { return (double)ns / 1e3; }

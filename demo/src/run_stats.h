@@ -39,6 +39,12 @@ void demo_run_stats_free(demo_run_stats *s);
 /// (sorted into scratch, which holds n). 0 when n is 0.
 uint64_t demo_percentile(const uint64_t *values, size_t n, double p, uint64_t *scratch);
 
+/// Involuntary context switches of the calling thread so far (getrusage
+/// RUSAGE_THREAD's ru_nivcsw; 0 where the OS has no per-thread count): a
+/// frame whose count changed between its begin and end lost the CPU to
+/// another process, and its times hold that wait, not the allocator's work.
+uint64_t demo_involuntary_switches(void);
+
 typedef struct demo_summary_info {
     const char *renderer;   /* "software (headless)", ... */
     const char *config;     /* the config file in use, or NULL */

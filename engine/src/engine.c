@@ -43,6 +43,7 @@ const char *eng_backend_name(eng_backend b) {
     switch (b) {
     case ENG_BACKEND_POOL: return "pool";
     case ENG_BACKEND_MALLOC: return "malloc";
+    case ENG_BACKEND_CLASSIC: return "classic";
     default: return "?";
     }
 }
@@ -69,6 +70,9 @@ static void eng__register_sources(eng *e) {
         eng__store *s = eng__world_store(e->world, i);
         s->source = s->pool ? fm_telemetry_add_pool(e->tel, s->pool)
                             : fm_telemetry_add_counters(e->tel, s->name, &s->counts);
+        if (s->classic && s->source >= 0)
+            fm_telemetry_set_source_shape(e->tel, (uint32_t)s->source, FM_TELEMETRY_BACKEND_CLASSIC,
+                                          s->counts.item_size, 1);
     }
     fm_telemetry_add_frame_arena(e->tel, eng__world_frame_arena(e->world));
 }

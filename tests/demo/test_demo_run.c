@@ -171,7 +171,7 @@ static void test_demo_bad_arguments_exit_2_with_a_clear_message(void **state) {
     expect_usage_error("--frames", "abc", "--frames: 'abc' is not a whole number");
     expect_usage_error("--frames", NULL, "--frames needs a value");
     expect_usage_error("--scale", "0", "--scale: 0 is out of range 0.05..50");
-    expect_usage_error("--backend", "tcmalloc", "--backend: 'tcmalloc' is not 'pool' or 'malloc'");
+    expect_usage_error("--backend", "tcmalloc", "--backend: 'tcmalloc' is not 'pool', 'classic' or 'malloc'");
     expect_usage_error("--size", "huge", "--size: 'huge' is not WIDTHxHEIGHT");
 }
 
@@ -462,6 +462,42 @@ static void test_demo_malloc_backend_runs_the_same_world(void **state) {
     expect_text(r.out, "backend malloc", "summary");
 }
 
+static void test_demo_classic_backend_grows_inside_allocations(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "60", "--backend", "classic", "--no-overlay");
+    if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
+    expect_text(r.out, "backend classic", "summary");
+    expect_text(r.out, "pools that grew inside allocations: ", "summary");
+}
+
+/* The growths of one --compare row (its label at a line's start). */
+static long compare_growths(const char *out, const char *label) {
+    char key[64];
+    snprintf(key, sizeof key, "\n    %s ", label);
+    const char *p = strstr(out, key);
+    if (!p) fail_msg("no compare row '%s' in:\n%s", label, out);
+    long n = -1;
+    if (sscanf(p + strlen(key), "%ld", &n) != 1) fail_msg("row '%s' has no growth count:\n%s", label, out);
+    return n;
+}
+
+/* --compare: the run's frames again on every backend, side by side; the
+ * growth counts are the seeded world's (timing decides nothing here). */
+static void test_demo_compare_prints_the_backends_and_their_growth_counts(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "120", "--compare", "--no-overlay");
+    if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.out, "compare: the same 120 frames again, headless, on each backend", "summary");
+    assert_true(compare_growths(r.out, "framemem (config)") > 0);
+    assert_int_equal(compare_growths(r.out, "framemem (tuned)"), 0);
+    assert_true(compare_growths(r.out, "classic") > 0);
+    assert_int_equal(compare_growths(r.out, "malloc"), 0);
+    expect_text(r.out, "target: classic worst allocation frame ", "summary");
+    expect_text(r.out, "(>= 100x): ", "summary");
+}
+
 /* ------------------------------------------------------------ files */
 
 static void write_text_in(const char *name, const char *text) {
@@ -633,6 +669,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_demo_keys_save_reload_switch_and_reset),
         cmocka_unit_test(test_demo_escape_quits_early_with_the_screenshot),
         cmocka_unit_test(test_demo_malloc_backend_runs_the_same_world),
+        cmocka_unit_test(test_demo_classic_backend_grows_inside_allocations),
+        cmocka_unit_test(test_demo_compare_prints_the_backends_and_their_growth_counts),
         cmocka_unit_test(test_demo_full_disk_fails_each_output_and_keeps_the_old_files),
         cmocka_unit_test(test_demo_failed_run_leaves_its_outputs_as_they_were),
         cmocka_unit_test(test_demo_output_equal_to_an_input_is_refused_before_the_run),
