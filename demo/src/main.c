@@ -114,6 +114,7 @@ static void reload_config(demo *d) {
     const char *rep = eng_config_problems(d->e);
     if (rep[0]) fprintf(stderr, "framemem-demo: config problems (defaults kept for these entries):\n%s", rep);
     if (rep[0]) exit_status(d, DEMO_EXIT_USAGE);
+    demo_run_stats_config_loaded(&d->stats, refresh_info(d, true)->frame);
     set_status(d, rep[0] ? "reloaded %s (with problems: see stderr)" : "reloaded %s", d->config_path);
 }
 
@@ -179,16 +180,17 @@ static void poll_events(demo *d) {
 
 static void draw_overlay(demo *d, double fps) {
     const eng_info in = *refresh_info(d, false);
-    char settings[1536];
-    int n = snprintf(settings, sizeof settings,
-                     "backend %s | growth %s%s | grow-ahead %s | prefault %s | scale %.2f | "
-                     "%u particles, %u entities, %u spawned, %u died | %.0f fps | %s%s",
-                     eng_backend_name(in.backend), fm_growth_name(in.growth),
-                     in.override_growth ? " (all pools)" : " (config)", in.grow_ahead ? "on" : "off",
-                     in.prefault ? "on" : "off", in.scale, in.particles, in.entities, in.spawned, in.died,
-                     fps, d->plat.renderer_name, d->paused ? " | PAUSED" : "");
-    if (d->status[0] && d->loop_frames < d->status_until_frame && n > 0 && (size_t)n < sizeof settings)
-        snprintf(settings + n, sizeof settings - (size_t)n, "\n%s", d->status);
+    char settings[2048];
+    demo_settings_text(&in, settings, sizeof settings);
+    size_t used = strlen(settings);
+    int n = snprintf(settings + used, sizeof settings - used,
+                     "\nscale %.2f | %u particles, %u entities, %u spawned, %u died | frame %llu | %.0f fps | %s%s",
+                     in.scale, in.particles, in.entities, in.spawned, in.died,
+                     (unsigned long long)(in.frame ? in.frame - 1 : 0), fps, d->plat.renderer_name,
+                     d->paused ? " | PAUSED" : "");
+    if (n > 0) used += (size_t)n;
+    if (d->status[0] && d->loop_frames < d->status_until_frame && used < sizeof settings)
+        snprintf(settings + used, sizeof settings - used, "\n%s", d->status);
     const SDL_FRect area = {8, 8, (float)d->plat.width - 16, (float)d->plat.height - 16};
     ovl_draw(d->overlay_batch, d->plat.renderer, &area, eng_get_telemetry(d->e),
              &(ovl_desc){.settings = settings, .help = help_line, .background_alpha = 150,
@@ -424,7 +426,6 @@ int main(int argc, char **argv) {
     if (!d.opt.quiet) {
         demo_run_stats_print(&d.stats, d.e,
                              &(demo_summary_info){.renderer = d.plat.renderer_name,
-                                                  .config = d.config_path[0] ? d.config_path : NULL,
                                                   .save_hint = d.opt.save_config ? d.opt.save_config
                                                                                  : DEFAULT_TUNED_PATH},
                              stdout);

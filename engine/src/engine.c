@@ -445,8 +445,13 @@ void eng_get_info(const eng *e, eng_info *out) {
     out->burst_left = e->burst_left;
     out->clock_overhead_ns = fm_telemetry_clock_overhead_ns();
     out->timed_batches = e->last_batches;
-    for (int i = 0; i < ENG__ST_COUNT; i++)
+    out->pools = ENG__ST_COUNT;
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
         out->refused_allocs += eng__world_store(e->world, i)->counts.failed;
+        fm_growth g = e->override_growth ? e->growth : e->pools[i].growth;
+        out->grow_ahead_pools += e->pools[i].grow_ahead && g != FM_GROWTH_FIXED;
+        out->prefault_pools += e->pools[i].prefault;
+    }
     out->failures = e->faults.count;
 }
 

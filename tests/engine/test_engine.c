@@ -301,6 +301,30 @@ static void test_classic_pool_doubles_its_blocks_and_links_every_slot(void **sta
     assert_null(eng_classic_pool_create(SIZE_MAX - 3, 0));
 }
 
+/* eng_info counts the pools whose desc (defaults + config) asks for
+ * grow-ahead and prefault, whatever the switches: what the demo's header and
+ * summary report per pool. */
+static void test_engine_info_counts_the_pools_the_config_sets_grow_ahead_and_prefault_for(void **state) {
+    (void)state;
+    fm_test_write_text("eng_info_pools.ini", "[pool.particles]\ngrow_ahead = false\n"
+                                             "[pool.entities]\nprefault = false\ngrowth = fixed\n");
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 1, .config_path = "eng_info_pools.ini"});
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_int_equal(in.pools, 6);
+    assert_int_equal(in.grow_ahead_pools, 4); /* particles opt out, entities are FIXED */
+    assert_int_equal(in.prefault_pools, 5);
+    assert_false(in.grow_ahead);
+    assert_false(in.prefault);
+    eng_destroy(e);
+    e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 1});
+    eng_get_info(e, &in);
+    assert_int_equal(in.grow_ahead_pools, 6);
+    assert_int_equal(in.prefault_pools, 6);
+    eng_destroy(e);
+    remove("eng_info_pools.ini");
+}
+
 static void test_engine_backend_names_cover_every_backend(void **state) {
     (void)state;
     assert_string_equal(eng_backend_name(ENG_BACKEND_POOL), "pool");
@@ -681,6 +705,7 @@ int main(void) {
         cmocka_unit_test(test_engine_frame_lifecycle_records_one_frame_per_begin_end),
         cmocka_unit_test(test_engine_classic_backend_simulates_the_same_world_and_counts_its_growths),
         cmocka_unit_test(test_engine_backend_names_cover_every_backend),
+        cmocka_unit_test(test_engine_info_counts_the_pools_the_config_sets_grow_ahead_and_prefault_for),
         cmocka_unit_test(test_classic_pool_doubles_its_blocks_and_links_every_slot),
         cmocka_unit_test(test_engine_paused_frames_keep_the_newest_update_readable),
         cmocka_unit_test(test_engine_a_pause_does_not_change_the_simulation),

@@ -81,7 +81,12 @@ static void layout(const SDL_FRect *area, const fm_telemetry *t, const resolved 
     float top = area->y + pad, bottom = area->y + area->h - pad;
     uint32_t sources = fm_telemetry_source_count(t), tags = count_tags(t);
 
-    o->title = frect(x, top, w, lh * (r->settings ? 2 : 1));
+    float settings_lines = 0;
+    if (r->settings) {
+        settings_lines = 1;
+        for (const char *c = r->settings; *c; c++) settings_lines += *c == '\n';
+    }
+    o->title = frect(x, top, w, lh * (1 + settings_lines));
     top += o->title.h + lh * 0.5f;
     o->help = frect(x, bottom - (r->help ? lh : 0), w, r->help ? lh : 0);
     bottom = o->help.y - (r->help ? lh * 0.5f : 0);
@@ -407,9 +412,16 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
     static const int col[] = {0, 20, 31, 42, 53, 68, 92};
     const float cw = 6.0f * r->ts;
     const SDL_Color text = rgb(TEXT_RGB, 255), dim = rgb(DIM_RGB, 255);
+    /* Sizes to suggest only where something is sized: not malloc's items. */
+    bool sized = false;
+    for (uint32_t s = 0; s < v->sources; s++) {
+        const fm_telemetry_source *si = fm_telemetry_get_source(v->t, s);
+        sized |= si->kind == FM_TELEMETRY_POOL && si->backend != FM_TELEMETRY_BACKEND_MALLOC;
+    }
     static const char *const head[] = {"pool", "live", "peak", "capacity", "grow events",
                                        "last grow (frame, time)", "suggested capacity"};
-    for (int c = 0; c < 7; c++) ovl_text(b, tb->x + (float)col[c] * cw, tb->y, r->ts, dim, head[c]);
+    for (int c = 0; c < (sized ? 7 : 6); c++)
+        ovl_text(b, tb->x + (float)col[c] * cw, tb->y, r->ts, dim, head[c]);
     const fm_telemetry_sample *now = NULL;
     uint32_t row = 0;
     for (uint32_t s = 0; s < v->sources; s++) {
@@ -432,7 +444,9 @@ static void table_panel(ovl_batch *b, const view *v, const SDL_FRect *tb, const 
             } else {
                 snprintf(cell[5], sizeof cell[5], "-");
             }
-            if (si->kind == FM_TELEMETRY_POOL)
+            if (si->kind == FM_TELEMETRY_POOL && si->backend == FM_TELEMETRY_BACKEND_MALLOC)
+                snprintf(cell[6], sizeof cell[6], "%s", sized ? "- (malloc)" : "");
+            else if (si->kind == FM_TELEMETRY_POOL)
                 snprintf(cell[6], sizeof cell[6], "%llu",
                          (unsigned long long)fm_telemetry_suggest_capacity(si->peak_live, r->headroom,
                                                                            si->chunk_items));

@@ -198,7 +198,13 @@ typedef struct eng_info {
     uint64_t seed;
     double scale;
     eng_backend backend;
-    bool grow_ahead, prefault;
+    bool grow_ahead, prefault;  /* the engine-wide switches */
+    uint32_t pools;             /* the world's pools */
+    uint32_t grow_ahead_pools;  /* of them, those whose desc (defaults + config)
+                                   asks for grow-ahead (not FIXED): grown ahead
+                                   while the switch is on, on the pool backend */
+    uint32_t prefault_pools;    /* those whose desc asks for prefault: prefaulted
+                                   while the switch is on, on the pool backend */
     bool override_growth;
     fm_growth growth;           /* the override when set, else the particles pool's */
     const char *scene;

@@ -24,7 +24,8 @@
  *     view) against a scale of the larger of its hard limit and its peak,
  *     with ticks at the soft (OVL_SOFT_RGB) and hard (OVL_HARD_RGB) limits;
  *   - a table per pool and closure pool (live, peak, capacity, grow events,
- *     last grow, suggested capacity) and per arena (bytes used, high water,
+ *     last grow, suggested capacity: none for a malloc-backed source, which
+ *     has no capacity to size) and per arena (bytes used, high water,
  *     commits);
  *   - optional caller lines (key help, current settings).
  * Drawing allocates nothing: it queues quads into the caller's ovl_batch and
@@ -83,7 +84,8 @@ typedef struct ovl_desc {
                                  has darkened the area itself (the demo does, in
                                  its scene texture, on software renderers) */
     const char *title;        /* first line; NULL = "framemem: allocation per frame" */
-    const char *settings;     /* a line under the title (current settings); NULL = none */
+    const char *settings;     /* lines under the title ('\n' between them: current
+                                 settings, a status message); NULL = none */
     const char *help;         /* last line (keys); NULL = none */
 } ovl_desc;
 
