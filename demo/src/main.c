@@ -23,6 +23,7 @@
 #include "scene_draw.h"
 
 #define DEFAULT_TUNED_PATH "framemem-tuned.ini"
+#define DEMO_PREEMPT_RING 600 /* the overlay's 600 frames */
 
 static const char help_line[] =
     "F1 overlay  P pause  N step  B burst  +/- scale  G growth policy  A grow-ahead  F prefault  "
@@ -48,6 +49,8 @@ typedef struct demo {
     uint64_t status_until_frame;
     uint64_t loop_frames;        /* loop iterations, paused ones included */
     uint64_t ticks;              /* frames simulated (--compare runs as many) */
+    uint64_t preempted[DEMO_PREEMPT_RING]; /* frame f + 1 at f % len when the OS
+                                              preempted frame f (the overlay's marks) */
     int rc;                      /* exit status of what went wrong so far (exit_status) */
     eng_info info;               /* eng_get_info, refreshed by refresh_info */
     uint64_t info_frame;         /* loop_frames when info was taken */
@@ -194,7 +197,8 @@ static void draw_overlay(demo *d, double fps) {
     const SDL_FRect area = {8, 8, (float)d->plat.width - 16, (float)d->plat.height - 16};
     ovl_draw(d->overlay_batch, d->plat.renderer, &area, eng_get_telemetry(d->e),
              &(ovl_desc){.settings = settings, .help = help_line, .background_alpha = 150,
-                         .no_backdrop = d->software});
+                         .no_backdrop = d->software, .preempted_ring = d->preempted,
+                         .preempted_ring_len = DEMO_PREEMPT_RING});
 }
 
 /* The scene, then the overlay; on a software renderer the scene darkens the
@@ -385,9 +389,20 @@ int main(int argc, char **argv) {
         }
         bool tick = !d.paused || d.step;
         d.step = false;
+        /* Involuntary context switches between frame begin and end: the OS
+         * took the CPU, and the frame's times hold that wait. */
+        uint64_t sw = demo_involuntary_switches();
         eng_frame_begin(d.e);
         if (tick) eng_update(d.e, 1.0 / 60.0);
         eng_frame_end(d.e);
+        {
+            const fm_telemetry *t = eng_get_telemetry(d.e);
+            uint32_t held = fm_telemetry_frame_count(t);
+            if (held) {
+                uint64_t f = fm_telemetry_get_frame(t, held - 1)->frame;
+                d.preempted[f % DEMO_PREEMPT_RING] = demo_involuntary_switches() != sw ? f + 1 : 0;
+            }
+        }
         bool last = d.opt.frames && d.loop_frames + 1 >= (uint64_t)d.opt.frames;
 
         uint64_t r0 = fm_clock_now();
