@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "framemem/clock.h"
 #include "framemem/file.h"
+#include "hud.h"
 #include "options.h"
 #include "overlay/overlay.h"
 #include "platform.h"
@@ -24,10 +25,6 @@
 
 #define DEFAULT_TUNED_PATH "framemem-tuned.ini"
 #define DEMO_PREEMPT_RING 600 /* the overlay's 600 frames */
-
-static const char help_line[] =
-    "F1 overlay  P pause  N step  B burst  +/- scale  G growth policy  A grow-ahead  F prefault  "
-    "M backend  S save tuned config  L reload config  R reset stats  F12 screenshot  Esc quit";
 
 typedef struct demo {
     demo_options opt;
@@ -183,29 +180,21 @@ static void poll_events(demo *d) {
 
 static void draw_overlay(demo *d, double fps) {
     const eng_info in = *refresh_info(d, false);
-    char settings[2048];
-    demo_settings_text(&in, settings, sizeof settings);
-    size_t used = strlen(settings);
-    int n = snprintf(settings + used, sizeof settings - used,
-                     "\nscale %.2f | %u particles, %u entities, %u spawned, %u died | frame %llu | %.0f fps | %s%s",
-                     in.scale, in.particles, in.entities, in.spawned, in.died,
-                     (unsigned long long)(in.frame ? in.frame - 1 : 0), fps, d->plat.renderer_name,
-                     d->paused ? " | PAUSED" : "");
-    if (n > 0) used += (size_t)n;
-    if (d->status[0] && d->loop_frames < d->status_until_frame && used < sizeof settings)
-        snprintf(settings + used, sizeof settings - used, "\n%s", d->status);
-    const SDL_FRect area = {8, 8, (float)d->plat.width - 16, (float)d->plat.height - 16};
-    ovl_draw(d->overlay_batch, d->plat.renderer, &area, eng_get_telemetry(d->e),
-             &(ovl_desc){.settings = settings, .help = help_line, .background_alpha = 150,
-                         .no_backdrop = d->software, .preempted_ring = d->preempted,
-                         .preempted_ring_len = DEMO_PREEMPT_RING});
+    bool status = d->status[0] && d->loop_frames < d->status_until_frame;
+    demo_hud_draw(d->overlay_batch, d->plat.renderer, d->plat.width, d->plat.height,
+                  &(demo_hud){.e = d->e, .info = &in, .fps = fps, .renderer = d->plat.renderer_name,
+                              .paused = d->paused, .status = status ? d->status : NULL,
+                              .software = d->software, .preempted = d->preempted,
+                              .preempted_len = DEMO_PREEMPT_RING},
+                  NULL);
 }
 
 /* The scene, then the overlay; on a software renderer the scene darkens the
  * overlay's area itself instead of a blended backdrop. */
 static void draw_frame(demo *d, double fps, float sx, float sy) {
     eng_render_list list = eng_get_render_list(d->e);
-    const SDL_Rect dim = {8, 8, d->plat.width - 16, d->plat.height - 16};
+    const SDL_FRect a = demo_hud_area(d->plat.width, d->plat.height);
+    const SDL_Rect dim = {(int)a.x, (int)a.y, (int)a.w, (int)a.h};
     demo_scene_draw_list(&d->scene, d->plat.renderer, &list, sx, sy, d->overlay && d->software ? &dim : NULL);
     if (d->overlay) draw_overlay(d, fps);
 }

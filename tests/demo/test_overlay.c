@@ -400,7 +400,7 @@ static void test_overlay_scale_from_the_p99_clips_and_labels_an_outlier(void **s
     assert_int_equal(find_exact(&tr, "112.5 us"), 1);
     assert_int_equal(find_exact(&tr, "75 us"), 1);
     assert_int_equal(find_exact(&tr, "37.5 us"), 1);
-    assert_true(find_text(&tr, "p99 80.0 us, max 10.02 ms") == 1);
+    assert_int_equal(find_text(&tr, "by pool (last 300 frames): p99 80.0 us, max 10.02 ms"), 1);
     sw_target_close(&tg);
     fm_telemetry_destroy(t);
 }

@@ -224,6 +224,7 @@ typedef struct ctx {
     SDL_FRect area;
     otext texts[MAX_TEXTS];
     uint32_t count;
+    uint32_t refused; /* texts of the layout (not labels) that did not fit: a layout bug */
 } ctx;
 
 static float text_h(const char *s, const resolved *r) {
@@ -241,19 +242,37 @@ static bool inside(const SDL_FRect *a, const SDL_FRect *in) {
            a->y + a->h <= in->y + in->h + 0.01f;
 }
 
-/* A text at (x, y) when it lies inside `within` (NULL: the area) and meets
- * no text already placed; false (nothing kept) otherwise. */
+/* A text at (x, y) when it lies inside `within` and meets no text already
+ * placed; false (nothing kept) otherwise. within NULL: a text the layout
+ * placed, inside the area by construction; one refused is counted. */
 static bool text_at(ctx *c, float x, float y, SDL_Color col, const char *s, const SDL_FRect *within) {
-    if (!s || !*s || c->count == MAX_TEXTS) return false;
+    if (!s || !*s) return false;
     SDL_FRect rect = {x, y, ovl_text_width(s, c->r->ts), text_h(s, c->r)};
-    if (!inside(&rect, within ? within : &c->area)) return false;
-    for (uint32_t i = 0; i < c->count; i++)
-        if (overlaps(&rect, &c->texts[i].rect)) return false;
+    bool ok = c->count < MAX_TEXTS && inside(&rect, within ? within : &c->area);
+    for (uint32_t i = 0; ok && i < c->count; i++)
+        if (overlaps(&rect, &c->texts[i].rect)) ok = false;
+    if (!ok) {
+        c->refused += within == NULL;
+        return false;
+    }
     otext *t = &c->texts[c->count++];
     t->rect = rect;
     t->c = col;
     snprintf(t->s, sizeof t->s, "%s", s);
     return true;
+}
+
+/* Each line of s (lines split at '\n') as a text of its own, from (x, y)
+ * down a line height each. */
+static void lines_at(ctx *c, float x, float y, SDL_Color col, const char *s) {
+    char line[TEXT_LEN];
+    for (int i = 0; s && *s; i++) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) : strlen(s);
+        snprintf(line, sizeof line, "%.*s", (int)n, s);
+        text_at(c, x, y + (float)i * c->r->lh, col, line, NULL);
+        s += n + (nl ? 1 : 0);
+    }
 }
 
 /* s cut (with "~") to at most width pixels. */
@@ -293,9 +312,10 @@ static void flush_texts(ctx *c, ovl_text_rects *out) {
     }
     if (out) {
         out->count = c->count;
+        out->refused = c->refused;
         for (uint32_t i = 0; i < c->count; i++) {
             out->rects[i] = c->texts[i].rect;
-            snprintf(out->text[i], sizeof out->text[i], "%.63s", c->texts[i].s);
+            snprintf(out->text[i], sizeof out->text[i], "%.159s", c->texts[i].s);
         }
     }
 }
@@ -928,7 +948,7 @@ bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const fm_te
     c.b = b;
     c.r = r;
     c.area = *area;
-    c.count = 0;
+    c.count = c.refused = 0;
     ovl_batch_set_target(b, rd);
     /* Nothing leaves the area. */
     SDL_Rect old_clip, clip = {(int)area->x, (int)area->y, (int)area->w, (int)area->h};
@@ -941,15 +961,15 @@ bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const fm_te
     else if (r->bg_alpha == 255) opaque_backgrounds(rd, area, lo);
     else ovl_rect(b, area->x, area->y, area->w, area->h, rgb(BACKDROP_RGB, r->bg_alpha));
     text_at(&c, lo->title.x, lo->title.y, rgb(0xFFFFFF, 255), r->title, NULL);
-    if (p.settings[0]) text_at(&c, lo->title.x, lo->title.y + r->lh, rgb(TEXT_RGB, 255), p.settings, NULL);
+    lines_at(&c, lo->title.x, lo->title.y + r->lh, rgb(TEXT_RGB, 255), p.settings);
     char cap[1024];
     wrap(p.cap_alloc, lo->alloc_graph.w, r->ts, cap, sizeof cap);
-    text_at(&c, lo->alloc_graph.x, lo->alloc_graph.y - text_h(cap, r) - 2 * r->ts, rgb(TEXT_RGB, 255), cap, NULL);
+    lines_at(&c, lo->alloc_graph.x, lo->alloc_graph.y - text_h(cap, r) - 2 * r->ts, rgb(TEXT_RGB, 255), cap);
     wrap(p.cap_maint, lo->maint_graph.w, r->ts, cap, sizeof cap);
-    text_at(&c, lo->maint_graph.x, lo->maint_graph.y - text_h(cap, r) - 2 * r->ts, rgb(TEXT_RGB, 255), cap, NULL);
+    lines_at(&c, lo->maint_graph.x, lo->maint_graph.y - text_h(cap, r) - 2 * r->ts, rgb(TEXT_RGB, 255), cap);
     wrap(p.cap_frame, lo->frame_graph.w, r->ts, cap, sizeof cap);
-    text_at(&c, lo->frame_graph.x, lo->frame_graph.y - text_h(cap, r) - 2 * r->ts, rgb(TEXT_RGB, 255), cap, NULL);
-    if (p.help[0]) text_at(&c, lo->help.x, lo->help.y, rgb(DIM_RGB, 255), p.help, NULL);
+    lines_at(&c, lo->frame_graph.x, lo->frame_graph.y - text_h(cap, r) - 2 * r->ts, rgb(TEXT_RGB, 255), cap);
+    lines_at(&c, lo->help.x, lo->help.y, rgb(DIM_RGB, 255), p.help);
     table_panel(&c, &p);
     legend_panel(&c, &p);
     budget_panel(&c, &p);

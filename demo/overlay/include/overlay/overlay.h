@@ -96,8 +96,12 @@ extern "C" {
  * last line). Filled by ovl_draw when ovl_desc.text_rects is set. */
 typedef struct ovl_text_rects {
     SDL_FRect rects[OVL_MAX_TEXTS];
-    char text[OVL_MAX_TEXTS][64]; /* each text's first 63 characters */
+    char text[OVL_MAX_TEXTS][160]; /* each text (a line), its first 159 characters */
     uint32_t count;
+    uint32_t refused; /* texts of the layout (title, settings, captions,
+                         legend, table, help) left out because they met
+                         another or the area's edge: 0 unless the area is
+                         too small for them */
 } ovl_text_rects;
 
 /* Size of a batch that draws the whole overlay in one flush. */
