@@ -28,11 +28,13 @@ typedef struct demo_hud {
     bool software;             /* the scene darkened the area: no backdrop */
     const uint64_t *preempted; /* ovl_desc.preempted_ring */
     uint32_t preempted_len;
+    bool memory_map;           /* key V: the memory map in place of the graphs */
 } demo_hud;
 
 /// The overlay area of a w x h window.
 SDL_FRect demo_hud_area(int w, int h);
-/// Draws the overlay for h into the window's area; rects (may be NULL)
+/// Draws the overlay for h into the window's area (the memory map reads
+/// each pool's chunks with fm_pool_chunk_occupancy); rects (may be NULL)
 /// receives every text's rectangle. false when SDL refused to draw.
 bool demo_hud_draw(ovl_batch *b, SDL_Renderer *r, int w, int h, const demo_hud *hud,
                    ovl_text_rects *rects);

@@ -37,6 +37,7 @@ typedef struct demo {
     ovl_png shot;                /* --screenshot, taken at the last frame, written at exit */
     bool outputs_done;           /* write_outputs ran (else they are dropped at exit) */
     bool overlay, paused, step, quit;
+    bool memory_map;             /* V: the memory map in place of the graphs */
     bool software;               /* software renderer: the scene dims the overlay's
                                     area instead of a blended backdrop (blending
                                     a window-sized quad costs ~4 ms there) */
@@ -149,6 +150,7 @@ static void on_key(demo *d, SDL_Keycode k) {
         eng_set_backend(d->e, next[in.backend]);
         break;
     }
+    case SDLK_v: d->memory_map = !d->memory_map; break;
     case SDLK_s: save_tuned(d); break;
     case SDLK_l: reload_config(d); break;
     case SDLK_r:
@@ -185,7 +187,7 @@ static void draw_overlay(demo *d, double fps) {
                   &(demo_hud){.e = d->e, .info = &in, .fps = fps, .renderer = d->plat.renderer_name,
                               .paused = d->paused, .status = status ? d->status : NULL,
                               .software = d->software, .preempted = d->preempted,
-                              .preempted_len = DEMO_PREEMPT_RING},
+                              .preempted_len = DEMO_PREEMPT_RING, .memory_map = d->memory_map},
                   NULL);
 }
 

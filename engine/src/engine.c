@@ -21,6 +21,7 @@ struct eng {
     fm_config *cfg;               /* the loaded file (NULL: none) */
     fm_pool_desc pools[ENG__ST_COUNT]; /* the engine's defaults, the config applied */
     fm_frame_arena_desc frame_arena;
+    fm_tag_desc tags[ENG__TAG_COUNT];  /* the same for the tags */
     fm_telemetry *tel;
     eng__world *world;
     eng__faults faults; /* failures met while running, for eng_info / eng_last_failure */
@@ -75,6 +76,7 @@ static void eng__register_sources(eng *e) {
                                           s->counts.item_size, 1);
     }
     fm_telemetry_add_frame_arena(e->tel, eng__world_frame_arena(e->world));
+    for (int i = 0; i < ENG__TAG_COUNT; i++) fm_telemetry_add_tag(e->tel, eng__world_tag(e->world, i));
 }
 
 static eng__world *eng__make_world(eng *e, char *err, size_t err_len) {
@@ -87,6 +89,7 @@ static eng__world *eng__make_world(eng *e, char *err, size_t err_len) {
             .timing = !e->desc.no_timing,
             .pools = e->pools,
             .frame = &e->frame_arena,
+            .tags = e->tags,
             .prefault = e->prefault,
             .override_growth = e->override_growth,
             .growth = e->growth,
@@ -120,6 +123,10 @@ static void eng__resolve_descs(eng *e, fm_config *cfg) {
     for (int i = 0; i < ENG__ST_COUNT; i++) {
         e->pools[i] = eng__world_pool_desc(i);
         if (cfg) fm_config_apply(cfg, &e->pools[i]);
+    }
+    for (int i = 0; i < ENG__TAG_COUNT; i++) {
+        e->tags[i] = eng__world_tag_desc(i);
+        if (cfg) fm_config_apply(cfg, &e->tags[i]);
     }
     e->frame_arena = eng__world_frame_arena_desc();
     if (cfg) {
@@ -203,7 +210,7 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
     e->desc.config_path = e->has_config ? e->config_path : NULL;
     /* the stores and the frame arena */
     e->tel = fm_telemetry_create(&(fm_telemetry_desc){.frames = d.telemetry_frames,
-                                                      .max_sources = ENG__ST_COUNT + 1,
+                                                      .max_sources = ENG__ST_COUNT + 1 + ENG__TAG_COUNT,
                                                       .allocator = d.allocator});
     if (!e->tel) {
         eng__set_err(err, err_len, "engine: out of memory for the telemetry ring of %u frames",

@@ -342,7 +342,7 @@ static void test_demo_keys_save_reload_switch_and_reset(void **state) {
     static run r;
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "260", "--csv", "keys.csv", "--press",
          "120:S,121:L,160:F1,161:F1,170:B,175:=,176:-,180:G,181:A,182:F,183:P,183:N,184:P,"
-         "200:M,203:M,205:M,210:F12,240:R");
+         "200:M,203:M,205:M,207:V,210:F12,212:V,240:R");
     if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
     expect_text(r.out, "saved a tuned config to framemem-tuned.ini (L reloads it)", "stdout");
     expect_text(r.out, "reloaded framemem-tuned.ini", "stdout");

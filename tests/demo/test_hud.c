@@ -13,9 +13,10 @@
 #include "hud.h"
 #include "sw_target.h"
 
-enum { MODE_DEFAULT, MODE_TUNED, MODE_MALLOC, MODE_CLASSIC, MODE_PAUSED, MODE_STATUS, MODES };
+enum { MODE_DEFAULT, MODE_TUNED, MODE_MALLOC, MODE_CLASSIC, MODE_PAUSED, MODE_STATUS, MODE_MAP,
+       MODE_MAP_CLASSIC, MODES };
 static const char *const mode_names[MODES] = {"default", "tuned", "malloc", "classic", "paused",
-                                              "status shown"};
+                                              "status shown", "memory map", "memory map (classic)"};
 
 static const int sizes[][2] = {{800, 450}, {1024, 576}, {1280, 720}, {1600, 900}, {1920, 1080},
                                {2560, 1440}};
@@ -25,7 +26,7 @@ static eng *make_mode(int mode) {
     char err[256];
     eng_desc d = {.seed = 1, .scale = 0.5};
     if (mode == MODE_MALLOC) d.backend = ENG_BACKEND_MALLOC;
-    if (mode == MODE_CLASSIC) d.backend = ENG_BACKEND_CLASSIC;
+    if (mode == MODE_CLASSIC || mode == MODE_MAP_CLASSIC) d.backend = ENG_BACKEND_CLASSIC;
     if (mode == MODE_TUNED) {
         eng *first = eng_create(&d, err, sizeof err);
         if (!first) fail_msg("%s", err);
@@ -83,7 +84,8 @@ static void test_hud_texts_never_overlap_nor_leave_the_window_at_any_size_in_any
             assert_non_null(b);
             demo_hud hud = {.e = e, .info = &in, .fps = 59.7, .renderer = "software (headless)",
                             .paused = m == MODE_PAUSED, .software = (s % 2) == 1,
-                            .preempted = ring, .preempted_len = 600};
+                            .preempted = ring, .preempted_len = 600,
+                            .memory_map = m == MODE_MAP || m == MODE_MAP_CLASSIC};
             if (m == MODE_STATUS) hud.status = "saved a tuned config to framemem-tuned.ini (L reloads it)";
             memset(&tr, 0, sizeof tr);
             assert_true(demo_hud_draw(b, tg.r, w, h, &hud, &tr));
@@ -94,18 +96,27 @@ static void test_hud_texts_never_overlap_nor_leave_the_window_at_any_size_in_any
             check_texts(&tr, w, h, what);
             if (tr.refused) fail_msg("%s: %u texts of the layout did not fit", what, tr.refused);
             /* the fixed texts are all there */
+            bool map = m == MODE_MAP || m == MODE_MAP_CLASSIC;
             const char *const fixed[] = {"framemem: allocation per frame", "backend ", "F1 overlay",
-                                         "allocation time per frame", "maintenance at the frame",
-                                         "frame time:", "grow events"};
+                                         "grow events", map ? "memory map: " : "allocation time per frame",
+                                         map ? "chunks" : "maintenance at the frame", map ? "pool" : "frame time:"};
             for (size_t k = 0; k < sizeof fixed / sizeof *fixed; k++)
                 if (!has_text(&tr, fixed[k])) fail_msg("%s: '%s' is missing", what, fixed[k]);
             for (uint32_t src = 0; src < fm_telemetry_source_count(t); src++) {
+                /* legend and table (tags: their budget bar), or the map's line */
+                const fm_telemetry_source *si = fm_telemetry_get_source(t, src);
                 int n = 0;
-                for (uint32_t i = 0; i < tr.count; i++)
-                    n += strcmp(tr.text[i], fm_telemetry_get_source(t, src)->name) == 0;
-                if (n < 2) fail_msg("%s: '%s' not in both the legend and the table", what,
-                                    fm_telemetry_get_source(t, src)->name);
+                for (uint32_t i = 0; i < tr.count; i++) n += strcmp(tr.text[i], si->name) == 0;
+                int want = si->kind == FM_TELEMETRY_TAG || map ? 1 : 2;
+                if (n < want) fail_msg("%s: '%s' shown %d times, wanted %d", what, si->name, n, want);
             }
+            if (m == MODE_MAP) {
+                char line[64];
+                snprintf(line, sizeof line, "particles: ");
+                if (!has_text(&tr, line)) fail_msg("%s: no map of the particles pool", what);
+            }
+            if (m == MODE_MAP_CLASSIC && !has_text(&tr, "the classic backend has no framemem pools to map"))
+                fail_msg("%s: no note", what);
             if (m == MODE_PAUSED && !has_text(&tr, "PAUSED")) fail_msg("%s: no PAUSED", what);
             if (m == MODE_STATUS && !has_text(&tr, "saved a tuned config")) fail_msg("%s: no status", what);
             if (m == MODE_CLASSIC && !has_text(&tr, "backend classic")) fail_msg("%s: not classic", what);

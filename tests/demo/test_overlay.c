@@ -470,6 +470,39 @@ static void test_overlay_frame_time_parts_each_get_a_strip(void **state) {
     fm_telemetry_destroy(t);
 }
 
+/* The memory map: a cell per chunk, empty ones dark, full ones in the
+ * pool's colour, partly full ones between; the graphs give way to it. */
+static void test_overlay_memory_map_shades_each_chunk_by_occupancy(void **state) {
+    (void)state;
+    fm_telemetry *t = make_telemetry(false);
+    static const uint32_t live[4] = {0, 50, 100, 100};
+    const ovl_map_pool pools[1] = {{.name = "bullets", .source = 1, .live = live, .chunks = 4,
+                                    .items_per_chunk = 100, .chunk_bytes = 65536}};
+    static ovl_text_rects tr;
+    ovl_desc d = desc;
+    d.memory_map = true;
+    d.map_pools = pools;
+    d.map_pool_count = 1;
+    d.text_rects = &tr;
+    sw_target tg = sw_target_open(W, H);
+    draw_with(&tg, t, NULL, &d);
+    ovl_layout lo;
+    ovl_layout_compute(&area, t, &d, &lo);
+    assert_true(lo.map.h > 100 && lo.alloc_graph.h == 0 && lo.frame_graph.h == 0);
+    /* 16-pixel cells under the pool's line */
+    float y = lo.map.y + OVL_TEXT_LINE_HEIGHT + 8;
+    Uint32 bullets = colour_rgb(ovl_source_color(1));
+    assert_int_equal(sw_pixel(&tg, (int)lo.map.x + 8, (int)y), 0x262A33u);
+    Uint32 half = sw_pixel(&tg, (int)lo.map.x + 17 + 8, (int)y);
+    assert_true(half != 0x262A33u && half != bullets);
+    assert_int_equal(sw_pixel(&tg, (int)lo.map.x + 34 + 8, (int)y), bullets);
+    assert_int_equal(sw_pixel(&tg, (int)lo.map.x + 51 + 8, (int)y), bullets);
+    assert_int_equal(find_text(&tr, "bullets: 4 chunks of 100 items (64.0 KiB), 62% live"), 1);
+    assert_int_equal(find_text(&tr, "allocation time per frame"), 0);
+    sw_target_close(&tg);
+    fm_telemetry_destroy(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_overlay_layout_panels_are_inside_the_area_and_ordered),
@@ -484,6 +517,7 @@ int main(void) {
         cmocka_unit_test(test_overlay_growth_is_labelled_once_per_spike),
         cmocka_unit_test(test_overlay_preempted_frames_are_marked_under_their_bars),
         cmocka_unit_test(test_overlay_frame_time_parts_each_get_a_strip),
+        cmocka_unit_test(test_overlay_memory_map_shades_each_chunk_by_occupancy),
     };
     return cmocka_run_group_tests_name("overlay", tests, NULL, NULL);
 }

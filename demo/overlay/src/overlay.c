@@ -50,6 +50,10 @@ typedef struct resolved {
     const char *title, *settings, *help;
     const uint64_t *preempted;
     uint32_t preempted_len;
+    bool map;
+    const ovl_map_pool *map_pools;
+    uint32_t map_count;
+    const char *map_note;
 } resolved;
 
 static resolved resolve(const ovl_desc *d) {
@@ -70,6 +74,10 @@ static resolved resolve(const ovl_desc *d) {
     r.help = d->help;
     r.preempted = d->preempted_ring_len ? d->preempted_ring : NULL;
     r.preempted_len = d->preempted_ring_len;
+    r.map = d->memory_map;
+    r.map_pools = d->map_pools;
+    r.map_count = d->map_pools ? d->map_pool_count : 0;
+    r.map_note = d->map_note;
     return r;
 }
 
@@ -275,6 +283,13 @@ static void lines_at(ctx *c, float x, float y, SDL_Color col, const char *s) {
     }
 }
 
+/* A panel's caption, wrapped to its width, in the lines above it. */
+static void caption(ctx *c, const SDL_FRect *panel, const char *text) {
+    char cap[1024];
+    wrap(text, panel->w, c->r->ts, cap, sizeof cap);
+    lines_at(c, panel->x, panel->y - text_h(cap, c->r) - 2 * c->r->ts, rgb(TEXT_RGB, 255), cap);
+}
+
 /* s cut (with "~") to at most width pixels. */
 static const char *fit(const char *s, float width, float ts, char *buf, size_t n) {
     if (ovl_text_width(s, ts) <= width) return s;
@@ -346,7 +361,9 @@ typedef struct plan {
     scale alloc, maint, part[PARTS], frame;
     uint64_t grows, resets, ahead, preempted;
     float legend_slot;
-    char settings[4096], help[2048], cap_alloc[512], cap_maint[256], cap_frame[512];
+    char settings[4096], help[2048], cap_alloc[512], cap_maint[256], cap_frame[512], cap_map[512];
+    float cell;     /* the map's cell size */
+    uint32_t cells_per_row;
 } plan;
 
 static bool preempted(const resolved *r, uint64_t frame) {
@@ -425,6 +442,35 @@ static void plan_captions(plan *p) {
              f99, fmax, bud);
 }
 
+static void plan_map_caption(plan *p) {
+    uint64_t chunks = 0, live = 0, slots = 0;
+    for (uint32_t i = 0; i < p->r.map_count; i++) {
+        const ovl_map_pool *m = &p->r.map_pools[i];
+        chunks += m->chunks;
+        slots += (uint64_t)m->chunks * m->items_per_chunk;
+        for (uint32_t c = 0; c < m->chunks; c++) live += m->live[c];
+    }
+    snprintf(p->cap_map, sizeof p->cap_map,
+             "memory map: each pool's chunks, a cell per chunk shaded by occupancy (dark: empty, the pool's "
+             "colour: full) | %llu chunks, %.0f%% of their slots live",
+             (unsigned long long)chunks, slots ? 100.0 * (double)live / (double)slots : 0.0);
+}
+
+/* The largest cell (16 px down to 3) at which every pool's rows and its
+ * name line fit h; the cells a row holds in *per. */
+static float map_cell(const resolved *r, float w, float h, uint32_t *per) {
+    for (float cell = 16; cell >= 3; cell -= 1) {
+        uint32_t n = (uint32_t)(w / (cell + 1));
+        if (n < 1) n = 1;
+        float need = 0;
+        for (uint32_t i = 0; i < r->map_count; i++)
+            need += r->lh + (float)((r->map_pools[i].chunks + n - 1) / n) * (cell + 1) + 2;
+        *per = n;
+        if (need <= h) return cell;
+    }
+    return 3;
+}
+
 static void plan_layout(plan *p, const SDL_FRect *area) {
     const resolved *r = &p->r;
     const float pad = 6 * r->ts, lh = r->lh, gap = lh * 0.5f;
@@ -477,6 +523,15 @@ static void plan_layout(plan *p, const SDL_FRect *area) {
     o->maint_graph = frect(x, top + lh * cm, w, gm);
     top = o->maint_graph.y + gm + 4 + gap;
     o->frame_graph = frect(x, top + lh * cf, w, gf);
+    o->map = frect(x, 0, 0, 0);
+    if (r->map) {
+        /* The map takes the graphs' room (their captions' lines included). */
+        float first = o->alloc_graph.y - lh * ca, last = o->frame_graph.y + o->frame_graph.h;
+        float cm2 = (float)wrap(p->cap_map, w, r->ts, scratch, sizeof scratch);
+        o->map = frect(x, first + lh * cm2, w, last - first - lh * cm2);
+        o->alloc_graph = o->legend = o->maint_graph = o->frame_graph = frect(x, first, w, 0);
+        p->cell = map_cell(r, w, o->map.h, &p->cells_per_row);
+    }
 }
 
 static void plan_make(plan *p, const SDL_FRect *area, const fm_telemetry *t, const ovl_desc *desc) {
@@ -490,6 +545,7 @@ static void plan_make(plan *p, const SDL_FRect *area, const fm_telemetry *t, con
     v->sources = fm_telemetry_source_count(t);
     plan_stats(p);
     plan_captions(p);
+    plan_map_caption(p);
     plan_layout(p, area);
 }
 
@@ -524,7 +580,7 @@ static void opaque_backgrounds(SDL_Renderer *rd, const SDL_FRect *area, const ov
     SDL_RenderFillRectF(rd, area);
     const SDL_FRect graphs[3] = {lo->alloc_graph, lo->maint_graph, lo->frame_graph};
     SDL_SetRenderDrawColor(rd, GRAPH_BG_RGB >> 16, (GRAPH_BG_RGB >> 8) & 0xFF, GRAPH_BG_RGB & 0xFF, 255);
-    SDL_RenderFillRectsF(rd, graphs, 3);
+    if (lo->alloc_graph.h > 0) SDL_RenderFillRectsF(rd, graphs, 3);
 }
 
 /* y of value in graph g scaled to top (clamped to the graph). */
@@ -788,6 +844,53 @@ static void frame_panel(ctx *c, const plan *p) {
     for (uint32_t k = 0; k < v->shown; k++) preempt_mark(c, v, g, k, bw);
 }
 
+static SDL_Color mix(SDL_Color a, SDL_Color b, double f) {
+    if (f < 0) f = 0;
+    if (f > 1) f = 1;
+    return (SDL_Color){(uint8_t)(a.r + (b.r - a.r) * f), (uint8_t)(a.g + (b.g - a.g) * f),
+                       (uint8_t)(a.b + (b.b - a.b) * f), 255};
+}
+
+static void map_panel(ctx *c, const plan *p) {
+    const SDL_FRect *m = &p->lo.map;
+    const resolved *r = c->r;
+    if (!r->map_count) {
+        text_at(c, m->x, m->y + r->lh, rgb(TEXT_RGB, 255), r->map_note ? r->map_note : "no pools to map", NULL);
+        return;
+    }
+    const SDL_Color empty = rgb(0x262A33, 255);
+    float cell = p->cell, y = m->y;
+    uint32_t per = p->cells_per_row;
+    for (uint32_t i = 0; i < r->map_count; i++) {
+        const ovl_map_pool *mp = &r->map_pools[i];
+        SDL_Color col = mp->source == UINT32_MAX ? rgb(TEXT_RGB, 255) : ovl_source_color(mp->source);
+        uint64_t live = 0;
+        for (uint32_t k = 0; k < mp->chunks; k++) live += mp->live[k];
+        double slots = (double)mp->chunks * (double)mp->items_per_chunk;
+        /* rows that fit what is left of the map */
+        float room = m->y + m->h - y - r->lh - 2;
+        uint32_t rows_fit = room > 0 ? (uint32_t)(room / (cell + 1)) : 0;
+        uint32_t shown = mp->chunks;
+        if ((uint64_t)rows_fit * per < shown) shown = rows_fit * per;
+        char bytes[24], lab[224];
+        fmt_bytes(bytes, sizeof bytes, (double)mp->chunk_bytes);
+        int n = snprintf(lab, sizeof lab, "%s: %u chunks of %u items (%s), %.0f%% live", mp->name, mp->chunks,
+                         mp->items_per_chunk, bytes, slots > 0 ? 100.0 * (double)live / slots : 0.0);
+        if (shown < mp->chunks && n > 0)
+            snprintf(lab + n, sizeof lab - (size_t)n, " (%u more not shown)", mp->chunks - shown);
+        char cut[224];
+        if (y + r->lh > m->y + m->h) break;
+        text_at(c, m->x, y, col, fit(lab, m->w, r->ts, cut, sizeof cut), NULL);
+        y += r->lh;
+        for (uint32_t k = 0; k < shown; k++) {
+            float cx = m->x + (float)(k % per) * (cell + 1), cy = y + (float)(k / per) * (cell + 1);
+            double f = mp->items_per_chunk ? (double)mp->live[k] / (double)mp->items_per_chunk : 0;
+            ovl_rect(c->b, cx, cy, cell, cell, f > 0 ? mix(empty, col, 0.2 + 0.8 * f) : empty);
+        }
+        y += (float)((shown + per - 1) / per) * (cell + 1) + 2;
+    }
+}
+
 /* A bar per tag: committed bytes of the newest frame against the larger of
  * the hard limit and the peak in view, ticks at the limits. */
 static void budget_panel(ctx *c, const plan *p) {
@@ -962,20 +1065,24 @@ bool ovl_draw(ovl_batch *b, SDL_Renderer *rd, const SDL_FRect *area, const fm_te
     else ovl_rect(b, area->x, area->y, area->w, area->h, rgb(BACKDROP_RGB, r->bg_alpha));
     text_at(&c, lo->title.x, lo->title.y, rgb(0xFFFFFF, 255), r->title, NULL);
     lines_at(&c, lo->title.x, lo->title.y + r->lh, rgb(TEXT_RGB, 255), p.settings);
-    char cap[1024];
-    wrap(p.cap_alloc, lo->alloc_graph.w, r->ts, cap, sizeof cap);
-    lines_at(&c, lo->alloc_graph.x, lo->alloc_graph.y - text_h(cap, r) - 2 * r->ts, rgb(TEXT_RGB, 255), cap);
-    wrap(p.cap_maint, lo->maint_graph.w, r->ts, cap, sizeof cap);
-    lines_at(&c, lo->maint_graph.x, lo->maint_graph.y - text_h(cap, r) - 2 * r->ts, rgb(TEXT_RGB, 255), cap);
-    wrap(p.cap_frame, lo->frame_graph.w, r->ts, cap, sizeof cap);
-    lines_at(&c, lo->frame_graph.x, lo->frame_graph.y - text_h(cap, r) - 2 * r->ts, rgb(TEXT_RGB, 255), cap);
+    if (r->map) {
+        caption(&c, &lo->map, p.cap_map);
+    } else {
+        caption(&c, &lo->alloc_graph, p.cap_alloc);
+        caption(&c, &lo->maint_graph, p.cap_maint);
+        caption(&c, &lo->frame_graph, p.cap_frame);
+    }
     lines_at(&c, lo->help.x, lo->help.y, rgb(DIM_RGB, 255), p.help);
     table_panel(&c, &p);
-    legend_panel(&c, &p);
     budget_panel(&c, &p);
-    alloc_panel(&c, &p);
-    maint_panel(&c, &p);
-    frame_panel(&c, &p);
+    if (r->map) {
+        map_panel(&c, &p);
+    } else {
+        legend_panel(&c, &p);
+        alloc_panel(&c, &p);
+        maint_panel(&c, &p);
+        frame_panel(&c, &p);
+    }
     flush_texts(&c, desc ? desc->text_rects : NULL);
     bool ok = ovl_batch_flush(b, rd);
     SDL_RenderSetClipRect(rd, had_clip ? &old_clip : NULL);

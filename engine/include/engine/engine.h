@@ -233,7 +233,10 @@ void eng_get_info(const eng *e, eng_info *out);
 /// What the newest of eng_info.failures was; "" when none.
 const char *eng_last_failure(const eng *e);
 /// The engine's telemetry: its six pools (or, on the malloc and classic
-/// backends, their counts) and the frame arena "frame", in that order.
+/// backends, their counts), the frame arena "frame" and the memory tags the
+/// pools are charged to, "world" (entities and components) and "effects"
+/// (particles), with their budgets (soft limits 1 MiB and 8 MiB; a config's
+/// [tag.world] / [tag.effects] set them), in that order.
 const fm_telemetry *eng_get_telemetry(const eng *e);
 fm_telemetry *eng_get_telemetry_mut(eng *e);
 /// The config file loaded (NULL: none; the built-in defaults).

@@ -26,6 +26,11 @@
  *   - frame time in four strips, simulation / allocation / maintenance /
  *     render, each on its own p99 scale (clipped and capped as above), so
  *     the small parts stay visible beside render;
+ *   - with desc.memory_map, the memory map instead of those three graphs:
+ *     each pool's chunks as a grid of cells, a cell's shade from dark (no
+ *     live item) to the pool's colour (every slot live), cells as large as
+ *     the room allows (a pool with more chunks than fit shows the first and
+ *     says how many more);
  *   - memory budgets, when the telemetry has tags: a bar per tag, its
  *     committed bytes in the tag's colour (OVL_SOFT_RGB above the soft
  *     limit, OVL_HARD_RGB at the hard limit or when it refused a growth in
@@ -104,6 +109,16 @@ typedef struct ovl_text_rects {
                          too small for them */
 } ovl_text_rects;
 
+/* One pool of the memory map: how full each of its chunks is. */
+typedef struct ovl_map_pool {
+    const char *name;
+    uint32_t source;          /* its telemetry source (its colour); UINT32_MAX: none */
+    const uint32_t *live;     /* live items of each chunk (fm_pool_chunk_occupancy) */
+    uint32_t chunks;          /* entries in live */
+    uint32_t items_per_chunk;
+    uint64_t chunk_bytes;
+} ovl_map_pool;
+
 /* Size of a batch that draws the whole overlay in one flush. */
 #define OVL_BATCH_QUADS 65536
 /* Number of distinct source colours before they repeat. */
@@ -130,6 +145,13 @@ typedef struct ovl_desc {
     const uint64_t *preempted_ring;
     uint32_t preempted_ring_len;
     ovl_text_rects *text_rects; /* when set, every text's rectangle (for tests) */
+    /* The memory map in place of the three graphs: each pool's chunks as a
+     * grid of cells shaded by occupancy (map_pools, map_pool_count; none:
+     * map_note says why, e.g. no framemem pools on this backend). */
+    bool memory_map;
+    const ovl_map_pool *map_pools;
+    uint32_t map_pool_count;
+    const char *map_note;
 } ovl_desc;
 
 typedef struct ovl_layout {
@@ -138,6 +160,7 @@ typedef struct ovl_layout {
     SDL_FRect legend;      /* source colours */
     SDL_FRect maint_graph; /* grow-ahead time */
     SDL_FRect frame_graph; /* frame time split */
+    SDL_FRect map;         /* the memory map (desc.memory_map; the graphs are then empty) */
     SDL_FRect budgets;     /* a bar per tag (height 0 without tags) */
     SDL_FRect bars;        /* inside budgets: where the bars are drawn (full scale) */
     SDL_FRect table;       /* per-pool and per-arena rows */
