@@ -636,6 +636,48 @@ static void test_demo_window_under_xvfb_takes_a_screenshot(void **state) {
     stbi_image_free(expect_png(shot));
 }
 
+/* Pixels of the growth colour (OVL_GROWTH_RGB: bars, ticks and labels of
+ * growth inside an allocation; no scene sprite is magenta). */
+static long growth_pixels(const char *png) {
+    unsigned char *px = expect_png(png);
+    long n = 0;
+    for (long i = 0; i < (long)W * H; i++)
+        n += px[3 * i] == OVL_GROWTH_R && px[3 * i + 1] == OVL_GROWTH_G && px[3 * i + 2] == OVL_GROWTH_B;
+    stbi_image_free(px);
+    return n;
+}
+
+/* A window under Xvfb per backend: the default pools and the classic pool
+ * show growth markers, the pools of a tuned config none. */
+static void test_demo_window_shows_growth_markers_for_default_and_classic_not_tuned(void **state) {
+    (void)state;
+    static run r;
+    char tuned[600], shot[600];
+    path_in(tuned, sizeof tuned, "xvfb-tuned.ini");
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "200", "--save-config", tuned, "--no-overlay", "--quiet");
+    if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
+    static const struct {
+        const char *name, *opt, *val;
+        bool growth;
+    } cases[] = {{"default", "--seed", "1", true}, {"classic", "--backend", "classic", true},
+                 {"tuned", "--config", NULL, false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "xvfb-%s.png", cases[i].name);
+        path_in(shot, sizeof shot, name);
+        run_argv(&r,
+                 (char *const[]){XVFB_RUN, "-a", "-s", "-screen 0 1280x720x24", DEMO_EXE, "--frames", "200",
+                                 (char *)cases[i].opt, cases[i].val ? (char *)cases[i].val : tuned,
+                                 "--screenshot", shot, "--quiet", NULL},
+                 ENV_WINDOW);
+        if (r.code != 0) fail_msg("%s: exit %d\nstdout: %s\nstderr: %s", cases[i].name, r.code, r.out, r.err);
+        long n = growth_pixels(shot);
+        if (cases[i].growth ? n < 20 : n != 0)
+            fail_msg("%s: %ld growth-coloured pixels, wanted %s", cases[i].name, n,
+                     cases[i].growth ? "a marker (20 or more)" : "none");
+    }
+}
+
 /* ------------------------------------------------------------ main */
 
 static int make_dir(void **state) {
@@ -656,6 +698,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "xvfb")) {
         const struct CMUnitTest xvfb[] = {
             cmocka_unit_test(test_demo_window_under_xvfb_takes_a_screenshot),
+            cmocka_unit_test(test_demo_window_shows_growth_markers_for_default_and_classic_not_tuned),
         };
         return cmocka_run_group_tests_name("demo_xvfb", xvfb, make_dir, remove_dir);
     }
