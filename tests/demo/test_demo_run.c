@@ -472,6 +472,20 @@ static void test_demo_classic_backend_grows_inside_allocations(void **state) {
     expect_text(r.out, "pools that grew inside allocations: ", "summary");
 }
 
+/* M cycles the backend pool -> classic -> malloc -> pool. */
+static void test_demo_key_m_cycles_pool_classic_malloc(void **state) {
+    (void)state;
+    static run r;
+    static const struct {
+        const char *presses, *backend;
+    } steps[] = {{"0:M", "backend classic"}, {"0:M,1:M", "backend malloc"}, {"0:M,1:M,2:M", "backend pool"}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--no-overlay", "--press", (char *)steps[i].presses);
+        if (r.code != 0) fail_msg("%s: exit %d\nstderr: %s", steps[i].presses, r.code, r.err);
+        expect_text(r.out, steps[i].backend, "summary");
+    }
+}
+
 /* The growths of one --compare row (its label at a line's start). */
 static long compare_growths(const char *out, const char *label) {
     char key[64];
@@ -714,6 +728,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_demo_escape_quits_early_with_the_screenshot),
         cmocka_unit_test(test_demo_malloc_backend_runs_the_same_world),
         cmocka_unit_test(test_demo_classic_backend_grows_inside_allocations),
+        cmocka_unit_test(test_demo_key_m_cycles_pool_classic_malloc),
         cmocka_unit_test(test_demo_compare_prints_the_backends_and_their_growth_counts),
         cmocka_unit_test(test_demo_full_disk_fails_each_output_and_keeps_the_old_files),
         cmocka_unit_test(test_demo_failed_run_leaves_its_outputs_as_they_were),
