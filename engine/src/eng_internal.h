@@ -6,11 +6,13 @@
  * (fm-tune and fm-plot read telemetry and configs without the world). Bottom
  * to top:
  *
- *   ENG_FILE_ORDER: util ds store world engine
+ *   ENG_FILE_ORDER: util ds classic store world engine
  *
  *   util.c       the engine's backing memory (eng_desc.allocator), messages
  *                into err, NULL-object reports, faults counted while running
  *   ds.c         stb_ds over fm_allocator with growth that can fail (engine/ds.h)
+ *   classic.c    Boost pool<>'s eager pool (engine/classic_pool.h): the
+ *                classic backend, and fm-bench's baseline
  *   store.c      one kind of world item in a pool or on malloc, counted, timed
  *   world.c      entities, components, particles, events and timers, the
  *                engine's default descs

@@ -21,6 +21,7 @@ struct eng {
     fm_config *cfg;               /* the loaded file (NULL: none) */
     fm_pool_desc pools[ENG__ST_COUNT]; /* the engine's defaults, the config applied */
     fm_frame_arena_desc frame_arena;
+    fm_tag_desc tags[ENG__TAG_COUNT];  /* the same for the tags */
     fm_telemetry *tel;
     eng__world *world;
     eng__faults faults; /* failures met while running, for eng_info / eng_last_failure */
@@ -43,6 +44,7 @@ const char *eng_backend_name(eng_backend b) {
     switch (b) {
     case ENG_BACKEND_POOL: return "pool";
     case ENG_BACKEND_MALLOC: return "malloc";
+    case ENG_BACKEND_CLASSIC: return "classic";
     default: return "?";
     }
 }
@@ -69,8 +71,12 @@ static void eng__register_sources(eng *e) {
         eng__store *s = eng__world_store(e->world, i);
         s->source = s->pool ? fm_telemetry_add_pool(e->tel, s->pool)
                             : fm_telemetry_add_counters(e->tel, s->name, &s->counts);
+        if (s->classic && s->source >= 0)
+            fm_telemetry_set_source_shape(e->tel, (uint32_t)s->source, FM_TELEMETRY_BACKEND_CLASSIC,
+                                          s->counts.item_size, 1);
     }
     fm_telemetry_add_frame_arena(e->tel, eng__world_frame_arena(e->world));
+    for (int i = 0; i < ENG__TAG_COUNT; i++) fm_telemetry_add_tag(e->tel, eng__world_tag(e->world, i));
 }
 
 static eng__world *eng__make_world(eng *e, char *err, size_t err_len) {
@@ -83,6 +89,7 @@ static eng__world *eng__make_world(eng *e, char *err, size_t err_len) {
             .timing = !e->desc.no_timing,
             .pools = e->pools,
             .frame = &e->frame_arena,
+            .tags = e->tags,
             .prefault = e->prefault,
             .override_growth = e->override_growth,
             .growth = e->growth,
@@ -116,6 +123,10 @@ static void eng__resolve_descs(eng *e, fm_config *cfg) {
     for (int i = 0; i < ENG__ST_COUNT; i++) {
         e->pools[i] = eng__world_pool_desc(i);
         if (cfg) fm_config_apply(cfg, &e->pools[i]);
+    }
+    for (int i = 0; i < ENG__TAG_COUNT; i++) {
+        e->tags[i] = eng__world_tag_desc(i);
+        if (cfg) fm_config_apply(cfg, &e->tags[i]);
     }
     e->frame_arena = eng__world_frame_arena_desc();
     if (cfg) {
@@ -199,7 +210,7 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
     e->desc.config_path = e->has_config ? e->config_path : NULL;
     /* the stores and the frame arena */
     e->tel = fm_telemetry_create(&(fm_telemetry_desc){.frames = d.telemetry_frames,
-                                                      .max_sources = ENG__ST_COUNT + 1,
+                                                      .max_sources = ENG__ST_COUNT + 1 + ENG__TAG_COUNT,
                                                       .allocator = d.allocator});
     if (!e->tel) {
         eng__set_err(err, err_len, "engine: out of memory for the telemetry ring of %u frames",
@@ -441,8 +452,13 @@ void eng_get_info(const eng *e, eng_info *out) {
     out->burst_left = e->burst_left;
     out->clock_overhead_ns = fm_telemetry_clock_overhead_ns();
     out->timed_batches = e->last_batches;
-    for (int i = 0; i < ENG__ST_COUNT; i++)
+    out->pools = ENG__ST_COUNT;
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
         out->refused_allocs += eng__world_store(e->world, i)->counts.failed;
+        fm_growth g = e->override_growth ? e->growth : e->pools[i].growth;
+        out->grow_ahead_pools += e->pools[i].grow_ahead && g != FM_GROWTH_FIXED;
+        out->prefault_pools += e->pools[i].prefault;
+    }
     out->failures = e->faults.count;
 }
 

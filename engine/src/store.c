@@ -1,4 +1,5 @@
-/* store.c: pool or malloc storage for world items, counted and timed alike. */
+/* store.c: pool, classic-pool or malloc storage for world items, counted and
+ * timed alike. */
 #include "store.h"
 
 #include "framemem/clock.h"
@@ -38,6 +39,25 @@ bool eng__store_init(eng__store *s, const eng__store_desc *d) {
         fm_pool_get_stats(s->pool, &st);
         if (pd.growth == FM_GROWTH_FIXED) s->limit = st.capacity;
         if (pd.max_capacity && (!s->limit || pd.max_capacity < s->limit)) s->limit = pd.max_capacity;
+    } else if (s->backend == ENG_BACKEND_CLASSIC) {
+        /* Slots are 16-aligned (the handle header keeps them so). Growth
+         * policy, limits, prefault and grow-ahead are framemem's: Boost's
+         * pool only doubles. */
+        if (s->item_align > 16) {
+            fm_report_error(FM_ERR_INVALID_ARG, "classic pool '%s': alignment %zu over 16", s->name,
+                            s->item_align);
+            return false;
+        }
+        s->classic = eng_classic_pool_create(s->item_size + (s->handles ? ENG__MHDR : 0),
+                                             d->pool.initial_capacity);
+        if (!s->classic) {
+            fm_report_error(FM_ERR_OUT_OF_MEMORY, "classic pool '%s': no memory for its first block",
+                            s->name);
+            return false;
+        }
+        eng_classic_pool_stats st;
+        eng_classic_pool_get_stats(s->classic, &st);
+        s->counts.capacity = st.capacity;
     }
     return true;
 }
@@ -45,8 +65,11 @@ bool eng__store_init(eng__store *s, const eng__store_desc *d) {
 void eng__store_deinit(eng__store *s) {
     if (s->pool) fm_pool_destroy(s->pool);
     s->pool = NULL;
-    for (size_t i = 0; i < arrlenu(s->slots); i++)
-        if (s->slots[i].item) free((uint8_t *)s->slots[i].item - ENG__MHDR);
+    if (s->backend == ENG_BACKEND_MALLOC)
+        for (size_t i = 0; i < arrlenu(s->slots); i++)
+            if (s->slots[i].item) free((uint8_t *)s->slots[i].item - ENG__MHDR);
+    eng_classic_pool_destroy(s->classic); /* its items go with its blocks */
+    s->classic = NULL;
     arrfree(s->slots);
 }
 
@@ -69,13 +92,24 @@ static bool eng__slot_take(eng__store *s, void *item, uint32_t *out) {
     return true;
 }
 
+/* An item's memory, its handle header included: a classic pool's slot
+ * (sized for it) or malloc's. */
+static void *eng__raw_alloc(eng__store *s, size_t size) {
+    return s->classic ? eng_classic_pool_alloc(s->classic) : malloc(size);
+}
+
+static void eng__raw_free(eng__store *s, void *raw) {
+    if (s->classic) eng_classic_pool_free(s->classic, raw);
+    else free(raw);
+}
+
 static void *eng__malloc_item(eng__store *s) {
-    if (!s->handles) return malloc(s->item_size);
-    uint8_t *raw = malloc(ENG__MHDR + s->item_size);
+    if (!s->handles) return eng__raw_alloc(s, s->item_size);
+    uint8_t *raw = eng__raw_alloc(s, ENG__MHDR + s->item_size);
     if (!raw) return NULL;
     uint32_t idx;
     if (!eng__slot_take(s, raw + ENG__MHDR, &idx)) {
-        free(raw);
+        eng__raw_free(s, raw);
         return NULL;
     }
     memcpy(raw, &idx, sizeof idx);
@@ -84,7 +118,7 @@ static void *eng__malloc_item(eng__store *s) {
 
 static void eng__free_item(eng__store *s, void *item) {
     if (!s->handles) {
-        free(item);
+        eng__raw_free(s, item);
         return;
     }
     uint8_t *raw = (uint8_t *)item - ENG__MHDR;
@@ -95,7 +129,7 @@ static void eng__free_item(eng__store *s, void *item) {
     sl->gen = sl->gen >= 0x7fffffffu ? 1 : sl->gen + 1;
     sl->next = s->slot_free;
     s->slot_free = idx + 1;
-    free(raw);
+    eng__raw_free(s, raw);
 }
 
 /* -------------------------------------------------------------- alloc/free */
@@ -135,10 +169,17 @@ uint32_t eng__store_alloc_n(eng__store *s, void **out, uint32_t n) {
             eng__fault(s->faults, "pool '%s' gave %u of %u items: %s", s->name, got, n,
                        fm_last_error_message());
         else
-            eng__fault(s->faults, "'%s' (malloc) gave %u of %u items: out of memory", s->name, got,
-                       n);
+            eng__fault(s->faults, "'%s' (%s) gave %u of %u items: out of memory", s->name,
+                       s->classic ? "classic" : "malloc", got, n);
     }
     fm_telemetry_counters *c = &s->counts;
+    if (s->classic) {
+        eng_classic_pool_stats st;
+        eng_classic_pool_get_stats(s->classic, &st);
+        c->capacity = st.capacity;
+        c->grow_events = st.grow_events;
+        c->grow_ns = fm_clock_to_ns(st.grow_ticks);
+    }
     c->total_allocs += got;
     c->failed += asked - got;
     c->live += got;

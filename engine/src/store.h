@@ -1,9 +1,10 @@
 /*
- * store.h (engine internal): where one kind of world item lives — an fm_pool
- * or malloc/free — with the engine's own counting and batch timing. The
+ * store.h (engine internal): where one kind of world item lives — an fm_pool,
+ * a classic eager pool (engine/classic_pool.h) or malloc/free — with the engine's own counting and batch timing. The
  * world only talks to stores, so both backends are counted and timed by the
  * same code. Telemetry samples a pool store's pool (fm_telemetry_add_pool)
- * and a malloc store's counts (fm_telemetry_add_counters); grow-ahead is the
+ * and a classic or malloc store's counts (fm_telemetry_add_counters; a
+ * classic store's growths and their time among them); grow-ahead is the
  * telemetry's (fm_telemetry_grow_ahead, pools whose desc.grow_ahead is set).
  *
  * Timing: alloc_n / free_n read fm_clock once before and once after the
@@ -18,11 +19,13 @@
 #include <stdint.h>
 
 #include "eng_internal.h"
+#include "engine/classic_pool.h"
 #include "engine/engine.h"
 #include "framemem/pool.h"
 #include "framemem/telemetry.h"
 
-/* malloc backend: slot table so entities keep generation-checked handles. */
+/* malloc and classic backends: slot table so entities keep
+ * generation-checked handles. */
 typedef struct eng__mslot {
     void *item;     /* NULL when free */
     uint32_t gen;   /* bumped at every free, 1..2^31-1 */
@@ -37,10 +40,11 @@ typedef struct eng__store {
     size_t item_size;
     size_t item_align;
     fm_pool *pool;         /* pool backend */
+    eng_classic_pool *classic; /* classic backend (its blocks from malloc, as Boost's) */
     fm_allocator alloc;    /* the pool's and the slot table's backing memory */
     eng__faults *faults;   /* where refusals are counted (may be NULL) */
     uint64_t limit;        /* most items the pool can hold (FIXED or max_capacity); 0 = none */
-    /* malloc backend */
+    /* malloc and classic backends */
     bool handles;          /* keep the slot table (entities) */
     eng__mslot *slots;     /* stb_ds array (engine/ds.h) over alloc */
     uint32_t slot_free;    /* 1 + first free slot; 0: none */
@@ -52,7 +56,8 @@ typedef struct eng__store {
 } eng__store;
 
 typedef struct eng__store_desc {
-    fm_pool_desc pool;      /* name, item size and alignment, sizes (defaults + config) */
+    fm_pool_desc pool;      /* name, item size and alignment, sizes (defaults + config;
+                               classic: initial_capacity is its first block) */
     eng_backend backend;
     bool timing;
     bool handles;
@@ -63,11 +68,12 @@ typedef struct eng__store_desc {
     eng__faults *faults;
 } eng__store_desc;
 
-/// Builds the pool (or the empty malloc store). false when the pool cannot be
-/// created (the fm error was reported).
+/// Builds the pool, the classic pool's first block, or the empty malloc store.
+/// false when it cannot be created (the fm error was reported).
 bool eng__store_init(eng__store *s, const eng__store_desc *d);
-/// Frees the pool, or for the malloc backend the slot table (items must be
-/// freed by the caller first; leftovers are freed if the table knows them).
+/// Frees the pool (classic: its blocks, items with them), and the slot table
+/// (malloc: items must be freed by the caller first; leftovers are freed if
+/// the table knows them).
 void eng__store_deinit(eng__store *s);
 
 /// Allocates up to n items into out, timed as one batch; returns how many

@@ -11,6 +11,8 @@ const char *const eng__store_names[ENG__ST_COUNT] = {
     "entities", "transforms", "velocities", "lifetimes", "emitters", "particles",
 };
 
+const char *const eng__tag_names[ENG__TAG_COUNT] = {"world", "effects"};
+
 /* ------------------------------------------------------------------ items */
 
 typedef struct eng__particle {
@@ -62,6 +64,7 @@ typedef struct eng__timer_cap {
 struct eng__world {
     fm_allocator alloc;
     eng__faults *faults;
+    fm_tag *tags[ENG__TAG_COUNT];
     eng__store stores[ENG__ST_COUNT];
     bool store_ok[ENG__ST_COUNT];
     fm_frame_arena *fa;
@@ -189,6 +192,15 @@ fm_pool_desc eng__world_pool_desc(int i) {
     };
 }
 
+fm_tag_desc eng__world_tag_desc(int i) {
+    return (fm_tag_desc){
+        .name = eng__tag_names[i],
+        .soft_limit_bytes = i == ENG__TAG_WORLD ? (uint64_t)1 << 20 : (uint64_t)8 << 20,
+    };
+}
+
+int eng__world_tag_of_store(int i) { return i == ENG__ST_PARTICLES ? ENG__TAG_EFFECTS : ENG__TAG_WORLD; }
+
 fm_frame_arena_desc eng__world_frame_arena_desc(void) {
     return (fm_frame_arena_desc){
         .name = "frame",
@@ -215,9 +227,21 @@ eng__world *eng__world_create(const eng__world_desc *d, char *err, size_t err_le
     w->rng = d->seed;
     w->w = d->w;
     w->h = d->h;
+    for (int i = 0; i < ENG__TAG_COUNT; i++) {
+        fm_tag_desc td = d->tags[i];
+        td.allocator = d->allocator;
+        w->tags[i] = fm_tag_create(&td);
+        if (!w->tags[i]) {
+            char what[64];
+            snprintf(what, sizeof what, "tag '%s'", eng__tag_names[i]);
+            return eng__world_fail(w, err, err_len, what);
+        }
+    }
     for (int i = 0; i < ENG__ST_COUNT; i++) {
+        fm_pool_desc pd = d->pools[i];
+        pd.tag = w->tags[eng__world_tag_of_store(i)];
         eng__store_desc sd = {
-            .pool = d->pools[i],
+            .pool = pd,
             .backend = d->backend,
             .timing = d->timing,
             .handles = i == ENG__ST_ENTITIES,
@@ -281,11 +305,14 @@ void eng__world_destroy(eng__world *w) {
     for (int i = 0; i < ENG__ST_COUNT; i++)
         if (w->store_ok[i]) eng__store_deinit(&w->stores[i]);
     if (w->fa) fm_frame_arena_destroy(w->fa);
+    for (int i = 0; i < ENG__TAG_COUNT; i++)
+        if (w->tags[i]) fm_tag_destroy(w->tags[i]); /* after the pools charged to them */
     fm_allocator a = w->alloc;
     eng__mem_free(&a, w, sizeof *w);
 }
 
 eng__store *eng__world_store(eng__world *w, int i) { return &w->stores[i]; }
+fm_tag *eng__world_tag(eng__world *w, int i) { return w->tags[i]; }
 fm_frame_arena *eng__world_frame_arena(eng__world *w) { return w->fa; }
 eng_render_list eng__world_render_list(const eng__world *w) { return w->render; }
 

@@ -331,6 +331,178 @@ static void test_overlay_source_colours_are_distinct_from_growth(void **state) {
     }
 }
 
+/* ---------------------------------------------------------- the graph */
+
+/* Two pools over `frames` frames at 60 + 20 us a frame; frames listed in
+ * grow (-1 ends) grow "bullets"; frame `outlier` (if < frames) takes 10 ms. */
+static fm_telemetry *make_series(uint32_t frames, const int *grow, uint32_t outlier) {
+    fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){0});
+    assert_non_null(t);
+    fm_telemetry_add_source(t, "particles", FM_TELEMETRY_POOL, 32, 1024);
+    fm_telemetry_add_source(t, "bullets", FM_TELEMETRY_POOL, 64, 256);
+    for (uint32_t f = 0; f < frames; f++) {
+        fm_telemetry_sample sm[2];
+        memset(sm, 0, sizeof sm);
+        sm[0].alloc_ns = 60000;
+        sm[1].alloc_ns = 20000;
+        for (const int *g = grow; *g >= 0; g++)
+            if ((uint32_t)*g == f) {
+                sm[1].grow_events = 1;
+                sm[1].alloc_ns += 30000;
+            }
+        if (f == outlier) sm[0].alloc_ns = 10000000;
+        fm_telemetry_frame rec = {.frame = f, .sim_ns = 3000000 + 1000u * (f % 7), .render_ns = 9000000,
+                                  .maint_ns = 2000 + 100u * (f % 5)};
+        rec.alloc_total_ns = sm[0].alloc_ns + sm[1].alloc_ns;
+        rec.grow_events = (uint32_t)sm[1].grow_events;
+        rec.frame_ns = rec.sim_ns + rec.alloc_total_ns + rec.maint_ns;
+        fm_telemetry_push(t, &rec, sm);
+    }
+    return t;
+}
+
+static int find_exact(const ovl_text_rects *tr, const char *text) {
+    int n = 0;
+    for (uint32_t i = 0; i < tr->count; i++) n += strcmp(tr->text[i], text) == 0;
+    return n;
+}
+
+static int find_text(const ovl_text_rects *tr, const char *needle) {
+    int n = 0;
+    for (uint32_t i = 0; i < tr->count; i++) n += strstr(tr->text[i], needle) != NULL;
+    return n;
+}
+
+/* One 10 ms outlier does not flatten the others: the scale comes from the
+ * p99, the outlier is clipped, capped and labelled with its value; the y
+ * axis has ticks labelled in us. */
+static void test_overlay_scale_from_the_p99_clips_and_labels_an_outlier(void **state) {
+    (void)state;
+    static const int none[] = {-1};
+    fm_telemetry *t = make_series(FRAMES, none, 250);
+    sw_target tg = sw_target_open(W, H);
+    static ovl_text_rects tr;
+    ovl_desc d = desc;
+    d.text_rects = &tr;
+    draw_with(&tg, t, NULL, &d);
+    ovl_layout lo;
+    ovl_layout_compute(&area, t, &desc, &lo);
+    /* 80 us of a 150 us scale (1.5 x the p99, rounded): the ordinary bars
+     * fill half the height, not 1% of it */
+    float x = column_x(&lo.alloc_graph, 100);
+    SDL_FRect upper = {x, lo.alloc_graph.y + lo.alloc_graph.h * 0.4f, 1, lo.alloc_graph.h * 0.2f};
+    assert_true(count_in(&tg, &upper, colour_rgb(ovl_source_color(1))) > 0);
+    float xo = column_x(&lo.alloc_graph, 250);
+    SDL_FRect cap = {xo, lo.alloc_graph.y, 2, 3};
+    assert_true(count_in(&tg, &cap, OVL_CLIP_RGB) > 0);
+    assert_int_equal(find_text(&tr, "^ 10.02 ms"), 1);
+    assert_int_equal(find_exact(&tr, "150 us"), 1); /* the top tick, then quarters */
+    assert_int_equal(find_exact(&tr, "112.5 us"), 1);
+    assert_int_equal(find_exact(&tr, "75 us"), 1);
+    assert_int_equal(find_exact(&tr, "37.5 us"), 1);
+    assert_int_equal(find_text(&tr, "by pool (last 300 frames): p99 80.0 us, max 10.02 ms"), 1);
+    sw_target_close(&tg);
+    fm_telemetry_destroy(t);
+}
+
+/* Growth frames close together are one spike: named once. */
+static void test_overlay_growth_is_labelled_once_per_spike(void **state) {
+    (void)state;
+    static const int grow[] = {0, 1, 3, 6, 200, -1};
+    fm_telemetry *t = make_series(FRAMES, grow, FRAMES);
+    sw_target tg = sw_target_open(W, H);
+    static ovl_text_rects tr;
+    ovl_desc d = desc;
+    d.text_rects = &tr;
+    draw_with(&tg, t, NULL, &d);
+    assert_int_equal(find_text(&tr, "bullets (4 frames)"), 1);
+    assert_int_equal(find_text(&tr, "bullets"), 4); /* the spike, frame 200's, legend, table */
+    sw_target_close(&tg);
+    fm_telemetry_destroy(t);
+}
+
+/* Frames the OS preempted get a mark under their bar; the others none. */
+static void test_overlay_preempted_frames_are_marked_under_their_bars(void **state) {
+    (void)state;
+    static const int none[] = {-1};
+    fm_telemetry *t = make_series(FRAMES, none, FRAMES);
+    static uint64_t ring[600];
+    ring[50] = 51;
+    ring[60] = 7; /* another frame's entry: not frame 60 */
+    sw_target tg = sw_target_open(W, H);
+    ovl_desc d = desc;
+    d.preempted_ring = ring;
+    d.preempted_ring_len = 600;
+    draw_with(&tg, t, NULL, &d);
+    ovl_layout lo;
+    ovl_layout_compute(&area, t, &d, &lo);
+    const SDL_FRect *g = &lo.alloc_graph;
+    SDL_FRect at50 = {column_x(g, 50), g->y + g->h, 2, 4};
+    SDL_FRect at60 = {column_x(g, 60), g->y + g->h, 2, 4};
+    assert_true(count_in(&tg, &at50, OVL_PREEMPT_RGB) > 0);
+    assert_int_equal(count_in(&tg, &at60, OVL_PREEMPT_RGB), 0);
+    sw_target_close(&tg);
+    fm_telemetry_destroy(t);
+}
+
+/* The frame-time panel: four strips, each part in its own on its own scale,
+ * so 3 ms of simulation and 2 us of maintenance show beside 9 ms of render. */
+static void test_overlay_frame_time_parts_each_get_a_strip(void **state) {
+    (void)state;
+    static const int none[] = {-1};
+    fm_telemetry *t = make_series(FRAMES, none, FRAMES);
+    sw_target tg = sw_target_open(W, H);
+    draw(&tg, t, NULL);
+    ovl_layout lo;
+    ovl_layout_compute(&area, t, &desc, &lo);
+    const uint32_t colours[4] = {OVL_SIM_RGB, OVL_ALLOC_RGB, OVL_MAINT_RGB, OVL_RENDER_RGB};
+    float sh = lo.frame_graph.h / 4;
+    for (int q = 0; q < 4; q++) {
+        SDL_FRect strip = {column_x(&lo.frame_graph, 0), lo.frame_graph.y + (float)q * sh,
+                           lo.frame_graph.w * 0.45f, sh};
+        int n = count_in(&tg, &strip, colours[q]);
+        if (n < 300) fail_msg("part %d: %d pixels in its strip", q, n);
+        for (int o = 0; o < 4; o++)
+            if (o != q && colours[o] != OVL_MAINT_RGB && colours[q] != OVL_MAINT_RGB)
+                assert_int_equal(count_in(&tg, &strip, colours[o]), 0);
+    }
+    sw_target_close(&tg);
+    fm_telemetry_destroy(t);
+}
+
+/* The memory map: a cell per chunk, empty ones dark, full ones in the
+ * pool's colour, partly full ones between; the graphs give way to it. */
+static void test_overlay_memory_map_shades_each_chunk_by_occupancy(void **state) {
+    (void)state;
+    fm_telemetry *t = make_telemetry(false);
+    static const uint32_t live[4] = {0, 50, 100, 100};
+    const ovl_map_pool pools[1] = {{.name = "bullets", .source = 1, .live = live, .chunks = 4,
+                                    .items_per_chunk = 100, .chunk_bytes = 65536}};
+    static ovl_text_rects tr;
+    ovl_desc d = desc;
+    d.memory_map = true;
+    d.map_pools = pools;
+    d.map_pool_count = 1;
+    d.text_rects = &tr;
+    sw_target tg = sw_target_open(W, H);
+    draw_with(&tg, t, NULL, &d);
+    ovl_layout lo;
+    ovl_layout_compute(&area, t, &d, &lo);
+    assert_true(lo.map.h > 100 && lo.alloc_graph.h == 0 && lo.frame_graph.h == 0);
+    /* 16-pixel cells under the pool's line */
+    float y = lo.map.y + OVL_TEXT_LINE_HEIGHT + 8;
+    Uint32 bullets = colour_rgb(ovl_source_color(1));
+    assert_int_equal(sw_pixel(&tg, (int)lo.map.x + 8, (int)y), 0x262A33u);
+    Uint32 half = sw_pixel(&tg, (int)lo.map.x + 17 + 8, (int)y);
+    assert_true(half != 0x262A33u && half != bullets);
+    assert_int_equal(sw_pixel(&tg, (int)lo.map.x + 34 + 8, (int)y), bullets);
+    assert_int_equal(sw_pixel(&tg, (int)lo.map.x + 51 + 8, (int)y), bullets);
+    assert_int_equal(find_text(&tr, "bullets: 4 chunks of 100 items (64.0 KiB), 62% live"), 1);
+    assert_int_equal(find_text(&tr, "allocation time per frame"), 0);
+    sw_target_close(&tg);
+    fm_telemetry_destroy(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_overlay_layout_panels_are_inside_the_area_and_ordered),
@@ -341,6 +513,11 @@ int main(void) {
         cmocka_unit_test(test_overlay_empty_telemetry_and_small_area_draw),
         cmocka_unit_test(test_overlay_tags_are_bars_against_their_budgets),
         cmocka_unit_test(test_overlay_source_colours_are_distinct_from_growth),
+        cmocka_unit_test(test_overlay_scale_from_the_p99_clips_and_labels_an_outlier),
+        cmocka_unit_test(test_overlay_growth_is_labelled_once_per_spike),
+        cmocka_unit_test(test_overlay_preempted_frames_are_marked_under_their_bars),
+        cmocka_unit_test(test_overlay_frame_time_parts_each_get_a_strip),
+        cmocka_unit_test(test_overlay_memory_map_shades_each_chunk_by_occupancy),
     };
     return cmocka_run_group_tests_name("overlay", tests, NULL, NULL);
 }

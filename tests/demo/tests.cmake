@@ -10,6 +10,8 @@ if(FM_BUILD_DEMO)
   target_link_libraries(test_scene_draw PRIVATE framemem_demo_core)
   fm_add_test(test_run_stats demo/test_run_stats.c demo_run_stats)
   target_link_libraries(test_run_stats PRIVATE framemem_demo_core)
+  fm_add_test(test_hud demo/test_hud.c demo_hud)
+  target_link_libraries(test_hud PRIVATE framemem_demo_core)
 
   # The program itself, run as a child process (headless; no display needed).
   # The trace check parses JSON with python3 (tools/dev installs it); without

@@ -3,6 +3,7 @@
 #include "fm_test.h"
 
 #include "eng_test.h"
+#include "engine/classic_pool.h"
 #include "engine/engine.h"
 
 #include <math.h>
@@ -26,7 +27,7 @@ static void test_engine_frame_lifecycle_records_one_frame_per_begin_end(void **s
     (void)state;
     eng *e = eng_test_make(&(eng_desc){.seed = 1});
     const fm_telemetry *t = eng_get_telemetry(e);
-    assert_int_equal(fm_telemetry_source_count(t), 7);
+    assert_int_equal(fm_telemetry_source_count(t), 9); /* six pools, the frame arena, two tags */
     assert_int_equal(eng_get_render_list(e).count, 0);
     eng_frame_begin(e);
     eng_update(e, DT);
@@ -212,6 +213,7 @@ static void test_engine_malloc_backend_simulates_the_same_world(void **state) {
     for (uint32_t s = 0; s < fm_telemetry_source_count(tp); s++) {
         const fm_telemetry_source *a = fm_telemetry_get_source(tp, s), *b = fm_telemetry_get_source(tm, s);
         assert_string_equal(a->name, b->name);
+        if (a->kind == FM_TELEMETRY_TAG) continue; /* malloc's items are charged to no tag */
         assert_int_equal(a->total_allocs, b->total_allocs);
         assert_int_equal(a->total_frees, b->total_frees);
         assert_int_equal(a->peak_live, b->peak_live);
@@ -226,6 +228,111 @@ static void test_engine_malloc_backend_simulates_the_same_world(void **state) {
     }
     fm_telemetry_destroy(tp);
     fm_telemetry_destroy(tm);
+}
+
+/* The classic backend (Boost object_pool's doubling eager pool) runs the
+ * same world; its growths, none of framemem's, are in its telemetry: every
+ * block after the first (the config's initial_capacity) doubles the last. */
+static void test_engine_classic_backend_simulates_the_same_world_and_counts_its_growths(void **state) {
+    (void)state;
+    eng_run_result p, c;
+    char err[256];
+    fm_telemetry *tp = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp"}, 300, &p, err, sizeof err);
+    fm_telemetry *tc = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp", .backend = ENG_BACKEND_CLASSIC},
+                                         300, &c, err, sizeof err);
+    assert_non_null(tp);
+    assert_non_null(tc);
+    assert_int_equal(p.checksum, c.checksum);
+    assert_int_equal(p.total_spawned, c.total_spawned);
+    uint64_t classic_growths = 0, classic_grow_ns = 0, classic_ns = 0;
+    for (uint32_t s = 0; s < fm_telemetry_source_count(tp); s++) {
+        const fm_telemetry_source *a = fm_telemetry_get_source(tp, s), *b = fm_telemetry_get_source(tc, s);
+        assert_string_equal(a->name, b->name);
+        if (a->kind == FM_TELEMETRY_TAG) continue; /* classic blocks are charged to no tag */
+        assert_int_equal(a->total_allocs, b->total_allocs);
+        assert_int_equal(a->peak_live, b->peak_live);
+        if (a->kind != FM_TELEMETRY_POOL) continue;
+        assert_int_equal(b->backend, FM_TELEMETRY_BACKEND_CLASSIC);
+        assert_string_equal(fm_telemetry_backend_name(b->backend), "classic");
+        /* timed: a small pool's pops can all fall under the clock pair's
+         * overhead (subtracted per batch), the pools together cannot */
+        classic_ns += b->total_alloc_ns;
+        /* each block doubles the last: after g growths the blocks hold
+         * initial * (2^(g+1) - 1) items, the peak among them */
+        const fm_telemetry_sample *last = fm_telemetry_get_sample(tc, fm_telemetry_frame_count(tc) - 1, s);
+        assert_non_null(last);
+        assert_true(b->total_grow_events < 20);
+        assert_true(last->capacity >= b->peak_live);
+        assert_int_equal(last->capacity % ((2ull << b->total_grow_events) - 1), 0);
+        classic_grow_ns += b->total_grow_ns;
+        classic_growths += b->total_grow_events;
+    }
+    assert_true(classic_growths > 0);
+    assert_true(classic_grow_ns > 0);
+    assert_true(classic_ns > 0);
+    fm_telemetry_destroy(tp);
+    fm_telemetry_destroy(tc);
+}
+
+/* The eager pool itself: blocks double and every new slot is linked at
+ * once; sizes that cannot be made are refused. */
+static void test_classic_pool_doubles_its_blocks_and_links_every_slot(void **state) {
+    (void)state;
+    eng_classic_pool *p = eng_classic_pool_create(40, 4);
+    assert_non_null(p);
+    assert_int_equal(eng_classic_pool_free_count(p), 4);
+    void *items[28];
+    for (int i = 0; i < 28; i++) {
+        items[i] = eng_classic_pool_alloc(p);
+        assert_non_null(items[i]);
+        assert_int_equal((uintptr_t)items[i] % 16, 0);
+    }
+    eng_classic_pool_stats st;
+    eng_classic_pool_get_stats(p, &st);
+    assert_int_equal(st.grow_events, 2); /* 4 + 8 + 16 */
+    assert_int_equal(st.capacity, 28);
+    assert_int_equal(eng_classic_pool_free_count(p), 0);
+    assert_non_null(eng_classic_pool_alloc(p)); /* a block of 32, linked whole */
+    eng_classic_pool_get_stats(p, &st);
+    assert_int_equal(st.grow_events, 3);
+    assert_int_equal(eng_classic_pool_free_count(p), 31);
+    assert_true(st.grow_ticks >= st.grow_ticks_max);
+    eng_classic_pool_free(p, items[5]);
+    assert_ptr_equal(eng_classic_pool_alloc(p), items[5]);
+    eng_classic_pool_destroy(p);
+    assert_null(eng_classic_pool_create(SIZE_MAX - 3, 0));
+}
+
+/* eng_info counts the pools whose desc (defaults + config) asks for
+ * grow-ahead and prefault, whatever the switches: what the demo's header and
+ * summary report per pool. */
+static void test_engine_info_counts_the_pools_the_config_sets_grow_ahead_and_prefault_for(void **state) {
+    (void)state;
+    fm_test_write_text("eng_info_pools.ini", "[pool.particles]\ngrow_ahead = false\n"
+                                             "[pool.entities]\nprefault = false\ngrowth = fixed\n");
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 1, .config_path = "eng_info_pools.ini"});
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_int_equal(in.pools, 6);
+    assert_int_equal(in.grow_ahead_pools, 4); /* particles opt out, entities are FIXED */
+    assert_int_equal(in.prefault_pools, 5);
+    assert_false(in.grow_ahead);
+    assert_false(in.prefault);
+    eng_destroy(e);
+    e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 1});
+    eng_get_info(e, &in);
+    assert_int_equal(in.grow_ahead_pools, 6);
+    assert_int_equal(in.prefault_pools, 6);
+    eng_destroy(e);
+    remove("eng_info_pools.ini");
+}
+
+static void test_engine_backend_names_cover_every_backend(void **state) {
+    (void)state;
+    assert_string_equal(eng_backend_name(ENG_BACKEND_POOL), "pool");
+    assert_string_equal(eng_backend_name(ENG_BACKEND_MALLOC), "malloc");
+    assert_string_equal(eng_backend_name(ENG_BACKEND_CLASSIC), "classic");
+    assert_string_equal(eng_backend_name(ENG_BACKEND_COUNT), "?");
 }
 
 /* ------------------------------------------------------------- telemetry */
@@ -281,8 +388,8 @@ static void test_engine_csv_and_trace_of_a_run_are_well_formed(void **state) {
     fm_telemetry *u = fm_telemetry_read_csv("eng_run.csv", err, sizeof err);
     assert_non_null(u);
     assert_int_equal(fm_telemetry_frame_count(u), 120);
-    assert_int_equal(fm_telemetry_source_count(u), 7);
-    for (uint32_t s = 0; s < 7; s++)
+    assert_int_equal(fm_telemetry_source_count(u), 9);
+    for (uint32_t s = 0; s < 9; s++)
         assert_int_equal(fm_telemetry_get_source(u, s)->total_allocs, fm_telemetry_get_source(t, s)->total_allocs);
     fm_telemetry_destroy(u);
     fm_telemetry_destroy(t);
@@ -598,6 +705,10 @@ static void test_engine_create_rejects_bad_descs_with_a_message(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_frame_lifecycle_records_one_frame_per_begin_end),
+        cmocka_unit_test(test_engine_classic_backend_simulates_the_same_world_and_counts_its_growths),
+        cmocka_unit_test(test_engine_backend_names_cover_every_backend),
+        cmocka_unit_test(test_engine_info_counts_the_pools_the_config_sets_grow_ahead_and_prefault_for),
+        cmocka_unit_test(test_classic_pool_doubles_its_blocks_and_links_every_slot),
         cmocka_unit_test(test_engine_paused_frames_keep_the_newest_update_readable),
         cmocka_unit_test(test_engine_a_pause_does_not_change_the_simulation),
         cmocka_unit_test(test_engine_default_scale_meets_the_load_target),

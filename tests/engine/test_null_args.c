@@ -7,6 +7,7 @@
 
 #include "fm_null_table.h"
 
+#include "engine/classic_pool.h"
 #include "engine/engine.h"
 
 #include <stdio.h>
@@ -67,6 +68,19 @@ static bool absent(const char *path) { return access(path, F_OK) != 0; }
     X(eng_get_pool, FM_ERR_INVALID_ARG, return eng_get_pool(NULL, "particles") == NULL;) \
     X(eng_config_problems, FM_ERR_INVALID_ARG,                                   \
       return strcmp(eng_config_problems(NULL), "") == 0;)                       \
+    /* classic_pool.h */                                                        \
+    X(eng_classic_pool_destroy, FM_OK, eng_classic_pool_destroy(NULL); return true;) \
+    X(eng_classic_pool_grow, FM_ERR_INVALID_ARG, return eng_classic_pool_grow(NULL) == 0;) \
+    X(eng_classic_pool_get_stats, FM_ERR_INVALID_ARG, eng_classic_pool_stats st;   \
+      memset(&st, 0x5A, sizeof st);                                             \
+      eng_classic_pool_get_stats(NULL, &st);                                    \
+      return fm_test_all_zero(&st, sizeof st);)                                 \
+    X(eng_classic_pool_free_count, FM_ERR_INVALID_ARG,                            \
+      return eng_classic_pool_free_count(NULL) == 0;)                           \
+    X(eng_classic_pool_alloc, FM_ERR_INVALID_ARG, return eng_classic_pool_alloc(NULL) == NULL;) \
+    X(eng_classic_pool_free, FM_ERR_INVALID_ARG, int x = 0;                       \
+      eng_classic_pool_free(NULL, &x);                                          \
+      return x == 0;)                                                           \
     X(eng_run_headless, FM_OK, eng_run_result r;                                 \
       fm_telemetry *t = eng_run_headless(NULL, 2, &r, g.err, sizeof g.err);    \
       bool ok = t != NULL && r.frames == 2;                                     \
@@ -80,6 +94,7 @@ FM_NULL_TABLE(ENGINE_NULL_CASES, engine_null_cases);
 static const char *const engine_no_object[] = {
     "eng_scene_names",
     "eng_backend_name",
+    "eng_classic_pool_create", /* sizes, no object: tests/engine/test_engine.c */
 };
 
 #define N_CASES (sizeof engine_null_cases / sizeof engine_null_cases[0])

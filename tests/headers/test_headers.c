@@ -16,6 +16,7 @@
 #include "framemem/config.h"
 #include "framemem/telemetry.h"
 
+#include "engine/classic_pool.h"
 #include "engine/engine.h"
 #ifdef FM_TEST_OVERLAY
 #include "overlay/draw.h"
@@ -508,6 +509,20 @@ static void test_engine_runs_headless(void) {
 #undef COLUMN
     CHECK(columns == 20 && strcmp(eng_backend_name(ENG_BACKEND_POOL), "pool") == 0);
     fm_telemetry_destroy(t);
+    /* The classic eager pool: its inline alloc and free, a doubling growth. */
+    eng_classic_pool *cp = eng_classic_pool_create(24, 2);
+    CHECK(cp != NULL);
+    if (cp) {
+        void *a = eng_classic_pool_alloc(cp), *b = eng_classic_pool_alloc(cp);
+        void *c = eng_classic_pool_alloc(cp); /* the third grows a block of 4 */
+        eng_classic_pool_stats st;
+        eng_classic_pool_get_stats(cp, &st);
+        CHECK(a && b && c && st.grow_events == 1 && st.capacity == 6 &&
+              eng_classic_pool_free_count(cp) == 3);
+        eng_classic_pool_free(cp, b);
+        CHECK(eng_classic_pool_alloc(cp) == b);
+        eng_classic_pool_destroy(cp);
+    }
 #ifdef FM_TEST_OVERLAY
     CHECK(ovl_text_width("framemem", 1.0f) > 0.0f && OVL_GROWTH_RGB == 0xFF00FFu);
     CHECK(OVL_TEXT_LINE_HEIGHT > 0 && OVL_PALETTE_SIZE > 0);

@@ -90,6 +90,8 @@ static bool untouched(const void *p, size_t n) {
       return g.calls == 0;)                                                     \
     X(fm_pool_get_stats, FM_ERR_INVALID_ARG,                                     \
       OUT_ZEROED(fm_pool_stats, fm_pool_get_stats(NULL, &out_)))                \
+    X(fm_pool_chunk_occupancy, FM_ERR_INVALID_ARG, uint32_t live_[2] = {7, 7};       \
+      return fm_pool_chunk_occupancy(NULL, live_, 2) == 0 && live_[0] == 7;)        \
     X(fm_pool_get_desc, FM_ERR_INVALID_ARG, fm_pool_desc d = fm_pool_get_desc(NULL); \
       return fm_test_all_zero(&d, sizeof d);)                                   \
     X(fm_pool_name, FM_ERR_INVALID_ARG, return strcmp(fm_pool_name(NULL), "(null)") == 0;) \

@@ -813,6 +813,50 @@ static void test_pool_free_of_far_away_pointer_is_reported_as_foreign(void **sta
     misuse_end(env, &m);
 }
 
+/* The memory map: each chunk's live items, summing to the pool's live
+ * count, the parked slot and the current chunk included; max truncates. */
+static void test_pool_chunk_occupancy_counts_each_chunks_live_items(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "map", .item_size = 40});
+    uint32_t per = (uint32_t)stats_of(pool).items_per_chunk;
+    uint32_t n = per * 2 + per / 2; /* chunks 0 and 1 full, 2 half */
+    void **items = calloc(n, sizeof *items);
+    assert_non_null(items);
+    for (uint32_t i = 0; i < n; i++) assert_non_null(items[i] = fm_pool_alloc(pool));
+    for (uint32_t i = 0; i < per / 4; i++) (fm_pool_free)(pool, items[per + i]); /* chunk 1 */
+    (fm_pool_free)(pool, items[3]); /* chunk 0: parked */
+    uint32_t chunks = (uint32_t)stats_of(pool).chunk_count; /* geometric growth: some empty */
+    assert_true(chunks >= 3 && chunks <= 8);
+    uint32_t live[8] = {0};
+    assert_int_equal(fm_pool_chunk_occupancy(pool, live, 8), chunks);
+    assert_int_equal(fm_pool_chunk_occupancy(pool, NULL, 0), chunks);
+    uint64_t sum = 0;
+    for (uint32_t c = 0; c < chunks; c++) {
+        assert_true(live[c] <= per);
+        sum += live[c];
+    }
+    assert_int_equal(sum, stats_of(pool).live);
+    /* which chunk is which follows the chunk table: the counts, sorted */
+    uint32_t want[8] = {per - 1, per - per / 4, per / 2}, got[8];
+    memcpy(got, live, sizeof got);
+    for (uint32_t i = 0; i < chunks; i++)
+        for (uint32_t j = i + 1; j < chunks; j++) {
+            if (got[j] < got[i]) { uint32_t x = got[i]; got[i] = got[j]; got[j] = x; }
+            if (want[j] < want[i]) { uint32_t x = want[i]; want[i] = want[j]; want[j] = x; }
+        }
+    assert_memory_equal(got, want, chunks * sizeof *got);
+    uint32_t one[2] = {0, 12345};
+    assert_int_equal(fm_pool_chunk_occupancy(pool, one, 1), chunks);
+    assert_int_equal(one[0], live[0]);
+    assert_int_equal(one[1], 12345); /* not written past max */
+    for (uint32_t i = 0; i < n; i++)
+        if (i != 3 && (i < per || i >= per + per / 4)) (fm_pool_free)(pool, items[i]);
+    assert_int_equal(fm_pool_chunk_occupancy(pool, live, 8), chunks);
+    for (uint32_t c = 0; c < chunks; c++) assert_int_equal(live[c], 0);
+    free(items);
+    fm_pool_destroy(pool);
+}
+
 /* A single free outside the current chunk parks the slot (see pool.c) so
  * the next alloc takes it back: LIFO across chunks. Misuse of a parked
  * item is reported, its handle is stale, the counts stay exact and the pool
@@ -2478,6 +2522,7 @@ int main(void) {
         T(test_pool_free_of_far_away_pointer_is_reported_as_foreign),
         T(test_pool_free_of_pointer_near_null_is_reported_as_foreign),
         T(test_pool_chunk_lookup_with_many_chunks_trim_and_regrowth),
+        T(test_pool_chunk_occupancy_counts_each_chunks_live_items),
         T(test_pool_free_outside_the_current_chunk_is_served_next),
         T(test_pool_free_of_interior_pointer_is_reported),
         T(test_pool_delete_of_bad_pointers_never_runs_the_dtor),

@@ -257,6 +257,41 @@ static void test_telemetry_objects_of_every_kind_are_registered_by_name(void **s
 
 /* Every frame's deltas add up to each object's own counters, and the levels
  * of the newest frame are the object's. */
+/* A counters source of an eager pool (the classic backend): its growths and
+ * their time are the frame's in-allocation growths, and its backend
+ * "classic" survives a CSV round trip. */
+static void test_telemetry_counters_growths_are_sampled_and_classic_round_trips(void **state) {
+    (void)state;
+    fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){.frames = 8});
+    fm_telemetry_counters c = {.item_size = 48, .capacity = 32};
+    int s = fm_telemetry_add_counters(t, "eager", &c);
+    assert_int_equal(s, 0);
+    fm_telemetry_set_source_shape(t, 0, FM_TELEMETRY_BACKEND_CLASSIC, 48, 1);
+    c.total_allocs = c.live = 40;
+    c.capacity = 96;
+    c.grow_events = 1;
+    c.grow_ns = 7000;
+    fm_telemetry_frame_end(t);
+    fm_telemetry_frame_end(t);
+    const fm_telemetry_sample *x = fm_telemetry_get_sample(t, 0, 0);
+    assert_int_equal(x->grow_events, 1);
+    assert_int_equal(x->grow_ns, 7000);
+    assert_int_equal(x->capacity, 96);
+    assert_int_equal(fm_telemetry_get_frame(t, 0)->grow_events, 1);
+    assert_int_equal(fm_telemetry_get_sample(t, 1, 0)->grow_events, 0);
+    assert_int_equal(fm_telemetry_get_source(t, 0)->total_grow_ns, 7000);
+    assert_string_equal(fm_telemetry_backend_name(FM_TELEMETRY_BACKEND_CLASSIC), "classic");
+    char err[256];
+    assert_true(fm_telemetry_write_csv(t, "tel_classic.csv", err, sizeof err));
+    fm_telemetry *back = fm_telemetry_read_csv("tel_classic.csv", err, sizeof err);
+    if (!back) fail_msg("%s", err);
+    assert_int_equal(fm_telemetry_get_source(back, 0)->backend, FM_TELEMETRY_BACKEND_CLASSIC);
+    assert_int_equal(fm_telemetry_get_sample(back, 0, 0)->grow_events, 1);
+    fm_telemetry_destroy(back);
+    fm_telemetry_destroy(t);
+    remove("tel_classic.csv");
+}
+
 static void test_telemetry_frame_end_samples_each_objects_own_counters(void **state) {
     fm_test_env *env = *state;
     fm_tag *tag = fm_tag_create(&(fm_tag_desc){.name = "budget", .soft_limit_bytes = 4 << 20,
@@ -1170,6 +1205,7 @@ int main(void) {
         T(test_telemetry_create_checks_its_desc_and_frees_every_byte),
         T(test_telemetry_add_source_finds_names_and_refuses_bad_ones),
         T(test_telemetry_objects_of_every_kind_are_registered_by_name),
+        T(test_telemetry_counters_growths_are_sampled_and_classic_round_trips),
         T(test_telemetry_frame_end_samples_each_objects_own_counters),
         T(test_telemetry_closure_pools_count_makes_releases_and_growth),
         T(test_telemetry_tags_show_bytes_against_their_budget),

@@ -23,7 +23,12 @@
  * whatever the backend, growth policy or timing switches.
  *
  * Backends: ENG_BACKEND_POOL serves every item from an fm_pool;
- * ENG_BACKEND_MALLOC from malloc/free, counted and timed the same way.
+ * ENG_BACKEND_MALLOC from malloc/free; ENG_BACKEND_CLASSIC from classic
+ * eager pools (engine/classic_pool.h: Boost object_pool's algorithm, each
+ * pool's first block its config's initial_capacity, then doubling, every new
+ * slot linked at growth: the regrowth hitch). All three are counted and timed
+ * the same way; growth policy, prefault, grow-ahead and max_capacity are
+ * framemem's and do not apply to the other two.
  *
  * Memory: every byte the engine takes (its pools, arenas, closures, tables)
  * comes from desc.allocator; with one set, the frame arena chains blocks from
@@ -63,11 +68,17 @@ extern "C" {
 
 typedef struct eng eng;
 
-/* What serves the world's items: its pools, or malloc/free for comparison
- * (telemetry: counters sources, backend "malloc"). */
-typedef enum eng_backend { ENG_BACKEND_POOL = 0, ENG_BACKEND_MALLOC, ENG_BACKEND_COUNT } eng_backend;
+/* What serves the world's items: its pools, or for comparison malloc/free
+ * (telemetry: counters sources, backend "malloc") or classic eager pools
+ * (counters sources with their growths, backend "classic"). */
+typedef enum eng_backend {
+    ENG_BACKEND_POOL = 0,
+    ENG_BACKEND_MALLOC,
+    ENG_BACKEND_CLASSIC,
+    ENG_BACKEND_COUNT
+} eng_backend;
 
-/// "pool" / "malloc"; "?" out of range.
+/// "pool" / "malloc" / "classic"; "?" out of range.
 const char *eng_backend_name(eng_backend b);
 
 /* An entity: handle into the entity pool (pool + generation); zero is null. */
@@ -101,7 +112,7 @@ typedef struct eng_render_list {
 typedef struct eng_desc {
     uint64_t seed;            /* 0 = 1 */
     double scale;             /* load multiplier; 0 = 1; clamped to [0.05, 50] */
-    eng_backend backend;      /* POOL (default) or MALLOC */
+    eng_backend backend;      /* POOL (default), MALLOC or CLASSIC */
     const char *config_path;  /* pool-size INI (framemem/config.h: [pool.particles],
                                  [arena.frame], ...); NULL = built-in defaults; copied */
     const char *scene;        /* "standard" (default), "ramp", "bursts"; see eng_scene_names */
@@ -187,7 +198,13 @@ typedef struct eng_info {
     uint64_t seed;
     double scale;
     eng_backend backend;
-    bool grow_ahead, prefault;
+    bool grow_ahead, prefault;  /* the engine-wide switches */
+    uint32_t pools;             /* the world's pools */
+    uint32_t grow_ahead_pools;  /* of them, those whose desc (defaults + config)
+                                   asks for grow-ahead (not FIXED): grown ahead
+                                   while the switch is on, on the pool backend */
+    uint32_t prefault_pools;    /* those whose desc asks for prefault: prefaulted
+                                   while the switch is on, on the pool backend */
     bool override_growth;
     fm_growth growth;           /* the override when set, else the particles pool's */
     const char *scene;
@@ -215,14 +232,17 @@ typedef struct eng_info {
 void eng_get_info(const eng *e, eng_info *out);
 /// What the newest of eng_info.failures was; "" when none.
 const char *eng_last_failure(const eng *e);
-/// The engine's telemetry: its six pools (or, on the malloc backend, their
-/// counts) and the frame arena "frame", in that order.
+/// The engine's telemetry: its six pools (or, on the malloc and classic
+/// backends, their counts), the frame arena "frame" and the memory tags the
+/// pools are charged to, "world" (entities and components) and "effects"
+/// (particles), with their budgets (soft limits 1 MiB and 8 MiB; a config's
+/// [tag.world] / [tag.effects] set them), in that order.
 const fm_telemetry *eng_get_telemetry(const eng *e);
 fm_telemetry *eng_get_telemetry_mut(eng *e);
 /// The config file loaded (NULL: none; the built-in defaults).
 const fm_config *eng_get_config(const eng *e);
 /// The pool behind a telemetry source ("particles", ...) with the pool
-/// backend; NULL with the malloc backend or for an unknown name. Valid until
+/// backend; NULL with the malloc or classic backend or for an unknown name. Valid until
 /// the world is rebuilt.
 const fm_pool *eng_get_pool(const eng *e, const char *name);
 /// Problems found in the newest config load (a section no pool or arena of

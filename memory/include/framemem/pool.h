@@ -179,6 +179,13 @@ FM_API bool fm_pool_owns(const fm_pool *pool, const void *item);
 FM_API void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user);
 /// Fills out with the pool's counters (FM_POOL_STATS_FIELDS); zeros for NULL.
 FM_API void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
+/// Live items of each chunk the pool holds (in chunk-table order) into
+/// live[0 .. max): the memory map of the pool, each chunk's occupancy out of
+/// items_per_chunk (fm_pool_stats). Returns how many chunks the pool holds
+/// (may pass max: only max are written; live may be NULL with max 0). Slots
+/// a thread cache holds (FM_SYNC_THREAD_CACHE) count as live. O(chunks); 0
+/// for a NULL pool (reported).
+FM_API uint32_t fm_pool_chunk_occupancy(const fm_pool *pool, uint32_t *live, uint32_t max);
 /// The desc, every default resolved (name points into the pool); zero for NULL.
 FM_API fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
 /// The pool's name; "(null)" for a NULL pool (reported).

@@ -85,8 +85,10 @@
  *   pool               source name ([A-Za-z0-9_.-], at most 31 characters)
  *   kind               "pool", "arena" (arenas and frame arenas), "closures"
  *                      (closure pools) or "tag"
- *   backend            "pool" or "malloc": what served this source's items
- *                      (malloc: a counters source)
+ *   backend            "pool", "malloc" or "classic": what served this
+ *                      source's items (malloc, classic: a counters source;
+ *                      classic: an eager pool of doubling blocks, its growths
+ *                      from fm_telemetry_counters.grow_events)
  *   allocs             allocations during the frame
  *   frees              frees during the frame
  *   live               items live at the end of the frame (arena: 0; tag:
@@ -185,6 +187,8 @@ typedef enum fm_telemetry_kind {
 typedef enum fm_telemetry_backend {
     FM_TELEMETRY_BACKEND_POOL = 0, /* framemem's object */
     FM_TELEMETRY_BACKEND_MALLOC,   /* a counters source: items from elsewhere */
+    FM_TELEMETRY_BACKEND_CLASSIC,  /* a counters source: a classic eager pool
+                                      (Boost pool<>'s doubling blocks) */
     FM_TELEMETRY_BACKEND_COUNT
 } fm_telemetry_backend;
 
@@ -261,6 +265,9 @@ typedef struct fm_telemetry_counters {
     uint64_t capacity;  /* items held without allocating more; 0: live */
     uint64_t failed;    /* allocations refused */
     uint64_t item_size; /* bytes per item */
+    uint64_t grow_events; /* growths inside allocation calls (an eager pool's
+                             new blocks): the frame's are its grow_events */
+    uint64_t grow_ns;     /* ns of those growths */
 } fm_telemetry_counters;
 
 typedef struct fm_telemetry fm_telemetry;
@@ -380,7 +387,7 @@ FM_TELEMETRY_API uint64_t fm_telemetry_suggest_capacity(uint64_t peak_live, doub
 FM_TELEMETRY_API uint64_t fm_telemetry_clock_overhead_ns(void);
 /// "pool", "arena", "closures", "tag"; "?" out of range.
 FM_TELEMETRY_API const char *fm_telemetry_kind_name(fm_telemetry_kind kind);
-/// "pool" / "malloc"; "?" out of range.
+/// "pool" / "malloc" / "classic"; "?" out of range.
 FM_TELEMETRY_API const char *fm_telemetry_backend_name(fm_telemetry_backend backend);
 
 /* ------------------------------------------------------------------ export */

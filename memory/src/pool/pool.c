@@ -759,6 +759,20 @@ void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
     fm__leave(pool);
 }
 
+uint32_t fm_pool_chunk_occupancy(const fm_pool *pool, uint32_t *live, uint32_t max) {
+    FM__REFUSE_NULL(pool, "pool", 0);
+    if (!live) max = 0;
+    if (!fm__enter(pool, "chunk_occupancy")) return 0;
+    uint32_t n = 0;
+    for (uint32_t ci = 0; ci < pool->chunk_top; ci++) {
+        if (pool->chunks[ci].state == FM__CHUNK_UNUSED) continue;
+        if (n < max) live[n] = fm__chunk_live(pool, ci);
+        n++;
+    }
+    fm__leave(pool);
+    return n;
+}
+
 fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {
     FM__REFUSE_NULL(pool, "pool", FM_HANDLE_NULL);
     if (!fm__enter_unlocked(pool, "handle")) return FM_HANDLE_NULL;

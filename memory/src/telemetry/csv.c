@@ -379,9 +379,10 @@ static bool fm__parse_row(fm__reader *rd, const char *a, const char *b, fm__row 
         if (col->type == FM__COL_BACKEND) {
             if (fm__field_is(p, e, "pool")) row->src.backend = FM_TELEMETRY_BACKEND_POOL;
             else if (fm__field_is(p, e, "malloc")) row->src.backend = FM_TELEMETRY_BACKEND_MALLOC;
+            else if (fm__field_is(p, e, "classic")) row->src.backend = FM_TELEMETRY_BACKEND_CLASSIC;
             else {
                 fm__printable(p, e, shown, sizeof shown);
-                fm__tel_set_err(rd->err, rd->err_len, "%s:%u: bad backend '%s' (pool or malloc)",
+                fm__tel_set_err(rd->err, rd->err_len, "%s:%u: bad backend '%s' (pool, malloc or classic)",
                                 rd->name, rd->line, shown);
                 return false;
             }

@@ -59,6 +59,7 @@ const char *fm_telemetry_backend_name(fm_telemetry_backend backend) {
     switch (backend) {
     case FM_TELEMETRY_BACKEND_POOL: return "pool";
     case FM_TELEMETRY_BACKEND_MALLOC: return "malloc";
+    case FM_TELEMETRY_BACKEND_CLASSIC: return "classic";
     default: return "?";
     }
 }
@@ -442,6 +443,8 @@ static void fm__tel_read_object(const fm__tel_src *s, fm__tel_read *r) {
         r->peak = c->peak_live;
         r->failed = c->failed;
         r->item_size = c->item_size;
+        r->grow = c->grow_events;
+        r->grow_ns = c->grow_ns;
         break;
     }
     case FM__TEL_NONE: break;
