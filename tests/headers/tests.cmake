@@ -58,6 +58,8 @@ if(TARGET framemem_engine)
               bash ${fm_check} compilers ${PROJECT_SOURCE_DIR} "${fm_flags}" ${fm_libs})
     add_test(NAME headers_msvc_mode COMMAND bash ${fm_check} msvc ${PROJECT_SOURCE_DIR})
     add_test(NAME headers_atomic_mappings COMMAND bash ${fm_check} atomic ${PROJECT_SOURCE_DIR})
+    add_test(NAME headers_pool_h_length
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_pool_h_length.sh ${PROJECT_SOURCE_DIR})
     set_tests_properties(headers_other_compilers headers_msvc_mode headers_atomic_mappings
       PROPERTIES TIMEOUT 300)
   endif()

@@ -35,9 +35,9 @@ extern "C" {
 typedef struct fm_pool fm_pool;
 typedef void (*fm_item_fn)(void *item, void *user);
 
-/* A weak reference to a pool item (zero: null). It resolves to NULL for good
- * once the item is freed, its chunk trimmed or its pool destroyed, and to NULL
- * in another pool but with probability 2^-31. */
+/* A weak reference to a pool item (zero: null): NULL for good once the item
+ * is freed, its chunk trimmed or its pool destroyed; in another pool NULL but
+ * with probability 2^-31. */
 typedef struct fm_handle {
     uint64_t bits;
 } fm_handle;
@@ -174,17 +174,13 @@ FM_API size_t fm_pool_trim(fm_pool *pool);
 FM_API void fm_pool_reset(fm_pool *pool);
 /// true when item is a live item of this pool (no error is reported). O(1).
 FM_API bool fm_pool_owns(const fm_pool *pool, const void *item);
-/// Calls fn on every live item; fn may free it (items allocated meanwhile may
-/// or may not be visited).
+/// Calls fn on every live item; fn may free it (new items may not be visited).
 FM_API void fm_pool_foreach(fm_pool *pool, fm_item_fn fn, void *user);
 /// Fills out with the pool's counters (FM_POOL_STATS_FIELDS); zeros for NULL.
 FM_API void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out);
-/// Live items of each chunk the pool holds (in chunk-table order) into
-/// live[0 .. max): the memory map of the pool, each chunk's occupancy out of
-/// items_per_chunk (fm_pool_stats). Returns how many chunks the pool holds
-/// (may pass max: only max are written; live may be NULL with max 0). Slots
-/// a thread cache holds (FM_SYNC_THREAD_CACHE) count as live. O(chunks); 0
-/// for a NULL pool (reported).
+/// Each chunk's live items (of items_per_chunk; thread-cached slots count)
+/// into live[0, max), in chunk-table order; returns the chunk count (may pass
+/// max; live NULL with max 0). O(chunks); 0 for a NULL pool (reported).
 FM_API uint32_t fm_pool_chunk_occupancy(const fm_pool *pool, uint32_t *live, uint32_t max);
 /// The desc, every default resolved (name points into the pool); zero for NULL.
 FM_API fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
@@ -207,8 +203,8 @@ FM_API fm_handle fm_pool_handle(const fm_pool *pool, const void *item);
 /// answer) when it is gone (freed, reused, trimmed) or h null or another's.
 FM_API void *fm_pool_resolve(const fm_pool *pool, fm_handle h);
 
-/// Adds a reference (items start with 1, counted beside the slot). Unchanged on
-/// FM_ERR_REFCOUNT (freed), FM_ERR_FOREIGN_POINTER, FM_ERR_OUT_OF_MEMORY.
+/// Adds a reference (items start with 1). Unchanged on FM_ERR_REFCOUNT (freed),
+/// FM_ERR_FOREIGN_POINTER, FM_ERR_OUT_OF_MEMORY.
 FM_API void fm_pool_retain(fm_pool *pool, void *item);
 /// Drops a reference; at zero runs the dtor and frees the item, returning
 /// true. Errors as fm_pool_retain (returns false, nothing freed).
@@ -216,31 +212,28 @@ FM_API bool fm_pool_release(fm_pool *pool, void *item);
 /// The item's count; 0 with FM_ERR_REFCOUNT / FM_ERR_FOREIGN_POINTER if not live.
 FM_API uint32_t fm_pool_refcount(const fm_pool *pool, const void *item);
 
-/// FM_SYNC_NONE: the calling thread becomes the owner (see Threads); a no-op
-/// under other policies or in release builds.
+/// FM_SYNC_NONE, debug builds: the calling thread becomes the owner (Threads).
 FM_API void fm_pool_set_owner_thread(fm_pool *pool);
 /// FM_SYNC_NONE, called by the owner: the pool has no owner until a thread
 /// next uses it. FM_ERR_WRONG_THREAD (debug builds) from a non-owner.
 FM_API void fm_pool_release_owner_thread(fm_pool *pool);
-/// FM_SYNC_THREAD_CACHE: returns the calling thread's cached free slots to the
-/// pool (so trim can release their chunks). Other policies: nothing to do.
+/// FM_SYNC_THREAD_CACHE: the calling thread's cached slots back to the pool
+/// (so trim can release their chunks). Other policies: nothing to do.
 FM_API void fm_pool_flush_thread_cache(fm_pool *pool);
 
 /// Checks every invariant in O(capacity): FM_OK, or the first problem, reported.
 FM_API fm_error fm_pool_check(const fm_pool *pool);
 
-/* FM_POOL_DESC(particle, .initial_capacity = 4096): size, align and name from
- * T, and any other fields (or none) as FM_DESC (base.h) takes them, in C and
- * C++. C: fm_pool_create(&FM_POOL_DESC(...)); C++: fm_pool_create(FM_POOL_DESC(...)). */
+/* FM_POOL_DESC(particle, .initial_capacity = 4096): size, align, name from T, any
+ * other fields as FM_DESC (base.h). C: &FM_POOL_DESC(...); C++: FM_POOL_DESC(...). */
 #define FM_POOL_DESC(...) FM__EXPAND(FM__POOL_DESC(__VA_ARGS__, ))
 
 /* The caller's file and line, as the _at functions take them. */
 #define FM_SITE __FILE__, __LINE__
 
-/* FM_POOL_DECLARE_TYPED(particle, particle_pool) declares particle_pool_alloc,
- * particle_pool_free, particle_pool_new and particle_pool_delete, typed, and
- * particle_pool_alloc_at and particle_pool_new_at, which take the site (for the
- * caller's file:line, see docs/POOLS.md, Allocation sites). */
+/* FM_POOL_DECLARE_TYPED(particle, particle_pool) declares typed particle_pool_
+ * alloc, _free, _new, _delete, and _alloc_at, _new_at taking the site (the
+ * caller's file:line: docs/POOLS.md, Allocation sites). */
 #define FM_POOL_DECLARE_TYPED(T, prefix) FM__POOL_DECLARE_TYPED(T, prefix)
 
 /* FM_POOL_DECLARE_HANDLE(particle, particle_pool, particle_ref), with
