@@ -643,9 +643,13 @@ static bool populate_makes_pages_resident(void) {
  * above 64 KiB is touched as it is used. */
 static void test_pool_first_chunk_of_a_fresh_small_pool_takes_no_page_fault(void **state) {
     fm_test_env *env = *state;
-    /* Valgrind's own memory faults in, and ThreadSanitizer's shadow of the
-     * items' bytes on their first use. */
-    if (fm_test_under_valgrind() || FM_TEST_TSAN) skip();
+    if (fm_test_under_valgrind() || FM_TEST_TSAN) {
+        print_message("[ did not apply ] page faults filling a fresh pool's first chunk: "
+                      "%s\n", FM_TEST_TSAN ? "ThreadSanitizer's shadow of the items faults in "
+                                             "on their first use"
+                                           : "Valgrind's own memory faults in");
+        skip();
+    }
     if (!fm_test_page_faults_counted("page faults filling a fresh pool's first chunk")) return;
     if (!populate_makes_pages_resident()) return;
     const size_t chunks[] = {0, 4096, 65536, 131072};

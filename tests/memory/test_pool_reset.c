@@ -429,7 +429,11 @@ static void test_pool_reset_leaves_meta_words_alone_except_under_cached_policies
 /* The next level fills the chunks again without a page fault. */
 static void test_pool_refill_after_reset_takes_no_page_fault(void **state) {
     fm_test_env *env = *state;
-    if (fm_test_under_valgrind()) skip(); /* Valgrind's own memory faults in */
+    if (fm_test_under_valgrind()) {
+        print_message("[ did not apply ] page faults refilling a pool after its reset: "
+                      "Valgrind's own memory faults in\n");
+        skip();
+    }
     if (!fm_test_page_faults_counted("page faults refilling a pool after its reset")) return;
     fm_pool *pool = fm_pool_create(&(fm_pool_desc){.name = "faults", .item_size = 200,
                                                    .initial_capacity = 4000});
