@@ -4,6 +4,8 @@
 
 #include "fm_test.h"
 
+#include "framemem/clock.h"
+
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/memcheck.h>
@@ -310,6 +312,24 @@ bool fm_test_under_valgrind(void) {
 #else
     return false;
 #endif
+}
+
+uint64_t fm_test_clock_step_ticks(void) {
+    static uint64_t step; /* tests call it from one thread */
+    if (step) return step;
+    uint64_t best = UINT64_MAX;
+    /* 200 steps, or 100,000 reads when the clock is slow to move. */
+    for (int steps = 0, reads = 0; steps < 200 && reads < 100000; reads++) {
+        uint64_t a = fm_clock_now(), b;
+        while ((b = fm_clock_now()) == a && ++reads < 100000) {
+        }
+        if (b != a) {
+            steps++;
+            if (b - a < best) best = b - a;
+        }
+    }
+    assert_true(best != UINT64_MAX); /* a clock that never moves is broken */
+    return step = best;
 }
 
 uint64_t fm_test_minor_faults(void) {

@@ -39,6 +39,11 @@ void fm_test_allocator_assert_clean(const fm_test_allocator *a);
 
 /// true when the test runs under Valgrind (the Debug build's memcheck run).
 bool fm_test_under_valgrind(void);
+/// The smallest non-zero step of fm_clock_now between two reads, in ticks,
+/// measured once (rdtsc: a few ticks; qemu-user's CNTVCT: about 1 us). A
+/// timed interval shorter than one step can read 0, so tests that want time
+/// to show repeat their timed work until it spans many steps.
+uint64_t fm_test_clock_step_ticks(void);
 /// Minor page faults of this process so far (getrusage; Windows: every page
 /// fault, from GetProcessMemoryInfo): a page touched for the first time.
 uint64_t fm_test_minor_faults(void);
