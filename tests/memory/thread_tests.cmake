@@ -35,13 +35,15 @@ foreach(suite ${fm_thread_suites})
       LABELS threads TIMEOUT 120 ENVIRONMENT FM_TEST_THREADS=crt)
   endif()
 endforeach()
-# pool_reset and pool_of (tests/CMakeLists.txt) have thread cases too (a reset
-# while threads hold cached slots or resolve, lookups while threads churn
-# pools): in the cross configurations those cases alone (FM_TEST_FILTER) join
-# the label, both ways on Windows; the suites' other cases run once, as every
-# suite does (natively the whole suite once is the run).
+# pool_reset, pool_of, hooks and pool_timing (tests/CMakeLists.txt) have
+# thread cases too (a reset while threads hold cached slots or resolve,
+# lookups while threads churn pools, hook order and hook replacement under
+# threads, timing sums of threads on a shared pool): in the cross
+# configurations those cases alone (FM_TEST_FILTER) join the label, both ways
+# on Windows; the suites' other cases run once, as every suite does (natively
+# the whole suite once is the run).
 if(CMAKE_CROSSCOMPILING)
-  foreach(suite pool_reset pool_of)
+  foreach(suite pool_reset pool_of hooks pool_timing)
     set(kinds win32)
     if(WIN32)
       list(APPEND kinds crt)
