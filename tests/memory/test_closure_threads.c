@@ -357,12 +357,15 @@ static void *subscriber(void *arg) {
         fm_handle sh = fm_event_subscribe(r->ev, s);
         if (fm_handle_is_null(sh)) atomic_fetch_add(&r->bad, 1);
         atomic_store(&sr->handle, sh.bits);
-        fm_closure_release(s);
         /* Take it back unless an emit got there first. */
         uint64_t bits = sh.bits;
         if (i % 2 && atomic_compare_exchange_strong(&sr->handle, &bits, 0) &&
             !fm_event_unsubscribe(r->ev, sh))
             atomic_fetch_add(&r->bad, 1);
+        /* Released only now: once the event holds the only reference, an
+         * emit that takes sr->handle can free sr at once (TSan caught the
+         * take-back above touching a closure an emitter had just freed). */
+        fm_closure_release(s);
     }
     return NULL;
 }
