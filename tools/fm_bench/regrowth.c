@@ -18,10 +18,14 @@
  * that figure over the N runs, variants interleaved run by run; the worst
  * run's max is printed beside the median max.
  */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
+#endif
 #include "bench.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h> /* malloc_trim */
@@ -39,7 +43,7 @@ enum {
     REGROW_LINEAR_STEP = 1024, /* items added per LINEAR growth */
 };
 
-typedef enum regrow_kind { REGROW_FM_POOL, REGROW_EAGER, REGROW_MALLOC } regrow_kind;
+typedef enum regrow_kind { REGROW_FM_POOL, REGROW_BARE, REGROW_EAGER, REGROW_MALLOC } regrow_kind;
 
 typedef struct regrow_variant {
     const char *name;
@@ -62,6 +66,8 @@ static const regrow_variant regrow_variants[] = {
      FM_GROWTH_LINEAR, REGROW_LINEAR_STEP, false},
     {"fm_pool prefault, initial 32, reserve(100000)", "fm_pool_reserve_prefault", REGROW_FM_POOL, 32,
      FM_GROWTH_GEOMETRIC, 0, true},
+    {"bare mapping in fm_pool's layout, no allocator (physical limit)", "bare_mapping",
+     REGROW_BARE, REGROW_BIG, FM_GROWTH_GEOMETRIC, 0, false},
     {"eager pool, initial 1", "eager_1", REGROW_EAGER, 1, FM_GROWTH_GEOMETRIC, 0, false},
     {"eager pool, initial 32", "eager_32", REGROW_EAGER, 32, FM_GROWTH_GEOMETRIC, 0, false},
     {"eager pool, initial 100000", "eager_100000", REGROW_EAGER, REGROW_BIG,
@@ -74,9 +80,16 @@ enum {
     V_FM_POOL_32 = 1,
     V_FM_POOL_BIG = 2,
     V_FM_POOL_PREFAULT = 4,
-    V_EAGER_1 = 5,
-    V_EAGER_32 = 6
+    V_BARE = 5,
+    V_EAGER_1 = 6,
+    V_EAGER_32 = 7
 };
+
+/* Where fm_pool puts a 1 KiB item: what the bare row copies. */
+typedef struct regrow_layout {
+    size_t chunk_bytes, slots_off, stride;
+    uint32_t per_chunk;
+} regrow_layout;
 
 /* Samples of one kind of allocation within a run; all times in ns. */
 typedef struct regrow_group {
@@ -221,6 +234,72 @@ static void run_eager(const regrow_variant *v, uint32_t n, uint64_t *ticks, void
     eager_pool_destroy(pool);
 }
 
+/* The layout of fm_pool's 1 KiB items, read off a probe pool: chunk size,
+ * where the first slot starts, stride and slots per chunk. */
+static regrow_layout probe_layout(void) {
+    fm_pool_desc desc = {.name = "regrowth_probe", .item_size = REGROW_ITEM, .initial_capacity = 1};
+    fm_pool *pool = fm_pool_create(&desc);
+    if (!pool) regrow_failed("layout probe", "fm_pool_create");
+    void *item = fm_pool_alloc(pool);
+    if (!item) regrow_failed("layout probe", "fm_pool_alloc");
+    fm_pool_stats st;
+    fm_pool_get_stats(pool, &st);
+    regrow_layout lay = {
+        .chunk_bytes = (size_t)st.chunk_bytes,
+        .slots_off = (uintptr_t)item & (uintptr_t)(st.chunk_bytes - 1),
+        .stride = (size_t)st.stride,
+        .per_chunk = (uint32_t)st.items_per_chunk,
+    };
+    fm_pool_free(pool, item);
+    fm_pool_destroy(pool);
+    return lay;
+}
+
+/* The physical limit: no allocator at all. One anonymous mapping of the
+ * chunks n items need, made as fm_pool maps a growth (mmap PROT_READ |
+ * PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, aligned to the
+ * chunk size by unmapping the slack), then each item's bytes written in the
+ * order fm_pool hands them out: its 4-byte meta word at the chunk's start
+ * and its 1 KiB memset, timed together as the pool rows time alloc+memset.
+ * What this row shows is what the kernel and the machine charge for the
+ * first touch of those pages; an allocator cannot be faster. */
+static BENCH_NOINLINE void timed_bare(uint8_t *region, const regrow_layout *lay, uint32_t n,
+                                      uint64_t *ticks, void **items) {
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t0 = fm_clock_now();
+        uint8_t *base = region + (size_t)(i / lay->per_chunk) * lay->chunk_bytes;
+        uint32_t slot = i % lay->per_chunk;
+        uint32_t *meta = (uint32_t *)(void *)base + slot;
+        *meta = 0x80000001u;
+        uint8_t *p = base + lay->slots_off + (size_t)slot * lay->stride;
+        memset(p, 0, REGROW_ITEM);
+        BENCH_ESCAPE(p);
+        uint64_t t1 = fm_clock_now();
+        ticks[i] = t1 - t0;
+        items[i] = p;
+    }
+}
+
+static void run_bare(const regrow_variant *v, const regrow_layout *lay, uint32_t n,
+                     uint64_t *ticks, void **items, regrow_result *out) {
+    size_t chunks = (n + lay->per_chunk - 1) / lay->per_chunk;
+    size_t bytes = chunks * lay->chunk_bytes, slack = lay->chunk_bytes - 4096;
+    uint64_t t0 = fm_clock_now();
+    uint8_t *raw = mmap(NULL, bytes + slack, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) bench_die("regrowth, %s: mmap of %zu bytes failed", v->name, bytes);
+    uint8_t *region = (uint8_t *)(((uintptr_t)raw + lay->chunk_bytes - 1) &
+                                  ~(uintptr_t)(lay->chunk_bytes - 1));
+    size_t head = (size_t)(region - raw), tail = slack - head;
+    if (head) munmap(raw, head);
+    if (tail) munmap(region + bytes, tail);
+    out->create_ns = fm_clock_to_ns(fm_clock_now() - t0);
+    uint64_t faults = bench_minor_faults();
+    timed_bare(region, lay, n, ticks, items);
+    out->minor_faults = bench_minor_faults() - faults;
+    munmap(region, bytes);
+}
+
 static void run_malloc(const regrow_variant *v, uint32_t n, uint64_t *ticks, void **items,
                        regrow_result *out) {
     uint64_t faults = bench_minor_faults();
@@ -340,7 +419,7 @@ static void print_table(const regrow_result *res, const uint64_t *worst_max, uin
         if (repeat > 1) printf(" %llu |", (unsigned long long)worst_max[v]);
         printf(" %llu | %llu |", (unsigned long long)r->lat.over_20x_median,
                (unsigned long long)r->lat.over_1us);
-        if (rv->kind == REGROW_MALLOC) {
+        if (rv->kind == REGROW_MALLOC || rv->kind == REGROW_BARE) {
             printf(" - | - | - |");
         } else {
             print_us(r->grow_ns);
@@ -440,6 +519,7 @@ void regrowth_run(const bench_opts *opts) {
     void **items = bench_xmalloc((size_t)n * sizeof *items);
     regrow_result *runs = bench_xmalloc((size_t)REGROW_VARIANTS * (size_t)repeat * sizeof *runs);
     fm_pool_stats shape = {0};
+    regrow_layout layout = probe_layout();
 
     /* Fault the benchmark's own arrays in before anything is timed. */
     memset(ticks, 0, (size_t)n * sizeof *ticks);
@@ -461,6 +541,7 @@ void regrowth_run(const bench_opts *opts) {
             case REGROW_FM_POOL:
                 run_fm_pool(rv, n, ticks, items, group, out, v == V_FM_POOL_1 ? &shape : NULL);
                 break;
+            case REGROW_BARE: run_bare(rv, &layout, n, ticks, items, out); break;
             case REGROW_EAGER: run_eager(rv, n, ticks, items, out); break;
             case REGROW_MALLOC: run_malloc(rv, n, ticks, items, out); break;
             }
