@@ -11,35 +11,41 @@
 
 /* ======================================================= the record lists */
 
-/* The record array and, behind it, the chunk base of each record that
- * handles resolve through (NULL until the chunk first becomes current). */
-static size_t fm__records_bytes(uint32_t cap) {
-    return (size_t)cap * (sizeof(fm__chunk) + sizeof(uint8_t *) + sizeof(uint32_t *));
+/* Segment s of the records (see fm__chunk_at). */
+static size_t fm__seg_bytes(uint32_t s) {
+    return ((size_t)1 << s) * (sizeof(fm__chunk) + sizeof(uint8_t *) + sizeof(uint32_t *));
 }
-static uint8_t **fm__bases_of(fm__chunk *recs, uint32_t cap) { return (uint8_t **)(void *)(recs + cap); }
-/* LOCKFREE: per record, the links of the shared stack (one index per slot).
- * A record's link array lives as long as the pool, so a thread that read a
- * stale stack head may still read a link: its CAS then fails on the tag. */
-static uint32_t **fm__links_of(fm__chunk *recs, uint32_t cap) {
-    return (uint32_t **)(void *)(fm__bases_of(recs, cap) + cap);
+static uint8_t *fm__seg_mem(const fm_pool *p, uint32_t s) {
+    uintptr_t n = (uintptr_t)1 << s;
+    return (uint8_t *)(p->hot.base_seg[s] + n * sizeof(uint8_t *) - n * sizeof(fm__chunk));
 }
-
+/* Records the segments up to and including s hold. */
+static uint32_t fm__segs_cap(uint32_t s) { return (uint32_t)((2ull << s) - FM__REC_FIRST); }
+/* Makes segment s of mem (fm__seg_bytes(s), untouched) the pool's. Its
+ * entries are written as records are taken; readers look at none before. */
+static void fm__seg_install(fm_pool *p, uint32_t s, uint8_t *mem) {
+    uintptr_t n = (uintptr_t)1 << s;
+    uintptr_t bases = (uintptr_t)mem + n * sizeof(fm__chunk);
+    FM__ATOMIC_STORE(&p->hot.base_seg[s], bases - n * sizeof(uint8_t *), RELEASE);
+    p->chunk_cap = fm__segs_cap(s);
+    p->bytes_reserved += fm__seg_bytes(s);
+}
 static void fm__list_init(fm__list *l) { l->head = l->tail = FM__NONE; }
 
 static void fm__list_push(fm_pool *p, fm__list *l, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     c->next = FM__NONE;
     c->prev = l->tail;
-    if (l->tail != FM__NONE) p->chunks[l->tail].next = idx;
+    if (l->tail != FM__NONE) fm__chunk_at(p, l->tail)->next = idx;
     else l->head = idx;
     l->tail = idx;
 }
 
 static void fm__list_unlink(fm_pool *p, fm__list *l, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
-    if (c->prev != FM__NONE) p->chunks[c->prev].next = c->next;
+    if (c->prev != FM__NONE) fm__chunk_at(p, c->prev)->next = c->next;
     else l->head = c->next;
-    if (c->next != FM__NONE) p->chunks[c->next].prev = c->prev;
+    if (c->next != FM__NONE) fm__chunk_at(p, c->next)->prev = c->prev;
     else l->tail = c->prev;
     c->prev = c->next = FM__NONE;
 }
@@ -104,7 +110,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
          * slots read as dead. Fresh pages from the OS are zero already; memory
          * from an allocator gets 4 bytes per slot written, once per chunk. */
         if (!p->use_os) memset(c->base, 0, (size_t)p->hot.per_chunk * sizeof(uint32_t));
-        FM__ATOMIC_STORE(&p->hot.bases[idx], c->base, RELEASE);
+        FM__ATOMIC_STORE(fm__base_slot(p, idx), c->base, RELEASE);
     }
     c->state = FM__CHUNK_CURRENT;
     c->prev = c->next = FM__NONE;
@@ -126,21 +132,38 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
 /* Live items of a chunk, whether or not it is current. */
 static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx) {
     if (idx == p->cur_idx) return (uint32_t)(fm__live(p) + fm__parked(p) - p->live_other);
-    return p->chunks[idx].live - fm__parked_in(p, idx);
+    return fm__chunk_at(p, idx)->live - fm__parked_in(p, idx);
 }
 
 static uint32_t fm__chunk_bump(const fm_pool *p, uint32_t idx) {
-    return idx == p->cur_idx ? (uint32_t)p->cs->cur_bump : p->chunks[idx].bump;
+    return idx == p->cur_idx ? (uint32_t)p->cs->cur_bump : fm__chunk_at(p, idx)->bump;
 }
 
 /* Slots [0, returned) of a chunk have been handed out at some time: their
  * meta words are the chunk's, never the zero of a page not yet touched. */
 static uint32_t fm__chunk_used(const fm_pool *p, uint32_t idx) {
-    uint32_t bump = fm__chunk_bump(p, idx), hw = p->chunks[idx].hw;
+    uint32_t bump = fm__chunk_bump(p, idx), hw = fm__chunk_at(p, idx)->hw;
     return bump > hw ? bump : hw;
 }
 
+static uint32_t fm__ctz32(uint32_t v) {
+    uint32_t n = 0;
+    while (!(v & 1u)) {
+        v >>= 1;
+        n++;
+    }
+    return n;
+}
+
 /* ========================================================== chunk table */
+
+/* Open addressing from chunk base to record: an entry is the record + 1, 0
+ * an empty entry (so a table from the OS needs no initialisation), FM__TOMB
+ * a trimmed chunk's. Only chunks that have a record are entered. A table
+ * that a growth outgrows is not rebuilt there: the growth installs a new,
+ * empty one, and its entries move over a few at a time as chunks open
+ * (fm__table_migrate); until the last has moved, lookups that miss the new
+ * table try the old one, which still holds every entry it had. */
 
 static uint32_t fm__hash(const fm_pool *p, uintptr_t base, uint32_t cap) {
     uint64_t key = (uint64_t)(base >> p->chunk_shift) * 0x9E3779B97F4A7C15ull;
@@ -150,63 +173,80 @@ static uint32_t fm__hash(const fm_pool *p, uintptr_t base, uint32_t cap) {
 /* Inserts into the first empty or tombstone entry; true when that entry was
  * empty (the table holds one more non-empty entry). */
 static bool fm__table_insert(uint32_t *table, uint32_t cap, const fm_pool *p, uint32_t idx) {
-    uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, cap);
+    uint32_t i = fm__hash(p, (uintptr_t)fm__chunk_at(p, idx)->base, cap);
     uint32_t e;
-    while ((e = FM__ATOMIC_LOAD(&table[i], RELAXED)) != FM__NONE && e != FM__TOMB)
+    while ((e = FM__ATOMIC_LOAD(&table[i], RELAXED)) != 0 && e != FM__TOMB)
         i = (i + 1) & (cap - 1);
-    FM__ATOMIC_STORE(&table[i], idx, RELEASE);
-    return e == FM__NONE;
+    FM__ATOMIC_STORE(&table[i], idx + 1, RELEASE);
+    return e == 0;
 }
 
-/* A table built privately (not yet visible to other threads). */
-static uint32_t fm__table_fill(fm_pool *p, uint32_t *table, uint32_t cap) {
-    memset(table, 0xFF, (size_t)cap * sizeof *table);
-    uint32_t used = 0;
-    for (uint32_t i = 0; i < p->chunk_top; i++) {
-        if (p->chunks[i].state != FM__CHUNK_UNUSED) used += fm__table_insert(table, cap, p, i);
+/* The record of the chunk at base in one table, or FM__NONE. shared: read
+ * as published (no lock held): bases through the published segments. */
+static uint32_t fm__table_probe(const fm_pool *p, const uint32_t *table, uint32_t cap,
+                                uintptr_t base, bool shared) {
+    uint32_t i = fm__hash(p, base, cap);
+    for (;;) {
+        uint32_t e = FM__ATOMIC_LOAD(&table[i], ACQUIRE);
+        if (e == 0) return FM__NONE;
+        if (e != FM__TOMB) {
+            uintptr_t b = shared ? (uintptr_t)FM__ATOMIC_LOAD(fm__base_slot(p, e - 1), RELAXED)
+                                 : (uintptr_t)fm__chunk_at(p, e - 1)->base;
+            if (b == base) return e - 1;
+        }
+        i = (i + 1) & (cap - 1);
     }
-    return used;
 }
 
-/* Trim: the entry becomes a tombstone, so concurrent probes for other chunks
- * still reach them (no rebuild in place). */
-static void fm__table_remove(fm_pool *p, uint32_t idx) {
-    uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, p->table_cap);
+/* Trim: the entry becomes a tombstone (in both tables while one is being
+ * emptied), so concurrent probes for other chunks still reach them. */
+static void fm__table_forget(fm_pool *p, uint32_t *table, uint32_t cap, uint32_t idx) {
+    if (!table) return;
+    uint32_t i = fm__hash(p, (uintptr_t)fm__chunk_at(p, idx)->base, cap);
     uint32_t e;
-    while ((e = FM__ATOMIC_LOAD(&p->table[i], RELAXED)) != idx) {
-        if (e == FM__NONE) return;
-        i = (i + 1) & (p->table_cap - 1);
+    while ((e = FM__ATOMIC_LOAD(&table[i], RELAXED)) != idx + 1) {
+        if (e == 0) return;
+        i = (i + 1) & (cap - 1);
     }
-    FM__ATOMIC_STORE(&p->table[i], FM__TOMB, RELEASE);
+    FM__ATOMIC_STORE(&table[i], FM__TOMB, RELEASE);
+}
+static void fm__table_remove(fm_pool *p, uint32_t idx) {
+    fm__table_forget(p, p->table, p->table_cap, idx);
+    fm__table_forget(p, p->old_table, p->old_cap, idx);
 }
 
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base) {
     if (!p->table) return FM__NONE;
-    uint32_t i = fm__hash(p, base, p->table_cap);
-    for (;;) {
-        uint32_t idx = FM__ATOMIC_LOAD(&p->table[i], RELAXED);
-        if (idx == FM__NONE) return idx;
-        if (idx != FM__TOMB && (uintptr_t)p->chunks[idx].base == base) return idx;
-        i = (i + 1) & (p->table_cap - 1);
-    }
+    uint32_t idx = fm__table_probe(p, p->table, p->table_cap, base, false);
+    if (idx == FM__NONE && p->old_table)
+        idx = fm__table_probe(p, p->old_table, p->old_cap, base, false);
+    return idx;
 }
 
-/* The same lookup without the pool's lock: the table (with its capacity in
- * table[-1]) and the chunk bases are read as published; a fresh chunk's base
- * is not published yet, and no item can point into it. */
+/* A table as published to lock-free readers: its address (64-byte aligned)
+ * with log2 of its capacity in the low bits, so that a reader sees the pair
+ * consistent from one load; 0 for none. */
+static uintptr_t fm__table_tag(const uint32_t *table, uint32_t cap) {
+    return table ? (uintptr_t)table | (uintptr_t)fm__ctz32(cap) : 0;
+}
+static uint32_t fm__table_probe_pub(const fm_pool *p, uintptr_t pub, uintptr_t base) {
+    const uint32_t *table = (const uint32_t *)(pub & ~(uintptr_t)63);
+    return fm__table_probe(p, table, 1u << (pub & 63), base, true);
+}
+
+/* The same lookup without the pool's lock: tables and chunk bases as
+ * published; a chunk without a published base has no item. The new table
+ * first, then the old one read after it (it is set before a new table is
+ * published and cleared only once every entry has moved); a miss while a
+ * growth replaced the table looks again. */
 static uint32_t fm__table_find_shared(const fm_pool *p, uintptr_t base) {
-    const uint32_t *table = FM__ATOMIC_LOAD(&p->table, ACQUIRE);
-    if (!table) return FM__NONE;
-    uint32_t cap = table[-1];
-    uint32_t i = fm__hash(p, base, cap);
     for (;;) {
-        uint32_t idx = FM__ATOMIC_LOAD(&table[i], ACQUIRE);
-        if (idx == FM__NONE) return idx;
-        if (idx != FM__TOMB) {
-            uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
-            if ((uintptr_t)FM__ATOMIC_LOAD(&bases[idx], RELAXED) == base) return idx;
-        }
-        i = (i + 1) & (cap - 1);
+        uintptr_t table = FM__ATOMIC_LOAD(&p->table_pub, ACQUIRE);
+        if (!table) return FM__NONE;
+        uintptr_t old = FM__ATOMIC_LOAD(&p->old_pub, ACQUIRE);
+        uint32_t idx = fm__table_probe_pub(p, table, base);
+        if (idx == FM__NONE && old) idx = fm__table_probe_pub(p, old, base);
+        if (idx != FM__NONE || FM__ATOMIC_LOAD(&p->table_pub, ACQUIRE) == table) return idx;
     }
 }
 
@@ -215,27 +255,30 @@ static uint32_t fm__table_find_shared(const fm_pool *p, uintptr_t base) {
 static uint32_t fm__take_record(fm_pool *p) {
     uint32_t idx = p->unused_head, floor = 0; /* a record never used before: 0 */
     if (idx != FM__NONE) {
-        p->unused_head = p->chunks[idx].next;
-        floor = p->chunks[idx].gen_floor;
+        p->unused_head = fm__chunk_at(p, idx)->next;
+        floor = fm__chunk_at(p, idx)->gen_floor;
     } else {
         idx = p->chunk_top++;
+        FM__ATOMIC_STORE(fm__links_slot(p, idx), NULL, RELAXED);
     }
-    memset(&p->chunks[idx], 0, sizeof p->chunks[idx]);
-    p->chunks[idx].gen_floor = floor;
-    p->chunks[idx].prev = p->chunks[idx].next = FM__NONE;
-    FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELAXED);
+    fm__chunk *c = fm__chunk_at(p, idx);
+    memset(c, 0, sizeof *c);
+    c->gen_floor = floor;
+    c->prev = c->next = FM__NONE;
+    FM__ATOMIC_STORE(fm__base_slot(p, idx), NULL, RELAXED);
     FM__ATOMIC_STORE(&p->hot.n_bases, p->chunk_top, RELEASE);
     return idx;
 }
 
 static void fm__drop_record(fm_pool *p, uint32_t idx) {
-    p->chunks[idx].state = FM__CHUNK_UNUSED;
-    p->chunks[idx].base = NULL;
-    FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELAXED);
+    fm__chunk *c = fm__chunk_at(p, idx);
+    c->state = FM__CHUNK_UNUSED;
+    c->base = NULL;
+    FM__ATOMIC_STORE(fm__base_slot(p, idx), NULL, RELAXED);
     /* A record whose generations are nearly used up is never reused, so no
      * handle to its old slots can ever resolve again. */
-    if (p->chunks[idx].gen_floor >= FM__GEN_MAX - 1) return;
-    p->chunks[idx].next = p->unused_head;
+    if (c->gen_floor >= FM__GEN_MAX - 1) return;
+    c->next = p->unused_head;
     p->unused_head = idx;
 }
 
@@ -254,7 +297,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, NULL);
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     if (p->dm_base[k] == (uintptr_t)c->base) p->dm_base[k] = 1;
-    FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELEASE);
+    FM__ATOMIC_STORE(fm__base_slot(p, idx), NULL, RELEASE);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
     uint32_t used = fm__chunk_used(p, idx);
@@ -279,51 +322,90 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
 
 /* =========================================================== growth */
 
-/* What a growth needs before it may change anything: bigger record and table
- * arrays when the old ones are too small, and the chunks' memory. Gathered
- * first, installed only when all of it was had, so a failed growth leaves the
- * pool exactly as it was. */
+/* What a growth needs before it may change anything: record segments and a
+ * bigger table when the old ones are too small, the chunks' memory and the
+ * span that holds it until each chunk first becomes current. Gathered first,
+ * installed only when all of it was had, so a failed growth leaves the pool
+ * exactly as it was. None of it is touched at growth (the record segments
+ * and the mapping are written as chunks open), so a growth costs a few
+ * allocations and system calls whatever it adds: see fm__open_pending. */
 typedef struct fm__growth_plan {
-    fm__chunk *recs; /* NULL: the current array is big enough */
-    uint32_t recs_cap;
+    uint8_t *segs[FM__REC_SEGS]; /* new record segments; NULL: not needed */
     uint32_t *table; /* NULL: the current table is big enough */
     uint32_t table_cap;
-    uint8_t *block;  /* use_os: all k chunks, contiguous */
-    uint8_t *chain;  /* allocator: chunks linked through their first bytes */
-    uint8_t *links;  /* LOCKFREE: link arrays for new records, chained likewise */
+    fm__span *span;  /* the new chunks */
     uint32_t k;
     bool map_failed; /* the chunk map (pool/map.c) could not take the chunks */
 } fm__growth_plan;
 
-/* Before a user-allocator chunk is installed its first bytes (the meta words
- * of slots not handed out yet) hold the next chunk. */
+/* Before a user-allocator chunk gets its record its first bytes (the meta
+ * words of slots not handed out yet) hold the next chunk. */
 typedef struct fm__pending {
     uint8_t *next;
 } fm__pending;
 
-/* Chunk tables carry their capacity in the word before entry 0. */
-static size_t fm__table_bytes(uint32_t cap) { return ((size_t)cap + 1) * sizeof(uint32_t); }
-static uint32_t *fm__table_new(const fm_allocator *a, uint32_t cap) {
-    uint32_t *t = fm_allocator_alloc(a, fm__table_bytes(cap), alignof(uint32_t));
-    if (!t) return NULL;
-    t[0] = cap;
-    return t + 1;
+/* Record segments and chunk tables of FM__OS_ARRAY_BYTES or more of a pool
+ * whose chunks come from the OS come from the OS too, zero-filled and not
+ * touched until used: making one costs one system call whatever its size
+ * (the first touch of a fresh page costs 3 to 20 us in a VM, fm-bench's
+ * regrowth). Smaller ones, and all of a pool on an allocator, come from the
+ * allocator (tables zeroed here). */
+enum { FM__OS_ARRAY_BYTES = 16 << 10 };
+static bool fm__array_os(const fm_pool *p, size_t bytes) {
+    return p->use_os && bytes >= FM__OS_ARRAY_BYTES;
 }
-static void fm__table_delete(const fm_allocator *a, uint32_t *table, uint32_t cap) {
-    if (table) fm_allocator_free(a, table - 1, fm__table_bytes(cap));
+static void *fm__array_new(const fm_pool *p, size_t bytes) {
+    if (fm__array_os(p, bytes)) return fm__os_reserve(bytes, fm__os_get_caps()->page_size, true);
+    return fm_allocator_alloc(&p->desc.allocator, bytes, 64);
+}
+static void fm__array_delete(const fm_pool *p, void *mem, size_t bytes) {
+    if (!mem) return;
+    if (fm__array_os(p, bytes)) fm__os_release(mem, bytes);
+    else fm_allocator_free(&p->desc.allocator, mem, bytes);
+}
+static size_t fm__table_bytes(uint32_t cap) { return (size_t)cap * sizeof(uint32_t); }
+static uint32_t *fm__table_new(const fm_pool *p, uint32_t cap) {
+    size_t bytes = fm__table_bytes(cap);
+    uint32_t *t = fm__array_new(p, bytes);
+    if (t && !fm__array_os(p, bytes)) memset(t, 0, bytes);
+    return t;
+}
+static void fm__table_delete(const fm_pool *p, uint32_t *table, uint32_t cap) {
+    fm__array_delete(p, table, fm__table_bytes(cap));
 }
 
-/* An array replaced by growth: freed now when no other thread can read it,
+/* A table replaced by growth: deleted now when no other thread can read it,
  * else kept until destroy (it stays in bytes_reserved). */
-static void fm__retire_array(fm_pool *p, void *ptr, size_t bytes) {
-    if (!ptr) return;
-    if (p->sync == FM_SYNC_NONE || p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS) {
-        fm_allocator_free(&p->desc.allocator, ptr, bytes);
-        p->bytes_reserved -= bytes;
+static void fm__table_retire(fm_pool *p, uint32_t *table, uint32_t cap) {
+    if (!table) return;
+    if (p->sync == FM_SYNC_NONE || p->n_retired_tables == FM__MAX_RETIRED_TABLES) {
+        fm__table_delete(p, table, cap);
+        p->bytes_reserved -= fm__table_bytes(cap);
         return;
     }
-    p->retired_arrays[p->n_retired_arrays] = ptr;
-    p->retired_bytes[p->n_retired_arrays++] = bytes;
+    p->retired_tables[p->n_retired_tables] = table;
+    p->retired_caps[p->n_retired_tables++] = cap;
+}
+
+/* Entries of the old table looked at per chunk opening. */
+enum { FM__TABLE_MIGRATE = 16 };
+
+/* Moves entries of the old table (see the chunk table above) to the current
+ * one, n entries looked at; the old table goes once every entry has moved. */
+static void fm__table_migrate(fm_pool *p, uint32_t n) {
+    for (; p->old_table && n; n--) {
+        if (p->old_pos == p->old_cap) {
+            uint32_t *old = p->old_table;
+            p->old_table = NULL;
+            FM__ATOMIC_STORE(&p->old_pub, 0, RELEASE);
+            fm__table_retire(p, old, p->old_cap);
+            p->old_cap = p->old_pos = p->old_used = 0;
+            return;
+        }
+        uint32_t e = p->old_table[p->old_pos++];
+        if (e != 0 && e != FM__TOMB)
+            p->table_used += fm__table_insert(p->table, p->table_cap, p, e - 1);
+    }
 }
 
 static size_t fm__links_bytes(const fm_pool *p) {
@@ -331,82 +413,100 @@ static size_t fm__links_bytes(const fm_pool *p) {
     return n > sizeof(fm__pending) ? n : sizeof(fm__pending);
 }
 
-static uint32_t fm__unused_records(const fm_pool *p) {
-    uint32_t n = 0;
-    for (uint32_t i = p->unused_head; i != FM__NONE; i = p->chunks[i].next) n++;
-    return n;
+/* The first of a chain linked through first bytes (fm__pending). */
+static uint8_t *fm__chain_pop(uint8_t **chain) {
+    uint8_t *first = *chain;
+    fm__pending pend;
+    memcpy(&pend, first, sizeof pend);
+    *chain = pend.next;
+    return first;
+}
+
+/* Gives back what a span still holds (chunks without a record, unused link
+ * arrays) and the span itself; the caller has unlinked it and settled the
+ * counters. */
+static void fm__span_free(fm_pool *p, fm__span *sp) {
+    const fm_allocator *a = &p->desc.allocator;
+    while (sp->links) fm_allocator_free(a, fm__chain_pop(&sp->links), fm__links_bytes(p));
+    if (sp->next && sp->left) fm__os_release(sp->next, (size_t)sp->left * p->chunk_bytes);
+    while (sp->chain) fm_allocator_free(a, fm__chain_pop(&sp->chain), p->chunk_bytes);
+    fm_allocator_free(a, sp, sizeof *sp);
+}
+
+/* A span of the pool's (counted in bytes_reserved) goes. */
+static void fm__span_drop(fm_pool *p, fm__span *sp) {
+    p->bytes_reserved -= sizeof *sp;
+    fm__span_free(p, sp);
 }
 
 static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
-    const fm_allocator *a = &p->desc.allocator;
-    fm_allocator_free(a, g->recs, fm__records_bytes(g->recs_cap));
-    fm__table_delete(a, g->table, g->table_cap);
-    while (g->links) {
-        fm__pending pend;
-        memcpy(&pend, g->links, sizeof pend);
-        fm_allocator_free(a, g->links, fm__links_bytes(p));
-        g->links = pend.next;
-    }
-    fm__os_release(g->block, (size_t)g->k * p->chunk_bytes);
-    while (g->chain) {
-        fm__pending pend;
-        memcpy(&pend, g->chain, sizeof pend);
-        fm_allocator_free(a, g->chain, p->chunk_bytes);
-        g->chain = pend.next;
-    }
+    for (uint32_t s = 0; s < FM__REC_SEGS; s++)
+        fm__array_delete(p, g->segs[s], fm__seg_bytes(s));
+    fm__table_delete(p, g->table, g->table_cap);
+    if (g->span) fm__span_free(p, g->span);
 }
 
 /* Allocates everything; false (nothing reported yet) when any piece fails. */
 static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     const fm_allocator *a = &p->desc.allocator;
-    uint32_t unused = fm__unused_records(p);
-    uint64_t need = (uint64_t)p->chunk_top + (g->k > unused ? g->k - unused : 0);
-    if (need > p->chunk_cap) {
-        uint64_t cap = p->chunk_cap ? p->chunk_cap : 8;
-        while (cap < need) cap *= 2;
-        g->recs = fm_allocator_alloc(a, fm__records_bytes((uint32_t)cap), alignof(fm__chunk));
-        if (!g->recs) return false;
-        g->recs_cap = (uint32_t)cap;
+    /* Any chunk held may get a record (unused ones are taken first). */
+    uint64_t need = (uint64_t)p->chunk_count + g->k;
+    if (need < p->chunk_top) need = p->chunk_top;
+    uint32_t s = 3;
+    while (s < FM__REC_SEGS && p->hot.base_seg[s]) s++;
+    for (uint64_t cap = p->chunk_cap; cap < need && s < FM__REC_SEGS; s++) {
+        g->segs[s] = fm__array_new(p, fm__seg_bytes(s));
+        if (!g->segs[s]) return false;
+        cap = fm__segs_cap(s);
     }
-    /* The table stays at most half full (tombstones included) so probes stay
-     * short; a new table holds no tombstones. */
-    if (((uint64_t)p->table_used + g->k) * 2 > p->table_cap) {
-        uint64_t slots_needed = ((uint64_t)p->chunk_count + g->k) * 2;
+    /* The table stays at most half full (tombstones and entries still to
+     * move included) so probes stay short. A new one is twice what that
+     * needs, so that the entries of the one before have moved before it
+     * fills (a few move at each chunk opening). */
+    if (((uint64_t)p->table_used + p->old_used + g->k) * 2 > p->table_cap) {
+        uint64_t slots_needed = ((uint64_t)p->chunk_count + g->k) * 4;
         uint64_t cap = 16;
         while (cap < slots_needed) cap *= 2;
-        g->table = fm__table_new(a, (uint32_t)cap);
+        g->table = fm__table_new(p, (uint32_t)cap);
         if (!g->table) return false;
         g->table_cap = (uint32_t)cap;
     }
+    g->span = fm_allocator_alloc(a, sizeof *g->span, alignof(fm__span));
+    if (!g->span) return false;
+    memset(g->span, 0, sizeof *g->span);
     if (p->sync == FM_SYNC_LOCKFREE) {
-        for (uint32_t i = unused; i < g->k; i++) {
+        /* One per chunk, for records that have none yet; what is left when
+         * the span is used up goes then. */
+        for (uint32_t i = 0; i < g->k; i++) {
             uint8_t *links = fm_allocator_alloc(a, fm__links_bytes(p), alignof(uint32_t *));
             if (!links) return false;
-            fm__pending pend = {g->links};
+            fm__pending pend = {g->span->links};
             memcpy(links, &pend, sizeof pend);
-            g->links = links;
+            g->span->links = links;
         }
     }
     if (p->use_os) {
         /* One mapping for all k chunks, so growing by many chunks costs a
          * few system calls; each chunk is released on its own later. */
         if (g->k > SIZE_MAX / p->chunk_bytes) return false;
-        g->block = fm__os_reserve((size_t)g->k * p->chunk_bytes, p->chunk_bytes, true);
-        if (!g->block) return false;
-        g->map_failed = !fm__map_prepare((uintptr_t)g->block, (size_t)g->k * p->chunk_bytes,
+        uint8_t *block = fm__os_reserve((size_t)g->k * p->chunk_bytes, p->chunk_bytes, true);
+        if (!block) return false;
+        g->span->next = block;
+        g->span->left = g->k;
+        g->map_failed = !fm__map_prepare((uintptr_t)block, (size_t)g->k * p->chunk_bytes,
                                          p->chunk_bytes);
         return !g->map_failed;
     }
     for (uint32_t i = 0; i < g->k; i++) {
         uint8_t *base = fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
         if (!base) return false;
-        fm__pending pend = {g->chain};
+        fm__pending pend = {g->span->chain};
         if (!fm_is_aligned(base, p->chunk_bytes)) {
             fm_allocator_free(a, base, p->chunk_bytes);
             return false;
         }
         memcpy(base, &pend, sizeof pend);
-        g->chain = base;
+        g->span->chain = base;
         g->map_failed = !fm__map_prepare((uintptr_t)base, p->chunk_bytes, p->chunk_bytes);
         if (g->map_failed) return false;
     }
@@ -462,66 +562,44 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
 
     fm__tag_charged(p->desc.tag, charged, true, "pool", p->name);
 
-    /* Install: nothing below can fail. */
-    if (g.recs) {
-        uint8_t **bases = fm__bases_of(g.recs, g.recs_cap);
-        uint32_t **links = fm__links_of(g.recs, g.recs_cap);
-        memset(links, 0, (size_t)g.recs_cap * sizeof *links);
-        if (p->chunks) {
-            memcpy(g.recs, p->chunks, (size_t)p->chunk_top * sizeof *g.recs);
-            memcpy(bases, p->hot.bases, (size_t)p->chunk_top * sizeof *bases);
-            memcpy(links, p->lf_links, (size_t)p->chunk_top * sizeof *links);
-        }
-        fm__retire_array(p, p->chunks, fm__records_bytes(p->chunk_cap));
-        p->bytes_reserved += fm__records_bytes(g.recs_cap);
-        FM__ATOMIC_STORE(&p->chunks, g.recs, RELEASE);
-        FM__ATOMIC_STORE(&p->hot.bases, bases, RELEASE);
-        FM__ATOMIC_STORE(&p->lf_links, links, RELEASE);
-        p->chunk_cap = g.recs_cap;
-    }
-    if (g.block && p->desc.prefault) fm__os_prefault(g.block, (size_t)g.k * p->chunk_bytes);
-    uint64_t left = slots;
-    for (uint32_t i = 0; i < g.k; i++) {
-        uint32_t idx = fm__take_record(p);
-        fm__chunk *c = fm__chunk_at(p, idx);
-        if (g.links && !p->lf_links[idx]) {
+    /* Install: nothing below can fail, and nothing is done per chunk. */
+    for (uint32_t s = 0; s < FM__REC_SEGS; s++)
+        if (g.segs[s]) fm__seg_install(p, s, g.segs[s]);
+    fm__span *sp = g.span;
+    if (p->desc.prefault) {
+        if (sp->next) fm__os_prefault(sp->next, (size_t)g.k * p->chunk_bytes);
+        for (uint8_t *c = sp->chain; c;) {
             fm__pending pend;
-            memcpy(&pend, g.links, sizeof pend);
-            FM__ATOMIC_STORE(&p->lf_links[idx], (uint32_t *)(void *)g.links, RELEASE);
-            g.links = pend.next;
+            memcpy(&pend, c, sizeof pend);
+            fm__os_prefault(c, p->chunk_bytes);
+            memcpy(c, &pend, sizeof pend); /* kept whatever the prefault wrote */
+            c = pend.next;
         }
-        if (g.block) {
-            c->base = g.block + (size_t)i * p->chunk_bytes;
-        } else {
-            fm__pending pend;
-            memcpy(&pend, g.chain, sizeof pend);
-            c->base = g.chain;
-            g.chain = pend.next;
-            if (p->desc.prefault) fm__os_prefault(c->base, p->chunk_bytes);
-        }
-        uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
-        p->dm_base[k] = (uintptr_t)c->base;
-        p->dm_idx[k] = idx;
-        fm__map_set((uintptr_t)c->base, p->chunk_bytes, p);
-        c->free_top = 0;
-        c->limit = left < p->hot.per_chunk ? (uint32_t)left : p->hot.per_chunk;
-        left -= c->limit;
-        c->state = FM__CHUNK_FRESH;
-        uint8_t *slots0 = c->base + p->hot.slots_off;
-        FM__POISON(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
-        FM__VG_NOACCESS(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
-        fm__list_push(p, &p->fresh, idx);
-        p->capacity += c->limit;
-        p->chunk_count++;
-        p->bytes_reserved += p->chunk_bytes;
-        if (!g.table) p->table_used += fm__table_insert(p->table, p->table_cap, p, idx);
     }
+    sp->left = g.k;
+    sp->last_limit = (uint32_t)(slots - (uint64_t)(g.k - 1) * p->hot.per_chunk);
+    if (p->spans_tail) p->spans_tail->next_span = sp;
+    else p->spans = sp;
+    p->spans_tail = sp;
+    p->capacity += slots;
+    p->chunk_count += g.k;
+    p->bytes_reserved += (size_t)g.k * p->chunk_bytes + sizeof *sp;
     if (g.table) {
-        p->table_used = fm__table_fill(p, g.table, g.table_cap);
-        fm__retire_array(p, p->table ? p->table - 1 : NULL, fm__table_bytes(p->table_cap));
+        /* The table before becomes the old one (entries move later), set
+         * before the new one is published (see fm__table_find_shared). */
+        fm__table_migrate(p, UINT32_MAX);
+        if (p->table) {
+            p->old_cap = p->table_cap;
+            p->old_used = p->table_used;
+            p->old_pos = 0;
+            p->old_table = p->table;
+            FM__ATOMIC_STORE(&p->old_pub, fm__table_tag(p->table, p->table_cap), RELEASE);
+        }
         p->bytes_reserved += fm__table_bytes(g.table_cap);
         p->table_cap = g.table_cap;
-        FM__ATOMIC_STORE(&p->table, g.table, RELEASE);
+        p->table_used = 0;
+        p->table = g.table;
+        FM__ATOMIC_STORE(&p->table_pub, fm__table_tag(g.table, g.table_cap), RELEASE);
     }
     if (count_event) {
         uint64_t ticks = fm_clock_now() - start;
@@ -530,6 +608,79 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         if (ticks > p->grow_ticks_max) p->grow_ticks_max = ticks;
     }
     return true;
+}
+
+/* The oldest span's next chunk gets a record and becomes a fresh chunk: it
+ * enters the chunk map, the direct-mapped cache and the table, and its slots
+ * become inaccessible to the debug tools. O(1). */
+static uint32_t fm__open_pending(fm_pool *p) {
+    fm__span *sp = p->spans;
+    uint32_t idx = fm__take_record(p);
+    fm__chunk *c = fm__chunk_at(p, idx);
+    if (sp->next) {
+        c->base = sp->next;
+        sp->next += p->chunk_bytes;
+    } else {
+        c->base = fm__chain_pop(&sp->chain);
+    }
+    if (sp->links && !FM__ATOMIC_LOAD(fm__links_slot(p, idx), RELAXED))
+        FM__ATOMIC_STORE(fm__links_slot(p, idx), (uint32_t *)(void *)fm__chain_pop(&sp->links),
+                         RELEASE);
+    c->limit = --sp->left ? p->hot.per_chunk : sp->last_limit;
+    if (!sp->left) {
+        p->spans = sp->next_span;
+        if (!p->spans) p->spans_tail = NULL;
+        fm__span_drop(p, sp);
+    }
+    uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
+    p->dm_base[k] = (uintptr_t)c->base;
+    p->dm_idx[k] = idx;
+    fm__map_set((uintptr_t)c->base, p->chunk_bytes, p);
+    c->state = FM__CHUNK_FRESH;
+    uint8_t *slots0 = c->base + p->hot.slots_off;
+    FM__POISON(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
+    FM__VG_NOACCESS(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
+    p->table_used += fm__table_insert(p->table, p->table_cap, p, idx);
+    fm__table_migrate(p, FM__TABLE_MIGRATE);
+    return idx;
+}
+
+/* Chunks that never got a record go back, newest first, while the pool
+ * keeps its initial capacity (trim). */
+static void fm__trim_pending(fm_pool *p) {
+    fm__span *sp;
+    while ((sp = p->spans_tail) != NULL) {
+        uint32_t limit = sp->last_limit;
+        if (p->capacity - limit < p->desc.initial_capacity) return;
+        if (sp->next) fm__os_release(sp->next + (size_t)(sp->left - 1) * p->chunk_bytes, p->chunk_bytes);
+        else fm_allocator_free(&p->desc.allocator, fm__chain_pop(&sp->chain), p->chunk_bytes);
+        sp->last_limit = p->hot.per_chunk;
+        fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
+        p->bytes_reserved -= p->chunk_bytes;
+        p->capacity -= limit;
+        p->chunk_count--;
+        if (--sp->left) continue;
+        fm__span **link = &p->spans;
+        p->spans_tail = NULL;
+        while (*link != sp) {
+            p->spans_tail = *link;
+            link = &(*link)->next_span;
+        }
+        *link = NULL;
+        fm__span_drop(p, sp);
+    }
+}
+
+/* Destroy: every chunk that never got a record goes back. */
+static void fm__spans_release(fm_pool *p) {
+    while (p->spans) {
+        fm__span *sp = p->spans;
+        p->spans = sp->next_span;
+        fm__tag_uncharge(p->desc.tag, (size_t)sp->left * p->chunk_bytes, true);
+        p->bytes_reserved -= (size_t)sp->left * p->chunk_bytes;
+        fm__span_drop(p, sp);
+    }
+    p->spans_tail = NULL;
 }
 
 /* How many slots the growth policy adds when an allocation finds no room. */
@@ -554,7 +705,7 @@ static uint64_t fm__policy_slots(const fm_pool *p) {
 static bool fm__next_chunk(fm_pool *p) {
     fm__settle_next(p); /* a parked slot never outlives the chunk switch */
     if (p->partial.head == FM__NONE && p->empty.head == FM__NONE &&
-        p->fresh.head == FM__NONE) {
+        !p->spans) {
         if (p->desc.growth == FM_GROWTH_FIXED) {
             fm__report(FM_ERR_POOL_FULL, "pool '%s': FIXED pool full at %llu items", p->name,
                        (unsigned long long)p->capacity);
@@ -567,12 +718,12 @@ static bool fm__next_chunk(fm_pool *p) {
      * again after a few allocations; while whole chunks are available, take
      * one of those and let the partial chunk gather more frees first. */
     uint32_t idx = p->partial.head;
-    if (idx != FM__NONE && fm__chunk_room(&p->chunks[idx]) < p->hot.per_chunk / 8 &&
-        (p->empty.head != FM__NONE || p->fresh.head != FM__NONE))
+    if (idx != FM__NONE && fm__chunk_room(fm__chunk_at(p, idx)) < p->hot.per_chunk / 8 &&
+        (p->empty.head != FM__NONE || p->spans))
         idx = FM__NONE;
     if (idx != FM__NONE) fm__list_unlink(p, &p->partial, idx);
     if (idx == FM__NONE) idx = fm__list_pop(p, &p->empty);
-    if (idx == FM__NONE) idx = fm__list_pop(p, &p->fresh);
+    if (idx == FM__NONE && p->spans) idx = fm__open_pending(p);
     if (idx == FM__NONE) idx = fm__list_pop(p, &p->partial);
     fm__make_current(p, idx);
     return true;
@@ -618,9 +769,8 @@ static FM__THREAD_LOCAL fm__chunk_hint fm__hint;
 static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t base = (uintptr_t)ptr & p->base_mask;
     if (FM__LIKELY(fm__hint.pool_id == p->id && fm__hint.base == base)) {
-        uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
         uint32_t slot = fm__slot_of(p, base, ptr);
-        if (FM__LIKELY((uintptr_t)FM__ATOMIC_LOAD(&bases[fm__hint.chunk], ACQUIRE) ==
+        if (FM__LIKELY((uintptr_t)FM__ATOMIC_LOAD(fm__base_slot(p, fm__hint.chunk), ACQUIRE) ==
                            base &&
                        slot != FM__NONE)) {
             out->chunk = fm__hint.chunk;
@@ -642,15 +792,6 @@ static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out) 
 }
 
 /* ================================================================ layout */
-
-static uint32_t fm__ctz32(uint32_t v) {
-    uint32_t n = 0;
-    while (!(v & 1u)) {
-        v >>= 1;
-        n++;
-    }
-    return n;
-}
 
 /* Where a chunk of cb bytes puts its parts for slots of stride bytes
  * aligned to item_align: the stack, the sites and the first slot, and how
@@ -746,7 +887,7 @@ static bool fm__reserve_core(fm_pool *pool, uint32_t capacity) {
 }
 
 static bool fm__trimmable(const fm_pool *p, uint32_t idx) {
-    const fm__chunk *c = &p->chunks[idx];
+    const fm__chunk *c = fm__chunk_at(p, idx);
     uint64_t usable = c->limit - c->retired;
     return p->capacity - usable >= p->desc.initial_capacity;
 }
@@ -757,19 +898,17 @@ static size_t fm__trim_core(fm_pool *pool) {
     size_t before = p->bytes_reserved;
     /* Never-used chunks first (cheapest to get back), then empty ones, then
      * the current chunk if it is empty. */
-    fm__list *lists[] = {&p->fresh, &p->empty};
-    for (int i = 0; i < 2; i++) {
-        while (lists[i]->tail != FM__NONE && fm__trimmable(p, lists[i]->tail)) {
-            uint32_t idx = lists[i]->tail;
-            fm__list_unlink(p, lists[i], idx);
-            fm__release_chunk(p, idx);
-        }
+    fm__trim_pending(p);
+    while (p->empty.tail != FM__NONE && fm__trimmable(p, p->empty.tail)) {
+        uint32_t idx = p->empty.tail;
+        fm__list_unlink(p, &p->empty, idx);
+        fm__release_chunk(p, idx);
     }
     if (p->cur_idx != FM__NONE && fm__chunk_live(p, p->cur_idx) == 0 &&
         fm__trimmable(p, p->cur_idx)) {
         uint32_t idx = p->cur_idx;
         fm__park_current(p);
-        if (p->chunks[idx].state == FM__CHUNK_EMPTY) fm__list_unlink(p, &p->empty, idx);
+        if (fm__chunk_at(p, idx)->state == FM__CHUNK_EMPTY) fm__list_unlink(p, &p->empty, idx);
         fm__release_chunk(p, idx);
     }
     size_t released = before - p->bytes_reserved;

@@ -70,7 +70,7 @@ FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
         if (idx < h->cur_hw && (m & FM__LIVE)) {
             if ((m & FM__GEN_MAX) == FM__GEN_MAX) {
                 fm__meta_set(h->cur_base, idx, FM__RETIRED);
-                p->chunks[p->cur_idx].retired++;
+                fm__chunk_at(p, p->cur_idx)->retired++;
                 p->retired++;
                 p->capacity--;
                 continue;
@@ -394,7 +394,7 @@ static void *fm__depot_take(fm_pool *p, bool may_grow) {
         void *slot = fm__alloc_fast(p);
         if (!slot) {
             if (!may_grow && p->partial.head == FM__NONE && p->empty.head == FM__NONE &&
-                p->fresh.head == FM__NONE)
+                !p->spans)
                 return NULL;
             slot = fm__alloc_next_chunk(p);
             if (!slot) return NULL;
@@ -405,7 +405,7 @@ static void *fm__depot_take(fm_pool *p, bool may_grow) {
             fm__free_located(p, slot, &loc); /* generations used up: retired */
             continue;
         }
-        fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, (loc.meta & FM__GEN_MAX) + 1);
+        fm__meta_set((uintptr_t)fm__chunk_at(p, loc.chunk)->base, loc.slot, (loc.meta & FM__GEN_MAX) + 1);
         fm__slot_to_free(p, slot);
         return slot;
     }
@@ -416,7 +416,7 @@ static void fm__depot_put(fm_pool *p, void *slot) {
     fm__loc loc = {0};
     (void)fm__locate(p, slot, &loc); /* reads as freed: FM_ERR_DOUBLE_FREE */
     loc.meta = FM__LIVE | (loc.meta & FM__GEN_MAX);
-    fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, loc.meta);
+    fm__meta_set((uintptr_t)fm__chunk_at(p, loc.chunk)->base, loc.slot, loc.meta);
     FM__UNPOISON(slot, p->item_size);
     FM__VG_ALLOC(p, slot, p->item_size);
     fm__free_located(p, slot, &loc);

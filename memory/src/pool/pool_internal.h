@@ -63,7 +63,7 @@
 
 enum {
     FM__CHUNK_UNUSED = 0, /* record slot free for reuse */
-    FM__CHUNK_FRESH,      /* memory held, never handed out a slot */
+    FM__CHUNK_FRESH,      /* just opened (fm__open_pending), never handed out a slot */
     FM__CHUNK_CURRENT,    /* the chunk allocations come from; state in the pool */
     FM__CHUNK_PARTIAL,    /* in the partial list: live items and room for more */
     FM__CHUNK_EMPTY,      /* in the empty list: no live items */
@@ -85,6 +85,19 @@ typedef struct fm__list {
 } fm__list;
 
 enum { FM__DM_SLOTS = 64 };
+
+/* Chunks of one growth still without a record (see fm_pool.spans): use_os,
+ * the next `left` chunks of one mapping from `next` on; otherwise a chain of
+ * chunks from the allocator, linked through their first bytes. LOCKFREE: link
+ * arrays for them, chained likewise. */
+typedef struct fm__span {
+    struct fm__span *next_span;
+    uint8_t *next;
+    uint8_t *chain;
+    uint8_t *links;
+    uint32_t left;
+    uint32_t last_limit; /* the span's last chunk's usable slots (max_capacity) */
+} fm__span;
 
 typedef struct fm__chunk {
     uint8_t *base;
@@ -109,9 +122,9 @@ typedef struct fm__lf_state {
     _Alignas(64) uint64_t head; /* tag << 32 | global slot index, FM__NONE: empty */
 } fm__lf_state;
 
-/* Arrays replaced by growth that lock-free readers may still hold
+/* Chunk tables replaced by growth that lock-free readers may still hold
  * (sync != NONE): kept until destroy. Sizes double, so a few dozen at most. */
-enum { FM__MAX_RETIRED_ARRAYS = 96 };
+enum { FM__MAX_RETIRED_TABLES = 48 };
 
 struct fm_pool {
     _Alignas(64) fm__pool_hot hot; /* first, one cache line: the inline fast paths read it */
@@ -154,20 +167,31 @@ struct fm_pool {
     bool use_os; /* chunks come from fm__os_reserve */
 
     /* ---- chunks */
-    fm__chunk *chunks;
-    uint32_t chunk_cap;    /* records allocated */
+    /* Records live in segments that never move (see fm__chunk_at): segment
+     * s holds records [2^s - FM__REC_FIRST, 2^(s+1) - FM__REC_FIRST), so a
+     * growth adds a segment, made in one allocation and untouched, and never
+     * copies the records before it. hot.base_seg[s] finds the segment. */
+    uint32_t chunk_cap;    /* records the segments hold */
     uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
     uint32_t chunk_count;  /* records holding memory */
     uint32_t max_chunks;   /* records a handle can name (see fm__geometry) */
     uint32_t unused_head; /* stack of UNUSED records below chunk_top (via next) */
     fm__list partial;     /* FIFO: a chunk waits longest, gathers most frees */
     fm__list empty;       /* used last, so they stay empty for fm_pool_trim */
-    fm__list fresh;       /* never handed out a slot */
-    uint32_t *table; /* open addressing: chunk base -> record index; the
-                        capacity is also stored in table[-1] for lock-free
-                        readers, which must see the pair consistent */
+    /* Chunks a growth mapped that have no record yet: one gets its record
+     * when it first becomes current (fm__next_chunk), so a growth costs the
+     * same whatever it adds. Oldest first. */
+    struct fm__span *spans, *spans_tail;
+    uint32_t *table; /* open addressing: chunk base -> record index + 1 */
+    uintptr_t table_pub; /* table as lock-free readers see it (fm__table_tag) */
+    uintptr_t old_pub;   /* old_table likewise */
     uint32_t table_cap;
-    uint32_t table_used; /* entries that are not FM__NONE (tombstones too) */
+    uint32_t table_used; /* entries that are not empty (tombstones too) */
+    uint32_t *old_table; /* the table before the last growth's, while its entries
+                            move to the new one (see pool/chunks.c); else NULL */
+    uint32_t old_cap;
+    uint32_t old_pos;    /* its entries [0, old_pos) have moved */
+    uint32_t old_used;   /* its non-empty entries when it was replaced */
 
     /* ---- threads */
     fm_sync sync;
@@ -176,10 +200,9 @@ struct fm_pool {
     fm__mutex lock; /* sync != NONE: recursive, so dtors and foreach callbacks
                              may call back into the pool */
     fm__pool_hot shadow;
-    uint32_t **lf_links;  /* LOCKFREE: per record, see fm__links_of */
-    uint32_t n_retired_arrays;
-    void *retired_arrays[FM__MAX_RETIRED_ARRAYS];
-    size_t retired_bytes[FM__MAX_RETIRED_ARRAYS];
+    uint32_t n_retired_tables;
+    uint32_t *retired_tables[FM__MAX_RETIRED_TABLES];
+    uint32_t retired_caps[FM__MAX_RETIRED_TABLES];
     fm__lf_state lf;
     fm__tc_entry *tc_entries;     /* the entries of threads using the pool (tcache.c) */
     uint64_t tc_gone_allocs;      /* counters of freed entries and of calls without one */
@@ -234,14 +257,15 @@ static fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out)
 static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out);
 static fm_error fm__locate_shared(const fm_pool *p, const void *ptr, fm__loc *out);
 static bool fm__next_chunk(fm_pool *p);
-static size_t fm__records_bytes(uint32_t cap);
+static void fm__spans_release(fm_pool *p);
 static void fm__release_chunk(fm_pool *p, uint32_t idx);
 static bool fm__reserve_core(fm_pool *pool, uint32_t capacity);
 static fm_error fm__shared_problem(const fm_pool *p, fm_error err, const void *ptr);
 #ifdef FM_TRACK_SITES
 static fm__site *fm__sites(const fm_pool *p, const uint8_t *base);
 #endif
-static void fm__table_delete(const fm_allocator *a, uint32_t *table, uint32_t cap);
+static void fm__table_delete(const fm_pool *p, uint32_t *table, uint32_t cap);
+static void fm__array_delete(const fm_pool *p, void *mem, size_t bytes);
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base);
 static size_t fm__trim_core(fm_pool *pool);
 
@@ -328,7 +352,34 @@ static inline uint16_t *fm__stack(const fm_pool *p, const uint8_t *base) {
     return (uint16_t *)(void *)((uint8_t *)base + p->stack_off);
 }
 
-static inline fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) { return &p->chunks[idx]; }
+/* Segment s of the records (see fm_pool.chunk_cap) is one allocation:
+ * n = 2^s records, their n chunk bases, their n LOCKFREE link arrays.
+ * hot.base_seg[s] is the address of its bases less n pointers, so record
+ * idx (r = idx + FM__REC_FIRST, in [n, 2n)) has its base at base_seg[s] +
+ * r pointers, its links n pointers further and its record r - 2n records
+ * before base_seg[s] + n pointers. */
+static inline uint32_t fm__rec_seg_of(uint32_t idx) {
+    return 31u - (uint32_t)__builtin_clz(idx + FM__REC_FIRST);
+}
+static inline fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) {
+    uint32_t s = fm__rec_seg_of(idx);
+    uintptr_t n = (uintptr_t)1 << s, r = (uintptr_t)idx + FM__REC_FIRST;
+    uintptr_t seg = FM__ATOMIC_LOAD(&p->hot.base_seg[s], RELAXED);
+    return (fm__chunk *)(void *)(seg + n * sizeof(uint8_t *) - (2 * n - r) * sizeof(fm__chunk));
+}
+/* Where record idx's chunk base is published (handles resolve through it). */
+static inline uint8_t **fm__base_slot(const fm_pool *p, uint32_t idx) {
+    uintptr_t r = (uintptr_t)idx + FM__REC_FIRST;
+    uintptr_t seg = FM__ATOMIC_LOAD(&p->hot.base_seg[fm__rec_seg_of(idx)], ACQUIRE);
+    return (uint8_t **)(void *)(seg + r * sizeof(uint8_t *));
+}
+/* LOCKFREE: record idx's link array (see pool/lockfree.c). */
+static inline uint32_t **fm__links_slot(const fm_pool *p, uint32_t idx) {
+    uint32_t s = fm__rec_seg_of(idx);
+    uintptr_t n = (uintptr_t)1 << s, r = (uintptr_t)idx + FM__REC_FIRST;
+    uintptr_t seg = FM__ATOMIC_LOAD(&p->hot.base_seg[s], ACQUIRE);
+    return (uint32_t **)(void *)(seg + (n + r) * sizeof(uint32_t *));
+}
 
 /* 1 while hot's next slot is another chunk's, parked (see fm_pool). */
 static inline uint32_t fm__parked(const fm_pool *p) {
