@@ -81,6 +81,7 @@ enum {
     V_FM_POOL_BIG = 2,
     V_FM_POOL_PREFAULT = 4,
     V_BARE = 5,
+    V_MALLOC = 9,
     V_EAGER_1 = 6,
     V_EAGER_32 = 7
 };
@@ -451,6 +452,78 @@ static void print_table(const regrow_result *res, const uint64_t *worst_max, uin
            REGROW_BIG, (double)c / 1000.0, c < 1000000 ? "met" : "NOT met");
 }
 
+/* The issue's growth target: every single growth at most this long. */
+#define REGROW_GROWTH_TARGET_NS 25000u
+
+/* The peer row's max over the rounds: median and worst. */
+static void peer_max(const bench_series *s, double *median, double *worst) {
+    double lo, hi;
+    bench_series_stats(s, 3, median, &lo, &hi);
+    *worst = hi;
+}
+
+/* The targets of issue 22 that this experiment measures, each with its
+ * verdict, from this run's figures only. Slowest single allocation: each
+ * fm_pool row's max (median over the runs, and the worst run's) at or below
+ * the lowest of the general-purpose allocators (glibc here, the mimalloc,
+ * jemalloc and tcmalloc peers); where the physical-limit row (a bare mapping
+ * touched in fm_pool's order, no allocator) is above that, what no
+ * allocator can beat is the machine's, and the target becomes that row's
+ * figure. Growth: every single growth of every fm_pool row, in every run, at
+ * most REGROW_GROWTH_TARGET_NS. */
+static void print_targets(const regrow_result *res, const regrow_result *runs,
+                          const uint64_t *worst_max, int repeat, const bench_peer_set *peers) {
+    double low_med = (double)res[V_MALLOC].lat.max, low_worst = (double)worst_max[V_MALLOC];
+    const char *low_med_name = "glibc malloc", *low_worst_name = "glibc malloc";
+    for (size_t i = 0; i < peers->n; i++) {
+        const bench_series *ps = &peers->s[i];
+        if (strstr(ps->variant, "boost")) continue; /* pools, not general-purpose */
+        double med, worst;
+        peer_max(ps, &med, &worst);
+        if (med < low_med) low_med = med, low_med_name = ps->variant;
+        if (worst < low_worst) low_worst = worst, low_worst_name = ps->variant;
+    }
+    double bare_med = (double)res[V_BARE].lat.max, bare_worst = (double)worst_max[V_BARE];
+    double target_med = bare_med > low_med ? bare_med : low_med;
+    double target_worst = bare_worst > low_worst ? bare_worst : low_worst;
+    printf("\nTargets (issue 22), this run: slowest single allocation at or below the lowest "
+           "general-purpose allocator's (median of the runs' max: %.0f ns, %s; worst: %.0f ns, "
+           "%s), or the physical-limit row's where that is higher (%.0f / %.0f ns): target "
+           "%.0f ns median, %.0f ns worst\n",
+           low_med, low_med_name, low_worst, low_worst_name, bare_med, bare_worst, target_med,
+           target_worst);
+    for (int v = 0; v < REGROW_VARIANTS; v++) {
+        if (regrow_variants[v].kind != REGROW_FM_POOL) continue;
+        double med = (double)res[v].lat.max, worst = (double)worst_max[v];
+        bool met = med <= target_med && worst <= target_worst;
+        printf("Targets (issue 22), this run: slowest single allocation, %s: %.0f ns median, "
+               "%.0f ns worst: %s\n",
+               regrow_variants[v].name, med, worst, met ? "met" : "NOT met");
+    }
+    for (int v = 0; v < REGROW_VARIANTS; v++) {
+        if (regrow_variants[v].kind != REGROW_FM_POOL) continue;
+        uint64_t slowest = 0, events = 0;
+        bool unknown = false;
+        for (int r = 0; r < repeat; r++) {
+            const regrow_result *run = &runs[v * repeat + r];
+            events += run->grow_events;
+            if (run->grow_ns_max == UINT64_MAX) unknown = true;
+            else if (run->grow_ns_max > slowest) slowest = run->grow_ns_max;
+        }
+        if (unknown)
+            printf("Targets (issue 22), this run: every single growth <= %.0f us, %s: a growth "
+                   "before the timed allocations was slower than any during them, so their "
+                   "slowest is unknown\n",
+                   REGROW_GROWTH_TARGET_NS / 1000.0, regrow_variants[v].name);
+        else
+            printf("Targets (issue 22), this run: every single growth <= %.0f us, %s: slowest "
+                   "of %llu growths in %d runs %.1f us: %s\n",
+                   REGROW_GROWTH_TARGET_NS / 1000.0, regrow_variants[v].name,
+                   (unsigned long long)events, repeat, (double)slowest / 1000.0,
+                   slowest <= REGROW_GROWTH_TARGET_NS ? "met" : "NOT met");
+    }
+}
+
 static void print_group(const regrow_group *g) {
     printf(" %llu / %llu / %llu | %llu |", (unsigned long long)g->median,
            (unsigned long long)g->p99, (unsigned long long)g->max,
@@ -520,6 +593,8 @@ void regrowth_run(const bench_opts *opts) {
     regrow_result *runs = bench_xmalloc((size_t)REGROW_VARIANTS * (size_t)repeat * sizeof *runs);
     fm_pool_stats shape = {0};
     regrow_layout layout = probe_layout();
+    if (regrow_variants[V_MALLOC].kind != REGROW_MALLOC || regrow_variants[V_BARE].kind != REGROW_BARE)
+        bench_die("regrowth: V_MALLOC / V_BARE do not name the malloc and bare rows");
 
     /* Fault the benchmark's own arrays in before anything is timed. */
     memset(ticks, 0, (size_t)n * sizeof *ticks);
@@ -580,6 +655,7 @@ void regrowth_run(const bench_opts *opts) {
     free(col);
 
     print_table(med, worst_max, n, repeat, &peers);
+    print_targets(med, runs, worst_max, repeat, &peers);
     printf("fm_pool %d-byte items: stride %llu, chunk_bytes %llu, %llu items per chunk "
            "(initial 1, after the run: %llu chunks, capacity %llu)\n",
            REGROW_ITEM, (unsigned long long)shape.stride, (unsigned long long)shape.chunk_bytes,
