@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h> /* malloc_trim */
@@ -452,6 +453,121 @@ static void print_table(const regrow_result *res, const uint64_t *worst_max, uin
            REGROW_BIG, (double)c / 1000.0, c < 1000000 ? "met" : "NOT met");
 }
 
+/* ------------------------------------------------- where slow samples are */
+
+/* One more run of three rows after the timed ones, each sample followed (off
+ * the clock) by getrusage(RUSAGE_THREAD): whether the sample took a page
+ * fault, and whether the thread was switched out (preempted, or throttled
+ * as a real-time task) during it. The main table's runs make no such call,
+ * as it costs a system call between samples. */
+typedef struct regrow_why {
+    uint64_t slow, with_fault, with_switch, with_neither; /* samples > REGROW_SLOW_NS */
+    uint64_t max_fault, max_switch, max_quiet; /* max_quiet: of all samples with neither */
+} regrow_why;
+
+enum { REGROW_SLOW_NS = 20000 };
+
+typedef enum regrow_step_kind { STEP_POOL, STEP_BARE, STEP_MALLOC } regrow_step_kind;
+
+static void thread_usage(uint64_t *faults, uint64_t *switches) {
+    struct rusage ru;
+#if defined(RUSAGE_THREAD)
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) memset(&ru, 0, sizeof ru);
+#else
+    if (getrusage(RUSAGE_SELF, &ru) != 0) memset(&ru, 0, sizeof ru);
+#endif
+    *faults = (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+    *switches = (uint64_t)ru.ru_nivcsw + (uint64_t)ru.ru_nvcsw;
+}
+
+static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const regrow_layout *lay,
+                                                uint32_t n, void **items) {
+    fm_pool *pool = NULL;
+    uint8_t *raw = NULL, *region = NULL;
+    size_t map_bytes = 0;
+    if (kind == STEP_POOL) {
+        pool = fm_pool_create(&(fm_pool_desc){.name = "regrowth_why", .item_size = REGROW_ITEM,
+                                              .initial_capacity = REGROW_BIG});
+        if (!pool) regrow_failed("attribution", "fm_pool_create");
+    } else if (kind == STEP_BARE) {
+        size_t chunks = (n + lay->per_chunk - 1) / lay->per_chunk;
+        map_bytes = chunks * lay->chunk_bytes + lay->chunk_bytes;
+        raw = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (raw == MAP_FAILED) bench_die("regrowth attribution: mmap failed");
+        region = (uint8_t *)(((uintptr_t)raw + lay->chunk_bytes - 1) &
+                             ~(uintptr_t)(lay->chunk_bytes - 1));
+    }
+    regrow_why w = {0};
+    uint64_t f0, c0, f1, c1;
+    thread_usage(&f0, &c0);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t0 = fm_clock_now();
+        void *p;
+        if (kind == STEP_POOL) {
+            p = fm_pool_alloc(pool);
+        } else if (kind == STEP_BARE) {
+            uint8_t *base = region + (size_t)(i / lay->per_chunk) * lay->chunk_bytes;
+            ((uint32_t *)(void *)base)[i % lay->per_chunk] = 0x80000001u;
+            p = base + lay->slots_off + (size_t)(i % lay->per_chunk) * lay->stride;
+        } else {
+            p = malloc(REGROW_ITEM);
+        }
+        if (!p) bench_die("regrowth attribution: allocation failed");
+        memset(p, 0, REGROW_ITEM);
+        BENCH_ESCAPE(p);
+        uint64_t ns = fm_clock_to_ns(fm_clock_now() - t0);
+        items[i] = p;
+        thread_usage(&f1, &c1);
+        bool fault = f1 != f0, sw = c1 != c0;
+        f0 = f1;
+        c0 = c1;
+        if (!fault && !sw && ns > w.max_quiet) w.max_quiet = ns;
+        if (ns <= REGROW_SLOW_NS) continue;
+        w.slow++;
+        if (fault) w.with_fault++;
+        if (sw) w.with_switch++;
+        if (!fault && !sw) w.with_neither++;
+        if (sw && ns > w.max_switch) w.max_switch = ns;
+        if (fault && !sw && ns > w.max_fault) w.max_fault = ns;
+    }
+    if (kind == STEP_POOL) {
+        for (uint32_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
+        fm_pool_destroy(pool);
+    } else if (kind == STEP_BARE) {
+        munmap(raw, map_bytes);
+    } else {
+        for (uint32_t i = 0; i < n; i++) free(items[i]);
+        release_heap();
+    }
+    return w;
+}
+
+static void print_attribution(const regrow_layout *lay, uint32_t n, void **items) {
+    static const char *const names[3] = {"fm_pool geometric, initial 100000",
+                                          "bare mapping in fm_pool's layout (physical limit)",
+                                          "malloc(1024)"};
+    regrow_why w[3];
+    for (int k = 0; k < 3; k++) w[k] = attributed_run((regrow_step_kind)k, lay, n, items);
+    printf("\n### regrowth: where the slow samples are\n\n"
+           "One more run of three rows, each sample followed (off the clock) by "
+           "getrusage(RUSAGE_THREAD): a sample is slow above %d µs; it took a page fault when "
+           "the thread's fault count moved, and was switched out (preempted by another "
+           "process, or throttled as a real-time task) when its context switch count moved. "
+           "\"Quiet\" samples had neither: what is left for them is the allocator's own work "
+           "and interrupts.\n\n",
+           REGROW_SLOW_NS / 1000);
+    printf("| variant | slow samples | with a page fault | with a switch | with neither | max "
+           "with a fault, no switch ns | max with a switch ns | max of quiet samples ns |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int k = 0; k < 3; k++)
+        printf("| %s | %llu | %llu | %llu | %llu | %llu | %llu | %llu |\n", names[k],
+               (unsigned long long)w[k].slow, (unsigned long long)w[k].with_fault,
+               (unsigned long long)w[k].with_switch, (unsigned long long)w[k].with_neither,
+               (unsigned long long)w[k].max_fault, (unsigned long long)w[k].max_switch,
+               (unsigned long long)w[k].max_quiet);
+}
+
 /* The growth target: every single growth at most this long. */
 #define REGROW_GROWTH_TARGET_NS 25000u
 
@@ -662,6 +778,7 @@ void regrowth_run(const bench_opts *opts) {
            (unsigned long long)shape.items_per_chunk, (unsigned long long)shape.chunk_count,
            (unsigned long long)shape.capacity);
     print_chunk_table(med, runs, &shape, repeat);
+    print_attribution(&layout, n, items);
     if (opts->csv_dir)
         printf("\nwrote %d CSV files regrowth_*.csv (run,index,ns,position: one row per "
                "allocation of every run) to %s\n",
