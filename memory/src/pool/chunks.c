@@ -11,25 +11,24 @@
 
 /* ======================================================= the record lists */
 
+/* Entries of the next base array filled per record taken. */
+enum { FM__BASES_STEP = 4 };
+
 /* Segment s of the records (see fm__chunk_at). */
 static size_t fm__seg_bytes(uint32_t s) {
-    return ((size_t)1 << s) * (sizeof(fm__chunk) + sizeof(uint8_t *) + sizeof(uint32_t *));
+    return ((size_t)1 << s) * (sizeof(fm__chunk) + sizeof(uint32_t *));
 }
-static uint8_t *fm__seg_mem(const fm_pool *p, uint32_t s) {
-    uintptr_t n = (uintptr_t)1 << s;
-    return (uint8_t *)(p->hot.base_seg[s] + n * sizeof(uint8_t *) - n * sizeof(fm__chunk));
-}
+static uint8_t *fm__seg_mem(const fm_pool *p, uint32_t s) { return (uint8_t *)p->seg[s]; }
 /* Records the segments up to and including s hold. */
 static uint32_t fm__segs_cap(uint32_t s) { return (uint32_t)((2ull << s) - FM__REC_FIRST); }
 /* Makes segment s of mem (fm__seg_bytes(s), untouched) the pool's. Its
  * entries are written as records are taken; readers look at none before. */
 static void fm__seg_install(fm_pool *p, uint32_t s, uint8_t *mem) {
-    uintptr_t n = (uintptr_t)1 << s;
-    uintptr_t bases = (uintptr_t)mem + n * sizeof(fm__chunk);
-    FM__ATOMIC_STORE(&p->hot.base_seg[s], bases - n * sizeof(uint8_t *), RELEASE);
+    FM__ATOMIC_STORE(&p->seg[s], (uintptr_t)mem, RELEASE);
     p->chunk_cap = fm__segs_cap(s);
     p->bytes_reserved += fm__seg_bytes(s);
 }
+
 static void fm__list_init(fm__list *l) { l->head = l->tail = FM__NONE; }
 
 static void fm__list_push(fm_pool *p, fm__list *l, uint32_t idx) {
@@ -110,7 +109,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
          * slots read as dead. Fresh pages from the OS are zero already; memory
          * from an allocator gets 4 bytes per slot written, once per chunk. */
         if (!p->use_os) memset(c->base, 0, (size_t)p->hot.per_chunk * sizeof(uint32_t));
-        FM__ATOMIC_STORE(fm__base_slot(p, idx), c->base, RELEASE);
+        fm__base_store(p, idx, c->base);
     }
     c->state = FM__CHUNK_CURRENT;
     c->prev = c->next = FM__NONE;
@@ -190,7 +189,7 @@ static uint32_t fm__table_probe(const fm_pool *p, const uint32_t *table, uint32_
         uint32_t e = FM__ATOMIC_LOAD(&table[i], ACQUIRE);
         if (e == 0) return FM__NONE;
         if (e != FM__TOMB) {
-            uintptr_t b = shared ? (uintptr_t)FM__ATOMIC_LOAD(fm__base_slot(p, e - 1), RELAXED)
+            uintptr_t b = shared ? (uintptr_t)fm__base_get(p, e - 1)
                                  : (uintptr_t)fm__chunk_at(p, e - 1)->base;
             if (b == base) return e - 1;
         }
@@ -258,6 +257,8 @@ static uint32_t fm__take_record(fm_pool *p) {
         p->unused_head = fm__chunk_at(p, idx)->next;
         floor = fm__chunk_at(p, idx)->gen_floor;
     } else {
+        fm__bases_step(p, FM__BASES_STEP);
+        if (p->chunk_top >= p->bases_cap) fm__bases_step(p, UINT32_MAX); /* see fm__grow */
         idx = p->chunk_top++;
         FM__ATOMIC_STORE(fm__links_slot(p, idx), NULL, RELAXED);
     }
@@ -265,7 +266,7 @@ static uint32_t fm__take_record(fm_pool *p) {
     memset(c, 0, sizeof *c);
     c->gen_floor = floor;
     c->prev = c->next = FM__NONE;
-    FM__ATOMIC_STORE(fm__base_slot(p, idx), NULL, RELAXED);
+    fm__base_store(p, idx, NULL);
     FM__ATOMIC_STORE(&p->hot.n_bases, p->chunk_top, RELEASE);
     return idx;
 }
@@ -274,7 +275,7 @@ static void fm__drop_record(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     c->state = FM__CHUNK_UNUSED;
     c->base = NULL;
-    FM__ATOMIC_STORE(fm__base_slot(p, idx), NULL, RELAXED);
+    fm__base_store(p, idx, NULL);
     /* A record whose generations are nearly used up is never reused, so no
      * handle to its old slots can ever resolve again. */
     if (c->gen_floor >= FM__GEN_MAX - 1) return;
@@ -297,7 +298,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, NULL);
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     if (p->dm_base[k] == (uintptr_t)c->base) p->dm_base[k] = 1;
-    FM__ATOMIC_STORE(fm__base_slot(p, idx), NULL, RELEASE);
+    fm__base_store(p, idx, NULL);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
     uint32_t used = fm__chunk_used(p, idx);
@@ -333,6 +334,8 @@ typedef struct fm__growth_plan {
     uint8_t *segs[FM__REC_SEGS]; /* new record segments; NULL: not needed */
     uint32_t *table; /* NULL: the current table is big enough */
     uint32_t table_cap;
+    uint8_t **bases; /* NULL: the base arrays are big enough */
+    uint32_t bases_cap;
     fm__span *span;  /* the new chunks */
     uint32_t k;
     bool map_failed; /* the chunk map (pool/map.c) could not take the chunks */
@@ -374,17 +377,42 @@ static void fm__table_delete(const fm_pool *p, uint32_t *table, uint32_t cap) {
     fm__array_delete(p, table, fm__table_bytes(cap));
 }
 
-/* A table replaced by growth: deleted now when no other thread can read it,
- * else kept until destroy (it stays in bytes_reserved). */
-static void fm__table_retire(fm_pool *p, uint32_t *table, uint32_t cap) {
-    if (!table) return;
-    if (p->sync == FM_SYNC_NONE || p->n_retired_tables == FM__MAX_RETIRED_TABLES) {
-        fm__table_delete(p, table, cap);
-        p->bytes_reserved -= fm__table_bytes(cap);
+/* An array replaced by growth: deleted now when no other thread can read
+ * it, else kept until destroy (it stays in bytes_reserved). */
+static void fm__retire_array(fm_pool *p, void *mem, size_t bytes) {
+    if (!mem) return;
+    if (p->sync == FM_SYNC_NONE || p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS) {
+        fm__array_delete(p, mem, bytes);
+        p->bytes_reserved -= bytes;
         return;
     }
-    p->retired_tables[p->n_retired_tables] = table;
-    p->retired_caps[p->n_retired_tables++] = cap;
+    p->retired_arrays[p->n_retired_arrays] = mem;
+    p->retired_bytes[p->n_retired_arrays++] = bytes;
+}
+
+/* ========================================= the chunk bases, for handles */
+
+static size_t fm__bases_bytes(uint32_t cap) { return (size_t)cap * sizeof(uint8_t *); }
+
+/* Record idx's base, in the array handles read and in the next one. */
+static void fm__base_store(fm_pool *p, uint32_t idx, uint8_t *base) {
+    FM__ATOMIC_STORE(&p->hot.bases[idx], base, RELEASE);
+    if (p->bases_next) p->bases_next[idx] = base; /* published with the array */
+}
+
+/* Fills up to n more entries of the next base array (see fm_pool.bases_cap);
+ * once it holds every record's, it becomes the one handles read. */
+static void fm__bases_step(fm_pool *p, uint32_t n) {
+    if (!p->bases_next) return;
+    uint8_t **cur = p->hot.bases;
+    for (; n && p->bases_copied < p->chunk_top; n--, p->bases_copied++)
+        p->bases_next[p->bases_copied] = FM__ATOMIC_LOAD(&cur[p->bases_copied], RELAXED);
+    if (p->bases_copied < p->chunk_top) return;
+    FM__ATOMIC_STORE(&p->hot.bases, p->bases_next, RELEASE);
+    fm__retire_array(p, cur, fm__bases_bytes(p->bases_cap));
+    p->bases_cap = p->bases_next_cap;
+    p->bases_next = NULL;
+    p->bases_next_cap = p->bases_copied = 0;
 }
 
 /* Entries of the old table looked at per chunk opening. */
@@ -398,7 +426,7 @@ static void fm__table_migrate(fm_pool *p, uint32_t n) {
             uint32_t *old = p->old_table;
             p->old_table = NULL;
             FM__ATOMIC_STORE(&p->old_pub, 0, RELEASE);
-            fm__table_retire(p, old, p->old_cap);
+            fm__retire_array(p, old, fm__table_bytes(p->old_cap));
             p->old_cap = p->old_pos = p->old_used = 0;
             return;
         }
@@ -443,6 +471,7 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     for (uint32_t s = 0; s < FM__REC_SEGS; s++)
         fm__array_delete(p, g->segs[s], fm__seg_bytes(s));
     fm__table_delete(p, g->table, g->table_cap);
+    if (g->bases) fm__array_delete(p, g->bases, fm__bases_bytes(g->bases_cap));
     if (g->span) fm__span_free(p, g->span);
 }
 
@@ -453,11 +482,23 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     uint64_t need = (uint64_t)p->chunk_count + g->k;
     if (need < p->chunk_top) need = p->chunk_top;
     uint32_t s = 3;
-    while (s < FM__REC_SEGS && p->hot.base_seg[s]) s++;
+    while (s < FM__REC_SEGS && p->seg[s]) s++;
     for (uint64_t cap = p->chunk_cap; cap < need && s < FM__REC_SEGS; s++) {
         g->segs[s] = fm__array_new(p, fm__seg_bytes(s));
         if (!g->segs[s]) return false;
         cap = fm__segs_cap(s);
+    }
+    /* A base array for twice what may be needed, made while the one handles
+     * read still has room for as many records again as it holds: filled a
+     * few entries per record taken, it is complete before that room runs
+     * out (fm__bases_step). */
+    uint32_t bases_have = p->bases_next ? p->bases_next_cap : p->bases_cap;
+    if (need * 2 > bases_have) {
+        uint64_t cap = 16;
+        while (cap < need * 2) cap *= 2;
+        g->bases = fm__array_new(p, fm__bases_bytes((uint32_t)cap));
+        if (!g->bases) return false;
+        g->bases_cap = (uint32_t)cap;
     }
     /* The table stays at most half full (tombstones and entries still to
      * move included) so probes stay short. A new one is twice what that
@@ -565,6 +606,22 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
     /* Install: nothing below can fail, and nothing is done per chunk. */
     for (uint32_t s = 0; s < FM__REC_SEGS; s++)
         if (g.segs[s]) fm__seg_install(p, s, g.segs[s]);
+    if (g.bases) {
+        p->bytes_reserved += fm__bases_bytes(g.bases_cap);
+        if (!p->hot.bases) {
+            FM__ATOMIC_STORE(&p->hot.bases, g.bases, RELEASE);
+            p->bases_cap = g.bases_cap;
+        } else {
+            /* A next array under way that is too small: never published. */
+            if (p->bases_next) {
+                fm__array_delete(p, p->bases_next, fm__bases_bytes(p->bases_next_cap));
+                p->bytes_reserved -= fm__bases_bytes(p->bases_next_cap);
+            }
+            p->bases_next = g.bases;
+            p->bases_next_cap = g.bases_cap;
+            p->bases_copied = 0;
+        }
+    }
     fm__span *sp = g.span;
     if (p->desc.prefault) {
         if (sp->next) fm__os_prefault(sp->next, (size_t)g.k * p->chunk_bytes);
@@ -770,7 +827,7 @@ static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__lo
     uintptr_t base = (uintptr_t)ptr & p->base_mask;
     if (FM__LIKELY(fm__hint.pool_id == p->id && fm__hint.base == base)) {
         uint32_t slot = fm__slot_of(p, base, ptr);
-        if (FM__LIKELY((uintptr_t)FM__ATOMIC_LOAD(fm__base_slot(p, fm__hint.chunk), ACQUIRE) ==
+        if (FM__LIKELY((uintptr_t)fm__base_get(p, fm__hint.chunk) ==
                            base &&
                        slot != FM__NONE)) {
             out->chunk = fm__hint.chunk;

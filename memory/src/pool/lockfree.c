@@ -41,7 +41,7 @@ static inline uint32_t *fm__lf_link(const fm_pool *p, uint32_t g) {
 }
 
 static inline uint8_t *fm__lf_slot(const fm_pool *p, uint32_t g) {
-    uint8_t *base = FM__ATOMIC_LOAD(fm__base_slot(p, g >> p->hot.slot_bits), ACQUIRE);
+    uint8_t *base = fm__base_get(p, g >> p->hot.slot_bits);
     return fm__slot(p, base, g & ((1u << p->hot.slot_bits) - 1u));
 }
 

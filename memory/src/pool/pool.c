@@ -564,11 +564,13 @@ void fm_pool_destroy(fm_pool *pool) {
         if (links) fm_allocator_free(&a, links, fm__links_bytes(p));
     }
     for (uint32_t s = 0; s < FM__REC_SEGS; s++)
-        if (p->hot.base_seg[s]) fm__array_delete(p, fm__seg_mem(p, s), fm__seg_bytes(s));
+        if (p->seg[s]) fm__array_delete(p, fm__seg_mem(p, s), fm__seg_bytes(s));
+    fm__array_delete(p, p->hot.bases, fm__bases_bytes(p->bases_cap));
+    fm__array_delete(p, p->bases_next, fm__bases_bytes(p->bases_next_cap));
     fm__table_delete(p, p->table, p->table_cap);
     fm__table_delete(p, p->old_table, p->old_cap);
-    for (uint32_t i = 0; i < p->n_retired_tables; i++)
-        fm__table_delete(p, p->retired_tables[i], p->retired_caps[i]);
+    for (uint32_t i = 0; i < p->n_retired_arrays; i++)
+        fm__array_delete(p, p->retired_arrays[i], p->retired_bytes[i]);
     if (p->sync != FM_SYNC_NONE) fm__mutex_destroy(&p->lock);
     FM__VG_DESTROY_POOL(p);
     fm_allocator_free(&a, p, p->self_bytes);

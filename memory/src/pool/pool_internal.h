@@ -122,9 +122,14 @@ typedef struct fm__lf_state {
     _Alignas(64) uint64_t head; /* tag << 32 | global slot index, FM__NONE: empty */
 } fm__lf_state;
 
-/* Chunk tables replaced by growth that lock-free readers may still hold
- * (sync != NONE): kept until destroy. Sizes double, so a few dozen at most. */
-enum { FM__MAX_RETIRED_TABLES = 48 };
+/* Chunk tables and base arrays replaced by growth that lock-free readers may
+ * still hold (sync != NONE): kept until destroy. Sizes double, so a few
+ * dozen at most. */
+enum { FM__MAX_RETIRED_ARRAYS = 48 };
+/* Chunk records live in segments that never move: segment s holds records
+ * [2^s - FM__REC_FIRST, 2^(s+1) - FM__REC_FIRST). */
+#define FM__REC_FIRST 8u
+#define FM__REC_SEGS 32
 
 struct fm_pool {
     _Alignas(64) fm__pool_hot hot; /* first, one cache line: the inline fast paths read it */
@@ -170,8 +175,18 @@ struct fm_pool {
     /* Records live in segments that never move (see fm__chunk_at): segment
      * s holds records [2^s - FM__REC_FIRST, 2^(s+1) - FM__REC_FIRST), so a
      * growth adds a segment, made in one allocation and untouched, and never
-     * copies the records before it. hot.base_seg[s] finds the segment. */
+     * copies the records before it. 0: the segment is not made yet. */
+    uintptr_t seg[FM__REC_SEGS];
     uint32_t chunk_cap;    /* records the segments hold */
+    /* hot.bases, the flat array handles resolve through, holds bases_cap
+     * records. The next, bigger one is made by a growth before it is needed
+     * and filled a few entries per chunk opening (every store goes to both),
+     * and replaces it once complete (see fm__bases_step): no growth or
+     * opening copies the whole array. */
+    uint32_t bases_cap;
+    uint8_t **bases_next; /* NULL: none under way */
+    uint32_t bases_next_cap;
+    uint32_t bases_copied; /* entries [0, bases_copied) are in bases_next */
     uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
     uint32_t chunk_count;  /* records holding memory */
     uint32_t max_chunks;   /* records a handle can name (see fm__geometry) */
@@ -200,9 +215,9 @@ struct fm_pool {
     fm__mutex lock; /* sync != NONE: recursive, so dtors and foreach callbacks
                              may call back into the pool */
     fm__pool_hot shadow;
-    uint32_t n_retired_tables;
-    uint32_t *retired_tables[FM__MAX_RETIRED_TABLES];
-    uint32_t retired_caps[FM__MAX_RETIRED_TABLES];
+    uint32_t n_retired_arrays;
+    void *retired_arrays[FM__MAX_RETIRED_ARRAYS];
+    size_t retired_bytes[FM__MAX_RETIRED_ARRAYS];
     fm__lf_state lf;
     fm__tc_entry *tc_entries;     /* the entries of threads using the pool (tcache.c) */
     uint64_t tc_gone_allocs;      /* counters of freed entries and of calls without one */
@@ -266,6 +281,9 @@ static fm__site *fm__sites(const fm_pool *p, const uint8_t *base);
 #endif
 static void fm__table_delete(const fm_pool *p, uint32_t *table, uint32_t cap);
 static void fm__array_delete(const fm_pool *p, void *mem, size_t bytes);
+static void fm__base_store(fm_pool *p, uint32_t idx, uint8_t *base);
+static size_t fm__bases_bytes(uint32_t cap);
+static void fm__bases_step(fm_pool *p, uint32_t n);
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base);
 static size_t fm__trim_core(fm_pool *pool);
 
@@ -352,33 +370,28 @@ static inline uint16_t *fm__stack(const fm_pool *p, const uint8_t *base) {
     return (uint16_t *)(void *)((uint8_t *)base + p->stack_off);
 }
 
-/* Segment s of the records (see fm_pool.chunk_cap) is one allocation:
- * n = 2^s records, their n chunk bases, their n LOCKFREE link arrays.
- * hot.base_seg[s] is the address of its bases less n pointers, so record
- * idx (r = idx + FM__REC_FIRST, in [n, 2n)) has its base at base_seg[s] +
- * r pointers, its links n pointers further and its record r - 2n records
- * before base_seg[s] + n pointers. */
+/* Segment s of the records (see fm_pool.seg) is one allocation: n = 2^s
+ * records, then their n LOCKFREE link arrays; record idx is the segment's
+ * entry idx + FM__REC_FIRST - n. */
 static inline uint32_t fm__rec_seg_of(uint32_t idx) {
     return 31u - (uint32_t)__builtin_clz(idx + FM__REC_FIRST);
 }
 static inline fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) {
     uint32_t s = fm__rec_seg_of(idx);
-    uintptr_t n = (uintptr_t)1 << s, r = (uintptr_t)idx + FM__REC_FIRST;
-    uintptr_t seg = FM__ATOMIC_LOAD(&p->hot.base_seg[s], RELAXED);
-    return (fm__chunk *)(void *)(seg + n * sizeof(uint8_t *) - (2 * n - r) * sizeof(fm__chunk));
-}
-/* Where record idx's chunk base is published (handles resolve through it). */
-static inline uint8_t **fm__base_slot(const fm_pool *p, uint32_t idx) {
-    uintptr_t r = (uintptr_t)idx + FM__REC_FIRST;
-    uintptr_t seg = FM__ATOMIC_LOAD(&p->hot.base_seg[fm__rec_seg_of(idx)], ACQUIRE);
-    return (uint8_t **)(void *)(seg + r * sizeof(uint8_t *));
+    uintptr_t seg = FM__ATOMIC_LOAD(&p->seg[s], RELAXED);
+    return (fm__chunk *)(void *)seg + (idx + FM__REC_FIRST - (1u << s));
 }
 /* LOCKFREE: record idx's link array (see pool/lockfree.c). */
 static inline uint32_t **fm__links_slot(const fm_pool *p, uint32_t idx) {
     uint32_t s = fm__rec_seg_of(idx);
-    uintptr_t n = (uintptr_t)1 << s, r = (uintptr_t)idx + FM__REC_FIRST;
-    uintptr_t seg = FM__ATOMIC_LOAD(&p->hot.base_seg[s], ACQUIRE);
-    return (uint32_t **)(void *)(seg + (n + r) * sizeof(uint32_t *));
+    uintptr_t seg = FM__ATOMIC_LOAD(&p->seg[s], ACQUIRE);
+    return (uint32_t **)(void *)(seg + ((size_t)1 << s) * sizeof(fm__chunk)) +
+           (idx + FM__REC_FIRST - (1u << s));
+}
+/* Record idx's chunk base as handles and lock-free lookups read it. */
+static inline uint8_t *fm__base_get(const fm_pool *p, uint32_t idx) {
+    uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
+    return FM__ATOMIC_LOAD(&bases[idx], ACQUIRE);
 }
 
 /* 1 while hot's next slot is another chunk's, parked (see fm_pool). */

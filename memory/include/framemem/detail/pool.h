@@ -46,10 +46,6 @@ static inline bool fm_handle_equal(fm_handle a, fm_handle b) { return a.bits == 
 #ifdef FM__GNU
 
 #define FM__META_LIVE 0x80000000u /* meta word: live bit | 31-bit generation */
-/* Chunk records live in segments that never move: segment s holds records
- * [2^s - FM__REC_FIRST, 2^(s+1) - FM__REC_FIRST) (pool/pool_internal.h). */
-#define FM__REC_FIRST 8u
-#define FM__REC_SEGS 32
 
 /* The first cache line of every fm_pool: what the inline paths read. */
 typedef struct fm__pool_hot {
@@ -83,6 +79,7 @@ typedef struct fm__pool_hot {
     uint64_t peak_live;
     uint64_t total_allocs;
     /* handle resolution */
+    uint8_t **bases;         /* chunk base per record, NULL while not usable */
     uint32_t n_bases;        /* records in use: [0, n_bases) */
     uint32_t slot_bits;      /* handle bits 0..slot_bits-1: slot; above: record + 1 */
     uint32_t per_chunk;
@@ -95,11 +92,6 @@ typedef struct fm__pool_hot {
     /* THREAD_CACHE's inline paths */
     uint64_t tc_id;          /* the pool's unique id; UINT64_MAX (no thread's) otherwise */
     uintptr_t base_mask;     /* ptr & base_mask: the chunk (its meta words) of an item */
-    /* handle resolution: per segment of records (FM__REC_FIRST), the chunk
-     * base of each record, NULL while not usable; biased, so that record
-     * rec's entry is at base_seg[s] + (rec + FM__REC_FIRST) pointers. A
-     * segment, once made, never moves: growth copies nothing. */
-    uintptr_t base_seg[FM__REC_SEGS];
 } fm__pool_hot;
 
 /* FM_SYNC_THREAD_CACHE: a thread's magazine of free slots of one pool. The
@@ -236,17 +228,16 @@ static inline bool fm__meta_kill(uint32_t *w, bool shared) {
  * pool's handles miss; fm_pool_reset lowers it by one, so every handle made
  * before a reset asks for a generation one below the slot's (see
  * pool/reset.c). shared: read as another thread may be growing the pool
- * (every policy but NONE): n_bases before the segment, so the segment read
- * exists (segments are made before n_bases passes into them). */
+ * (every policy but NONE): n_bases before bases, so the array read is at
+ * least as large as n_bases says. */
 static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool shared) {
     const fm__pool_hot *hot = (const fm__pool_hot *)(const void *)pool;
     uint32_t loc = (uint32_t)h.bits;
     uint32_t rec = (loc >> hot->slot_bits) - 1u; /* null: wraps, fails below */
     uint32_t slot = loc & ((1u << hot->slot_bits) - 1u);
     if (rec >= FM__POOL_READ(shared, &hot->n_bases) || slot >= hot->per_chunk) return NULL;
-    uint32_t r = rec + FM__REC_FIRST;
-    uintptr_t seg = FM__POOL_READ(shared, &hot->base_seg[31 - __builtin_clz(r)]);
-    uint8_t *base = FM__POOL_READ(shared, (uint8_t **)(seg + (uintptr_t)r * sizeof(uint8_t *)));
+    uint8_t **bases = FM__POOL_READ(shared, &hot->bases);
+    uint8_t *base = FM__POOL_READ(shared, &bases[rec]);
     if (!base) return NULL;
     uint32_t key = FM__POOL_READ(shared, &hot->gen_key);
     uint32_t want = FM__META_LIVE | ((uint32_t)(h.bits >> 32) + key);
