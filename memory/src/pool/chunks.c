@@ -222,6 +222,35 @@ static uint32_t fm__table_find(const fm_pool *p, uintptr_t base) {
     return idx;
 }
 
+/* The record of the chunk at base in the owner's table, or NULL. */
+static inline FM__ALWAYS_INLINE fm__chunk *fm__table_probe_rec(const fm_pool *p,
+                                                               const uint32_t *table,
+                                                               uint32_t cap, uintptr_t base) {
+    uint32_t i = fm__hash(p, base, cap);
+    for (;;) {
+        uint32_t e = table[i];
+        if (e == 0) return NULL;
+        if (e != FM__TOMB) {
+            fm__chunk *c = fm__chunk_at(p, e - 1);
+            if ((uintptr_t)c->base == base) return c;
+        }
+        i = (i + 1) & (cap - 1);
+    }
+}
+
+/* fm__table_find for a free, as the owner or under the lock, giving the
+ * record: an entry found in the old table is entered in the new one (it
+ * stays in the old one, read as it was until it goes), so a pool that stops
+ * opening chunks does not look in both tables for ever. */
+static inline fm__chunk *fm__table_find_moving(fm_pool *p, uintptr_t base) {
+    if (!p->table) return NULL;
+    fm__chunk *c = fm__table_probe_rec(p, p->table, p->table_cap, base);
+    if (c || !p->old_table) return c;
+    c = fm__table_probe_rec(p, p->old_table, p->old_cap, base);
+    if (c) p->table_used += fm__table_insert(p->table, p->table_cap, p, c->idx);
+    return c;
+}
+
 /* A table as published to lock-free readers: its address (64-byte aligned)
  * with log2 of its capacity in the low bits, so that a reader sees the pair
  * consistent from one load; 0 for none. */
@@ -264,6 +293,7 @@ static uint32_t fm__take_record(fm_pool *p) {
     }
     fm__chunk *c = fm__chunk_at(p, idx);
     memset(c, 0, sizeof *c);
+    c->idx = idx;
     c->gen_floor = floor;
     c->prev = c->next = FM__NONE;
     fm__base_store(p, idx, NULL);
@@ -431,7 +461,9 @@ static void fm__table_migrate(fm_pool *p, uint32_t n) {
             return;
         }
         uint32_t e = p->old_table[p->old_pos++];
-        if (e != 0 && e != FM__TOMB)
+        if (e == 0 || e == FM__TOMB) continue;
+        uintptr_t base = (uintptr_t)fm__chunk_at(p, e - 1)->base; /* moved already? */
+        if (fm__table_probe(p, p->table, p->table_cap, base, false) == FM__NONE)
             p->table_used += fm__table_insert(p->table, p->table_cap, p, e - 1);
     }
 }
@@ -691,7 +723,7 @@ static uint32_t fm__open_pending(fm_pool *p) {
     }
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     p->dm_base[k] = (uintptr_t)c->base;
-    p->dm_idx[k] = idx;
+    p->dm_rec[k] = c;
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, p);
     c->state = FM__CHUNK_FRESH;
     uint8_t *slots0 = c->base + p->hot.slots_off;

@@ -21,7 +21,7 @@ static void fm__settle_next(fm_pool *p) {
     } else if (p->parked_chunk == p->cur_idx) { /* its chunk became current */
         h->cur_stack[h->cur_top++] = (uint16_t)p->parked_slot;
     } else {
-        fm__file_free_slot(p, p->parked_chunk, p->parked_slot);
+        fm__file_free_slot(p, p->parked_rec, p->parked_slot);
         p->live_other--;
     }
     h->cur_next_slot = NULL;
@@ -257,9 +257,8 @@ enum { FM__NOT_HANDLED = 0, FM__FILED = 1, FM__PARKED = 2 };
 static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool park) {
     uintptr_t base = (uintptr_t)item & p->base_mask;
     if (base == p->cs->cur_base) return FM__NOT_HANDLED;
-    uint32_t idx = fm__other_chunk(p, base);
-    if (FM__UNLIKELY(idx == FM__NONE)) return FM__NOT_HANDLED;
-    fm__chunk *c = fm__chunk_at(p, idx);
+    fm__chunk *c = fm__other_rec_moving(p, base);
+    if (FM__UNLIKELY(!c)) return FM__NOT_HANDLED;
     uint32_t slot = fm__slot_of(p, base, item);
     if (FM__UNLIKELY(slot >= c->bump || !fm__meta_kill(fm__meta(base) + slot, true)))
         return FM__NOT_HANDLED;
@@ -270,12 +269,40 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
         h->cur_next_slot = (uint8_t *)item;
         h->cur_next_meta = fm__meta(base) + slot;
         h->cur_next = FM__NONE;
-        p->parked_chunk = idx;
+        p->parked_chunk = c->idx;
+        p->parked_rec = c;
         p->parked_slot = slot;
         return FM__PARKED;
     }
-    fm__file_free_slot(p, idx, slot);
+    fm__file_free_slot(p, c, slot);
     return FM__FILED;
+}
+
+/* NONE: the common free into another chunk, with nothing waiting in hot's
+ * next slot: a live item (below its chunk's bump index, generation below
+ * the maximum) of a chunk the direct-mapped cache knows is parked there, as
+ * fm__free_other parks it. A leaf (no call, so no register is saved and the
+ * general path's frame is not built; the table's probe loop would need
+ * registers saved): false, with nothing changed, for anything else, which
+ * fm__free_checked then does. */
+static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) {
+    fm__pool_hot *h = p->cs;
+    uintptr_t base = (uintptr_t)item & p->base_mask;
+    uint32_t k = fm__dm_slot(p, base);
+    if (h->cur_next_slot || p->dm_base[k] != base || base == h->cur_base) return false;
+    fm__chunk *c = p->dm_rec[k];
+    uint64_t slot = fm__exact_index((uintptr_t)item - (base + h->slots_off), h->inv, h->inv_shift);
+    uint32_t *w = fm__meta(base) + slot;
+    if (slot >= c->bump || !fm__meta_kill(w, false)) return false;
+    fm__slot_to_free(p, item);
+    h->cur_next_slot = (uint8_t *)item;
+    h->cur_next_meta = w;
+    h->cur_next = FM__NONE;
+    p->parked_chunk = c->idx;
+    p->parked_rec = c;
+    p->parked_slot = (uint32_t)slot;
+    h->headroom++;
+    return true;
 }
 
 /* NONE and MUTEX (under the lock): frees or reports one item. */
@@ -317,9 +344,9 @@ static size_t fm__free_run(fm_pool *p, void *const *items, size_t n) {
     const uint32_t k = h->inv_shift, off = h->slots_off;
     const uintptr_t run_base = (uintptr_t)items[0] & mask;
     bool current = run_base == h->cur_base;
-    uint32_t idx = current ? p->cur_idx : fm__other_chunk(p, run_base);
-    if (idx == FM__NONE) return 0;
-    fm__chunk *c = fm__chunk_at(p, idx);
+    fm__chunk *c = current ? fm__chunk_at(p, p->cur_idx) : fm__other_rec_moving(p, run_base);
+    if (!c) return 0;
+    uint32_t idx = c->idx;
     const uint64_t bump = current ? h->cur_bump : c->bump;
     uint16_t *const stack = fm__stack(p, (uint8_t *)run_base);
     uint32_t top = current ? h->cur_top : c->free_top;

@@ -237,6 +237,7 @@ void fm__pool_free_slow(fm_pool *pool, void *item) {
 #ifdef FM__THREAD_CHECKS
     if (!fm__owner_ok(pool, "free")) return;
 #endif
+    if (FM__LIKELY(fm__free_park_leaf(pool, item))) return;
     fm__free_checked(pool, item, "free");
 }
 

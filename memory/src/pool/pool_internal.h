@@ -113,6 +113,7 @@ typedef struct fm__chunk {
     uint32_t state;
     uint32_t gen_floor; /* first generation of this record's slots: above every
                            generation an earlier chunk of the record handed out */
+    uint32_t idx;       /* this record's index */
     uint64_t *refs;     /* lazily: per slot, generation << 32 | (count - 1) */
 } fm__chunk;
 
@@ -150,7 +151,7 @@ struct fm_pool {
      * about as often as not. 1 marks an empty slot (no chunk base is odd;
      * 0 would match pointers below one chunk size). */
     uintptr_t dm_base[FM__DM_SLOTS];
-    uint32_t dm_idx[FM__DM_SLOTS];
+    fm__chunk *dm_rec[FM__DM_SLOTS]; /* records never move (see seg) */
     /* NONE and MUTEX: a single free outside the current chunk parks its slot
      * in hot's next slot (cur_next UINT32_MAX) instead of pushing it onto its
      * chunk's stack, so an alloc right after takes that slot back, its cache
@@ -158,6 +159,7 @@ struct fm_pool {
      * (c->live, live_other) until fm__settle_next files it, which every path
      * that moves the next slot or switches chunks does first. */
     uint32_t parked_chunk;
+    fm__chunk *parked_rec; /* its record */
     uint32_t parked_slot;
     uint64_t live_other; /* live items outside the current chunk, parked one included */
     uintptr_t base_mask;
@@ -285,6 +287,7 @@ static void fm__base_store(fm_pool *p, uint32_t idx, uint8_t *base);
 static size_t fm__bases_bytes(uint32_t cap);
 static void fm__bases_step(fm_pool *p, uint32_t n);
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base);
+static inline fm__chunk *fm__table_find_moving(fm_pool *p, uintptr_t base);
 static size_t fm__trim_core(fm_pool *pool);
 
 /* map.c: the process-wide chunk map */
@@ -406,8 +409,8 @@ static inline uint32_t fm__parked_in(const fm_pool *p, uint32_t idx) {
 
 /* A dead slot of chunk idx, not the current one, goes onto its chunk's
  * stack, which counts one item fewer (the caller takes it off live_other). */
-static inline void fm__file_free_slot(fm_pool *p, uint32_t idx, uint32_t slot) {
-    fm__chunk *c = fm__chunk_at(p, idx);
+static inline void fm__file_free_slot(fm_pool *p, fm__chunk *c, uint32_t slot) {
+    uint32_t idx = c->idx;
     fm__stack(p, c->base)[c->free_top++] = (uint16_t)slot;
     c->live--;
     if (FM__UNLIKELY(c->state == FM__CHUNK_FULL || c->live == 0)) fm__refile_after_free(p, idx);
@@ -428,10 +431,24 @@ static inline uint32_t fm__dm_slot(const fm_pool *p, uintptr_t base) {
 }
 
 /* NONE and MUTEX: the record of the chunk at base when it is not the current
- * one: its dm_base slot, else the table; FM__NONE when base is not a chunk. */
-static inline uint32_t fm__other_chunk(const fm_pool *p, uintptr_t base) {
+ * one: its dm_base slot, else the table; NULL when base is not a chunk. */
+static inline fm__chunk *fm__other_rec(const fm_pool *p, uintptr_t base) {
     uint32_t k = fm__dm_slot(p, base);
-    return p->dm_base[k] == base ? p->dm_idx[k] : fm__table_find(p, base);
+    if (FM__LIKELY(p->dm_base[k] == base)) return p->dm_rec[k];
+    uint32_t idx = fm__table_find(p, base);
+    return idx == FM__NONE ? NULL : fm__chunk_at(p, idx);
+}
+/* The same for a free: a chunk found in the old table (see pool/chunks.c)
+ * moves to the new one on the way, so that a pool that stops opening chunks
+ * does not look in both tables for ever. */
+static inline fm__chunk *fm__other_rec_moving(fm_pool *p, uintptr_t base) {
+    uint32_t k = fm__dm_slot(p, base);
+    if (FM__LIKELY(p->dm_base[k] == base)) return p->dm_rec[k];
+    return fm__table_find_moving(p, base);
+}
+static inline uint32_t fm__other_chunk(const fm_pool *p, uintptr_t base) {
+    const fm__chunk *c = fm__other_rec(p, base);
+    return c ? c->idx : FM__NONE;
 }
 
 /* Finds the chunk and slot of ptr and says what is wrong with it, without
