@@ -292,8 +292,9 @@ static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) 
     if (h->cur_next_slot || p->dm_base[k] != base || base == h->cur_base) return false;
     fm__chunk *c = p->dm_rec[k];
     uint64_t slot = fm__exact_index((uintptr_t)item - (base + h->slots_off), h->inv, h->inv_shift);
+    if (slot >= c->bump) return false;
     uint32_t *w = fm__meta(base) + slot;
-    if (slot >= c->bump || !fm__meta_kill(w, false)) return false;
+    if (!fm__meta_kill(w, false)) return false;
     fm__slot_to_free(p, item);
     h->cur_next_slot = (uint8_t *)item;
     h->cur_next_meta = w;
