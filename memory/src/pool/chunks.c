@@ -328,6 +328,10 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, NULL);
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     if (p->dm_base[k] == (uintptr_t)c->base) p->dm_base[k] = 1;
+    if (p->dm2) {
+        fm__dm2 *e = &p->dm2[((uintptr_t)c->base >> p->chunk_shift) & p->dm2_mask];
+        if (e->rec == c) e->base = 0, e->rec = NULL;
+    }
     fm__base_store(p, idx, NULL);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
@@ -366,6 +370,8 @@ typedef struct fm__growth_plan {
     uint32_t table_cap;
     uint8_t **bases; /* NULL: the base arrays are big enough */
     uint32_t bases_cap;
+    fm__dm2 *dm2;    /* NULL: dm2 is big enough (or not needed) */
+    uint32_t dm2_cap;
     fm__span *span;  /* the new chunks */
     uint32_t k;
     bool map_failed; /* the chunk map (pool/map.c) could not take the chunks */
@@ -504,6 +510,7 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
         fm__array_delete(p, g->segs[s], fm__seg_bytes(s));
     fm__table_delete(p, g->table, g->table_cap);
     if (g->bases) fm__array_delete(p, g->bases, fm__bases_bytes(g->bases_cap));
+    if (g->dm2) fm__array_delete(p, g->dm2, (size_t)g->dm2_cap * sizeof *g->dm2);
     if (g->span) fm__span_free(p, g->span);
 }
 
@@ -531,6 +538,19 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
         g->bases = fm__array_new(p, fm__bases_bytes((uint32_t)cap));
         if (!g->bases) return false;
         g->bases_cap = (uint32_t)cap;
+    }
+    /* Past the 64 slots of dm_base, dm2 with at least twice as many slots as
+     * chunks (made empty: it fills as chunks open and as the table finds
+     * them). */
+    uint64_t chunks = (uint64_t)p->chunk_count + g->k;
+    if (chunks > FM__DM_SLOTS && chunks * 2 > (p->dm2 ? (uint64_t)p->dm2_mask + 1 : 0)) {
+        uint64_t cap = 256;
+        while (cap < chunks * 4) cap *= 2;
+        size_t bytes = (size_t)cap * sizeof *g->dm2;
+        g->dm2 = fm__array_new(p, bytes);
+        if (!g->dm2) return false;
+        if (!fm__array_os(p, bytes)) memset(g->dm2, 0, bytes);
+        g->dm2_cap = (uint32_t)cap;
     }
     /* The table stays at most half full (tombstones and entries still to
      * move included) so probes stay short. A new one is twice what that
@@ -654,6 +674,16 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
             p->bases_copied = 0;
         }
     }
+    if (g.dm2) {
+        if (p->dm2) {
+            size_t old = ((size_t)p->dm2_mask + 1) * sizeof *p->dm2;
+            fm__array_delete(p, p->dm2, old);
+            p->bytes_reserved -= old;
+        }
+        p->dm2 = g.dm2;
+        p->dm2_mask = g.dm2_cap - 1;
+        p->bytes_reserved += (size_t)g.dm2_cap * sizeof *g.dm2;
+    }
     fm__span *sp = g.span;
     if (p->desc.prefault) {
         if (sp->next) fm__os_prefault(sp->next, (size_t)g.k * p->chunk_bytes);
@@ -724,6 +754,7 @@ static uint32_t fm__open_pending(fm_pool *p) {
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     p->dm_base[k] = (uintptr_t)c->base;
     p->dm_rec[k] = c;
+    fm__dm2_set(p, c);
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, p);
     c->state = FM__CHUNK_FRESH;
     uint8_t *slots0 = c->base + p->hot.slots_off;

@@ -280,7 +280,7 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
 
 /* NONE: the common free into another chunk, with nothing waiting in hot's
  * next slot: a live item (below its chunk's bump index, generation below
- * the maximum) of a chunk the direct-mapped cache knows is parked there, as
+ * the maximum) of a chunk the direct-mapped caches know is parked there, as
  * fm__free_other parks it. A leaf (no call, so no register is saved and the
  * general path's frame is not built; the table's probe loop would need
  * registers saved): false, with nothing changed, for anything else, which
@@ -289,8 +289,14 @@ static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) 
     fm__pool_hot *h = p->cs;
     uintptr_t base = (uintptr_t)item & p->base_mask;
     uint32_t k = fm__dm_slot(p, base);
-    if (h->cur_next_slot || p->dm_base[k] != base || base == h->cur_base) return false;
+    if (h->cur_next_slot || base == h->cur_base) return false;
     fm__chunk *c = p->dm_rec[k];
+    if (p->dm_base[k] != base) {
+        if (!p->dm2) return false;
+        const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
+        if (e->base != base || !e->rec) return false;
+        c = e->rec;
+    }
     uint64_t slot = fm__exact_index((uintptr_t)item - (base + h->slots_off), h->inv, h->inv_shift);
     if (slot >= c->bump) return false;
     uint32_t *w = fm__meta(base) + slot;
