@@ -351,9 +351,8 @@ static size_t fm__free_run(fm_pool *p, void *const *items, size_t n) {
     const uint32_t k = h->inv_shift, off = h->slots_off;
     const uintptr_t run_base = (uintptr_t)items[0] & mask;
     bool current = run_base == h->cur_base;
-    fm__chunk *c = current ? fm__chunk_at(p, p->cur_idx) : fm__other_rec_moving(p, run_base);
-    if (!c) return 0;
-    uint32_t idx = c->idx;
+    fm__chunk *c = NULL; /* the record, for another chunk: the current one's state is in h */
+    if (!current && !(c = fm__other_rec_moving(p, run_base))) return 0;
     const uint64_t bump = current ? h->cur_bump : c->bump;
     uint16_t *const stack = fm__stack(p, (uint8_t *)run_base);
     uint32_t top = current ? h->cur_top : c->free_top;
@@ -373,7 +372,7 @@ static size_t fm__free_run(fm_pool *p, void *const *items, size_t n) {
         c->free_top = top;
         c->live -= (uint32_t)i;
         p->live_other -= i;
-        if (c->state == FM__CHUNK_FULL || c->live == 0) fm__refile_after_free(p, idx);
+        if (c->state == FM__CHUNK_FULL || c->live == 0) fm__refile_after_free(p, c->idx);
     }
     return i;
 }
