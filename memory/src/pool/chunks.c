@@ -364,10 +364,17 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
  * exactly as it was. None of it is touched at growth (the record segments
  * and the mapping are written as chunks open), so a growth costs a few
  * allocations and system calls whatever it adds: see fm__open_pending. */
+/* A growth's mapping for its arrays of OS size, handed out in pages. */
+typedef struct fm__carve {
+    uint8_t *next;
+    size_t left;
+} fm__carve;
+
 typedef struct fm__growth_plan {
     uint8_t *segs[FM__REC_SEGS]; /* new record segments; NULL: not needed */
     uint32_t *table; /* NULL: the current table is big enough */
     uint32_t table_cap;
+    fm__carve carve; /* the arrays' mapping, what is not handed out yet */
     uint8_t **bases; /* NULL: the base arrays are big enough */
     uint32_t bases_cap;
     fm__dm2 *dm2;    /* NULL: dm2 is big enough (or not needed) */
@@ -383,45 +390,65 @@ typedef struct fm__pending {
     uint8_t *next;
 } fm__pending;
 
-/* Record segments and chunk tables of FM__OS_ARRAY_BYTES or more of a pool
- * whose chunks come from the OS come from the OS too, zero-filled and not
- * touched until used: making one costs one system call whatever its size
- * (the first touch of a fresh page costs 3 to 20 us in a VM, fm-bench's
+/* Record segments, base arrays, dm2 and chunk tables of FM__OS_ARRAY_BYTES
+ * or more of a pool whose chunks come from the OS come from the OS too,
+ * zero-filled and not touched until used: all those a growth needs from one
+ * mapping (fm__carve), each released on its own later. A growth then costs
+ * two system calls (its chunks, its arrays) whatever its size; each costs 2
+ * to 15 us in a VM, as does the first touch of a fresh page (fm-bench
  * regrowth). Smaller ones, and all of a pool on an allocator, come from the
- * allocator (tables zeroed here). */
+ * allocator (tables and dm2 zeroed here). */
 enum { FM__OS_ARRAY_BYTES = 16 << 10 };
 static bool fm__array_os(const fm_pool *p, size_t bytes) {
     return p->use_os && bytes >= FM__OS_ARRAY_BYTES;
 }
-static void *fm__array_new(const fm_pool *p, size_t bytes) {
-    if (fm__array_os(p, bytes)) return fm__os_reserve(bytes, fm__os_get_caps()->page_size, true);
-    return fm_allocator_alloc(&p->desc.allocator, bytes, 64);
+static size_t fm__page_round(size_t bytes) {
+    size_t page = fm__os_get_caps()->page_size;
+    return (bytes + page - 1) & ~(page - 1);
+}
+/* Adds an array of bytes to what a growth needs from the OS. */
+static void fm__carve_need(const fm_pool *p, size_t *total, size_t bytes) {
+    if (fm__array_os(p, bytes)) *total += fm__page_round(bytes);
+}
+/* An array from the carve (sized by fm__carve_need first, zero-filled) or
+ * the allocator (zeroed when zero asks). NULL when the allocator refused. */
+static void *fm__array_take(const fm_pool *p, fm__carve *cv, size_t bytes, bool zero) {
+    if (!fm__array_os(p, bytes)) {
+        void *mem = fm_allocator_alloc(&p->desc.allocator, bytes, 64);
+        if (mem && zero) memset(mem, 0, bytes);
+        return mem;
+    }
+    size_t r = fm__page_round(bytes);
+    if (r > cv->left) return NULL; /* not sized for it: cannot happen */
+    void *mem = cv->next;
+    cv->next += r;
+    cv->left -= r;
+    return mem;
 }
 static void fm__array_delete(const fm_pool *p, void *mem, size_t bytes) {
     if (!mem) return;
-    if (fm__array_os(p, bytes)) fm__os_release(mem, bytes);
+    if (fm__array_os(p, bytes)) fm__os_release(mem, fm__page_round(bytes));
     else fm_allocator_free(&p->desc.allocator, mem, bytes);
 }
 static size_t fm__table_bytes(uint32_t cap) { return (size_t)cap * sizeof(uint32_t); }
-static uint32_t *fm__table_new(const fm_pool *p, uint32_t cap) {
-    size_t bytes = fm__table_bytes(cap);
-    uint32_t *t = fm__array_new(p, bytes);
-    if (t && !fm__array_os(p, bytes)) memset(t, 0, bytes);
-    return t;
-}
 static void fm__table_delete(const fm_pool *p, uint32_t *table, uint32_t cap) {
     fm__array_delete(p, table, fm__table_bytes(cap));
 }
 
-/* An array replaced by growth: deleted now when no other thread can read
- * it, else kept until destroy (it stays in bytes_reserved). */
+/* An array replaced by growth (or an opening, for a table or base array
+ * whose successor is complete) is kept until destroy (it stays in
+ * bytes_reserved): lock-free readers may still hold it, and giving pages
+ * back costs a system call in the allocation that opens a chunk. Sizes
+ * double, so kept arrays add up to about the current ones; past
+ * FM__MAX_RETIRED_ARRAYS (a NONE pool only) one is deleted at once. */
 static void fm__retire_array(fm_pool *p, void *mem, size_t bytes) {
     if (!mem) return;
-    if (p->sync == FM_SYNC_NONE || p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS) {
+    if (p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS && p->sync == FM_SYNC_NONE) {
         fm__array_delete(p, mem, bytes);
         p->bytes_reserved -= bytes;
         return;
     }
+    if (p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS) return; /* kept for good */
     p->retired_arrays[p->n_retired_arrays] = mem;
     p->retired_bytes[p->n_retired_arrays++] = bytes;
 }
@@ -511,6 +538,7 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     fm__table_delete(p, g->table, g->table_cap);
     if (g->bases) fm__array_delete(p, g->bases, fm__bases_bytes(g->bases_cap));
     if (g->dm2) fm__array_delete(p, g->dm2, (size_t)g->dm2_cap * sizeof *g->dm2);
+    if (g->carve.left) fm__os_release(g->carve.next, g->carve.left);
     if (g->span) fm__span_free(p, g->span);
 }
 
@@ -520,13 +548,11 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     /* Any chunk held may get a record (unused ones are taken first). */
     uint64_t need = (uint64_t)p->chunk_count + g->k;
     if (need < p->chunk_top) need = p->chunk_top;
-    uint32_t s = 3;
-    while (s < FM__REC_SEGS && p->seg[s]) s++;
-    for (uint64_t cap = p->chunk_cap; cap < need && s < FM__REC_SEGS; s++) {
-        g->segs[s] = fm__array_new(p, fm__seg_bytes(s));
-        if (!g->segs[s]) return false;
-        cap = fm__segs_cap(s);
-    }
+    /* What is needed, then one mapping for the parts of OS size. */
+    uint32_t s0 = 3, s1;
+    while (s0 < FM__REC_SEGS && p->seg[s0]) s0++;
+    s1 = s0;
+    for (uint64_t cap = p->chunk_cap; cap < need && s1 < FM__REC_SEGS; s1++) cap = fm__segs_cap(s1);
     /* A base array for twice what may be needed, made while the one handles
      * read still has room for as many records again as it holds: filled a
      * few entries per record taken, it is complete before that room runs
@@ -535,8 +561,6 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     if (need * 2 > bases_have) {
         uint64_t cap = 16;
         while (cap < need * 2) cap *= 2;
-        g->bases = fm__array_new(p, fm__bases_bytes((uint32_t)cap));
-        if (!g->bases) return false;
         g->bases_cap = (uint32_t)cap;
     }
     /* Past the 64 slots of dm_base, dm2 with at least twice as many slots as
@@ -546,10 +570,6 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     if (chunks > FM__DM_SLOTS && chunks * 2 > (p->dm2 ? (uint64_t)p->dm2_mask + 1 : 0)) {
         uint64_t cap = 256;
         while (cap < chunks * 4) cap *= 2;
-        size_t bytes = (size_t)cap * sizeof *g->dm2;
-        g->dm2 = fm__array_new(p, bytes);
-        if (!g->dm2) return false;
-        if (!fm__array_os(p, bytes)) memset(g->dm2, 0, bytes);
         g->dm2_cap = (uint32_t)cap;
     }
     /* The table stays at most half full (tombstones and entries still to
@@ -560,10 +580,29 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
         uint64_t slots_needed = ((uint64_t)p->chunk_count + g->k) * 4;
         uint64_t cap = 16;
         while (cap < slots_needed) cap *= 2;
-        g->table = fm__table_new(p, (uint32_t)cap);
-        if (!g->table) return false;
         g->table_cap = (uint32_t)cap;
     }
+    size_t total = 0;
+    for (uint32_t s = s0; s < s1; s++) fm__carve_need(p, &total, fm__seg_bytes(s));
+    fm__carve_need(p, &total, fm__bases_bytes(g->bases_cap));
+    fm__carve_need(p, &total, (size_t)g->dm2_cap * sizeof(fm__dm2));
+    fm__carve_need(p, &total, fm__table_bytes(g->table_cap));
+    if (total) {
+        g->carve.next = fm__os_reserve(total, fm__os_get_caps()->page_size, true);
+        if (!g->carve.next) return false;
+        g->carve.left = total;
+    }
+    for (uint32_t s = s0; s < s1; s++)
+        if (!(g->segs[s] = fm__array_take(p, &g->carve, fm__seg_bytes(s), false))) return false;
+    if (g->bases_cap &&
+        !(g->bases = fm__array_take(p, &g->carve, fm__bases_bytes(g->bases_cap), false)))
+        return false;
+    if (g->dm2_cap &&
+        !(g->dm2 = fm__array_take(p, &g->carve, (size_t)g->dm2_cap * sizeof *g->dm2, true)))
+        return false;
+    if (g->table_cap &&
+        !(g->table = fm__array_take(p, &g->carve, fm__table_bytes(g->table_cap), true)))
+        return false;
     g->span = fm_allocator_alloc(a, sizeof *g->span, alignof(fm__span));
     if (!g->span) return false;
     memset(g->span, 0, sizeof *g->span);
@@ -675,11 +714,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         }
     }
     if (g.dm2) {
-        if (p->dm2) {
-            size_t old = ((size_t)p->dm2_mask + 1) * sizeof *p->dm2;
-            fm__array_delete(p, p->dm2, old);
-            p->bytes_reserved -= old;
-        }
+        fm__retire_array(p, p->dm2, ((size_t)p->dm2_mask + 1) * sizeof *p->dm2);
         p->dm2 = g.dm2;
         p->dm2_mask = g.dm2_cap - 1;
         p->bytes_reserved += (size_t)g.dm2_cap * sizeof *g.dm2;
