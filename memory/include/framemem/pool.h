@@ -17,7 +17,10 @@
  * A pool is a set of equal power-of-two chunks, each aligned to its size:
  * alloc, free, owns and resolve are O(1) whatever the capacity, free tells
  * double frees, foreign and interior pointers without searching, and growing
- * touches no new slot. Per-slot metadata lives beside the slots, never in them.
+ * touches no new slot. A growth costs the same whatever it adds (two
+ * mappings, a few records): a chunk gets its record, its entries in the
+ * chunk map and the pool's tables when it first becomes current. Per-slot
+ * metadata lives beside the slots, never in them.
  *
  * Lifetime: fm_pool_create / fm_pool_destroy. Destroy runs the dtor on every
  * live item and reports (FM_ERR_LEAK) how many there were unless the desc says
@@ -66,8 +69,9 @@
  * of the page come from the OS (the system allocator), smaller ones from
  * the C heap. Besides its chunks a pool holds about 3.8 KiB on 64-bit
  * targets (the pool object, 8 chunk records and a 16-entry chunk table,
- * growing with the chunk count; stats.bytes_reserved counts them all), so
- * 24 door thinkers of 80 bytes need a 4 KiB chunk and 3.8 KiB. A pool's
+ * growing with the chunk count; stats.bytes_reserved counts them all, and
+ * arrays a growth replaced, kept until destroy), so 24 door thinkers of 80
+ * bytes need a 4 KiB chunk and 3.8 KiB. A pool's
  * first chunk becomes current at create and, when it is mapped for the pool
  * and at most 64 KiB, resident (its pages touched), so that the first
  * allocations of a fresh pool cost what later ones do; bigger chunks are
@@ -87,9 +91,11 @@
  *
  * Owners: fm_pool_of(ptr) finds the pool whose chunk holds ptr from a
  * process-wide map of chunk addresses (two levels over the address's 64 KiB
- * granule, a third for chunks under 64 KiB), updated at growth and release,
- * read without a lock and never through ptr: O(1), a few loads; NULL for
- * memory no pool holds (the map covers addresses below 2^48). fm_free(ptr)
+ * granule, a third for chunks under 64 KiB), updated when a chunk first
+ * becomes current and at release, read without a lock and never through
+ * ptr: O(1), a few loads; NULL for memory no pool holds (the map covers
+ * addresses below 2^48), chunks a growth mapped that never handed out an
+ * item included. fm_free(ptr)
  * frees into that pool. The map's memory comes from the OS (its first level
  * is 512 KiB of zero-filled static storage; then 512 KiB of address space
  * per 4 GiB region that held a chunk, pages touched where entries are, and
@@ -260,7 +266,8 @@ FM_API fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
 FM_API const char *fm_pool_name(const fm_pool *pool);
 
 /// The pool holding the chunk ptr points into (any address inside it, the
-/// item dead or alive), or NULL, reported to no one. O(1); reads only the
+/// item dead or alive; a chunk enters when it first hands out an item), or
+/// NULL, reported to no one. O(1); reads only the
 /// process-wide chunk map, never the memory at ptr (see Owners).
 FM_API fm_pool *fm_pool_of(const void *ptr);
 /// Frees ptr into the pool fm_pool_of finds, as fm_pool_free would (its
