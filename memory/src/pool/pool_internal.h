@@ -11,8 +11,9 @@
  * bumps the generation. The free stack holds the indices of the chunk's free
  * slots, so the pool keeps nothing in a free slot. Chunk bookkeeping (the
  * stack's top, the bump index over never-used slots, the live count) lives
- * in a record array beside the pool, so growing writes nothing into the new
- * chunks: their pages stay untouched until used.
+ * in records beside the pool, so growing writes nothing into the new
+ * chunks: their pages stay untouched until used. A chunk gets its record
+ * when it first becomes current (fm__open_pending).
  *
  * The current chunk's state is cached in the pool's first cache line
  * (fm__pool_hot, detail/pool.h) so that alloc and free of the common case
@@ -147,7 +148,8 @@ struct fm_pool {
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     /* NONE and MUTEX: chunk bases by chunk number mod FM__DM_SLOTS, written
-     * when a chunk gets its memory and cleared when it gives it back, so the
+     * when a chunk first becomes current and cleared when it gives its
+     * memory back, so the
      * lookup of a free outside the current chunk is one load and a compare
      * that goes the same way every time while no two chunks share a slot
      * (a growth maps its chunks side by side, so the first 64 never do); a
