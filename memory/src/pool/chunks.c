@@ -380,6 +380,7 @@ typedef struct fm__growth_plan {
     fm__dm2 *dm2;    /* NULL: dm2 is big enough (or not needed) */
     uint32_t dm2_cap;
     fm__span *span;  /* the new chunks */
+    bool span_spare; /* span is one of spare_spans (already counted) */
     uint32_t k;
     bool map_failed; /* the chunk map (pool/map.c) could not take the chunks */
 } fm__growth_plan;
@@ -516,20 +517,23 @@ static uint8_t *fm__chain_pop(uint8_t **chain) {
 }
 
 /* Gives back what a span still holds (chunks without a record, unused link
- * arrays) and the span itself; the caller has unlinked it and settled the
- * counters. */
-static void fm__span_free(fm_pool *p, fm__span *sp) {
+ * arrays); the caller has unlinked it and settled the counters. */
+static void fm__span_empty(fm_pool *p, fm__span *sp) {
     const fm_allocator *a = &p->desc.allocator;
     while (sp->links) fm_allocator_free(a, fm__chain_pop(&sp->links), fm__links_bytes(p));
     if (sp->next && sp->left) fm__os_release(sp->next, (size_t)sp->left * p->chunk_bytes);
     while (sp->chain) fm_allocator_free(a, fm__chain_pop(&sp->chain), p->chunk_bytes);
-    fm_allocator_free(a, sp, sizeof *sp);
+    sp->next = NULL;
+    sp->left = 0;
 }
 
-/* A span of the pool's (counted in bytes_reserved) goes. */
-static void fm__span_drop(fm_pool *p, fm__span *sp) {
-    p->bytes_reserved -= sizeof *sp;
-    fm__span_free(p, sp);
+/* A span of the pool's that is used up (or trimmed away) is kept for the
+ * next growth: its struct stays in bytes_reserved, so trim gives back whole
+ * chunks only and growth takes no allocation for it. */
+static void fm__span_retire(fm_pool *p, fm__span *sp) {
+    fm__span_empty(p, sp);
+    sp->next_span = p->spare_spans;
+    p->spare_spans = sp;
 }
 
 static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
@@ -539,7 +543,15 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     if (g->bases) fm__array_delete(p, g->bases, fm__bases_bytes(g->bases_cap));
     if (g->dm2) fm__array_delete(p, g->dm2, (size_t)g->dm2_cap * sizeof *g->dm2);
     if (g->carve.left) fm__os_release(g->carve.next, g->carve.left);
-    if (g->span) fm__span_free(p, g->span);
+    if (g->span) {
+        fm__span_empty(p, g->span);
+        if (g->span_spare) {
+            g->span->next_span = p->spare_spans;
+            p->spare_spans = g->span;
+        } else {
+            fm_allocator_free(&p->desc.allocator, g->span, sizeof *g->span);
+        }
+    }
 }
 
 /* Allocates everything; false (nothing reported yet) when any piece fails. */
@@ -603,7 +615,10 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     if (g->table_cap &&
         !(g->table = fm__array_take(p, &g->carve, fm__table_bytes(g->table_cap), true)))
         return false;
-    g->span = fm_allocator_alloc(a, sizeof *g->span, alignof(fm__span));
+    g->span = p->spare_spans;
+    g->span_spare = g->span != NULL;
+    if (g->span) p->spare_spans = g->span->next_span;
+    else g->span = fm_allocator_alloc(a, sizeof *g->span, alignof(fm__span));
     if (!g->span) return false;
     memset(g->span, 0, sizeof *g->span);
     if (p->sync == FM_SYNC_LOCKFREE) {
@@ -737,7 +752,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
     p->spans_tail = sp;
     p->capacity += slots;
     p->chunk_count += g.k;
-    p->bytes_reserved += (size_t)g.k * p->chunk_bytes + sizeof *sp;
+    p->bytes_reserved += (size_t)g.k * p->chunk_bytes + (g.span_spare ? 0 : sizeof *sp);
     if (g.table) {
         /* The table before becomes the old one (entries move later), set
          * before the new one is published (see fm__table_find_shared). */
@@ -784,7 +799,7 @@ static uint32_t fm__open_pending(fm_pool *p) {
     if (!sp->left) {
         p->spans = sp->next_span;
         if (!p->spans) p->spans_tail = NULL;
-        fm__span_drop(p, sp);
+        fm__span_retire(p, sp);
     }
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     p->dm_base[k] = (uintptr_t)c->base;
@@ -822,20 +837,26 @@ static void fm__trim_pending(fm_pool *p) {
             link = &(*link)->next_span;
         }
         *link = NULL;
-        fm__span_drop(p, sp);
+        fm__span_retire(p, sp);
     }
 }
 
-/* Destroy: every chunk that never got a record goes back. */
+/* Destroy: every chunk that never got a record goes back, and the spans. */
 static void fm__spans_release(fm_pool *p) {
     while (p->spans) {
         fm__span *sp = p->spans;
         p->spans = sp->next_span;
         fm__tag_uncharge(p->desc.tag, (size_t)sp->left * p->chunk_bytes, true);
         p->bytes_reserved -= (size_t)sp->left * p->chunk_bytes;
-        fm__span_drop(p, sp);
+        fm__span_retire(p, sp);
     }
     p->spans_tail = NULL;
+    while (p->spare_spans) {
+        fm__span *sp = p->spare_spans;
+        p->spare_spans = sp->next_span;
+        p->bytes_reserved -= sizeof *sp;
+        fm_allocator_free(&p->desc.allocator, sp, sizeof *sp);
+    }
 }
 
 /* How many slots the growth policy adds when an allocation finds no room. */

@@ -213,6 +213,7 @@ struct fm_pool {
      * when it first becomes current (fm__next_chunk), so a growth costs the
      * same whatever it adds. Oldest first. */
     struct fm__span *spans, *spans_tail;
+    struct fm__span *spare_spans; /* used up, kept for the next growth */
     uint32_t *table; /* open addressing: chunk base -> record index + 1 */
     uintptr_t table_pub; /* table as lock-free readers see it (fm__table_tag) */
     uintptr_t old_pub;   /* old_table likewise */
