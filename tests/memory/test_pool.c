@@ -1625,17 +1625,6 @@ static void reserve_thousands_of_chunks_in_child(void) {
     fm_pool_destroy(pool);
 }
 
-#if defined(__SANITIZE_THREAD__)
-#define FM_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FM_TEST_TSAN 1
-#endif
-#endif
-#ifndef FM_TEST_TSAN
-#define FM_TEST_TSAN 0
-#endif
-
 static void test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages(void **state) {
     fm_test_env *env = *state;
     /* Valgrind's own faults count as the process's, and TSan's shadow

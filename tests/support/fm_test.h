@@ -39,6 +39,17 @@ void fm_test_allocator_assert_clean(const fm_test_allocator *a);
 
 /// true when the test runs under Valgrind (the Debug build's memcheck run).
 bool fm_test_under_valgrind(void);
+/// FM_TEST_TSAN: 1 in a ThreadSanitizer build (gcc or clang), else 0.
+#if defined(__SANITIZE_THREAD__)
+#define FM_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FM_TEST_TSAN 1
+#endif
+#endif
+#ifndef FM_TEST_TSAN
+#define FM_TEST_TSAN 0
+#endif
 /// Minor page faults of this process so far (getrusage): a page touched for
 /// the first time.
 uint64_t fm_test_minor_faults(void);
