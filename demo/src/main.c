@@ -12,9 +12,11 @@
 
 #include <SDL.h>
 
+#include "compare.h"
 #include "engine/engine.h"
 #include "framemem/clock.h"
 #include "framemem/file.h"
+#include "hud.h"
 #include "options.h"
 #include "overlay/overlay.h"
 #include "platform.h"
@@ -22,10 +24,7 @@
 #include "scene_draw.h"
 
 #define DEFAULT_TUNED_PATH "framemem-tuned.ini"
-
-static const char help_line[] =
-    "F1 overlay  P pause  N step  B burst  +/- scale  G growth policy  A grow-ahead  F prefault  "
-    "M backend  S save tuned config  L reload config  R reset stats  F12 screenshot  Esc quit";
+#define DEMO_PREEMPT_RING 600 /* the overlay's 600 frames */
 
 typedef struct demo {
     demo_options opt;
@@ -38,6 +37,7 @@ typedef struct demo {
     ovl_png shot;                /* --screenshot, taken at the last frame, written at exit */
     bool outputs_done;           /* write_outputs ran (else they are dropped at exit) */
     bool overlay, paused, step, quit;
+    bool memory_map;             /* V: the memory map in place of the graphs */
     bool software;               /* software renderer: the scene dims the overlay's
                                     area instead of a blended backdrop (blending
                                     a window-sized quad costs ~4 ms there) */
@@ -46,6 +46,9 @@ typedef struct demo {
     char status[1024];           /* a message shown in the overlay for a while */
     uint64_t status_until_frame;
     uint64_t loop_frames;        /* loop iterations, paused ones included */
+    uint64_t ticks;              /* frames simulated (--compare runs as many) */
+    uint64_t preempted[DEMO_PREEMPT_RING]; /* frame f + 1 at f % len when the OS
+                                              preempted frame f (the overlay's marks) */
     int rc;                      /* exit status of what went wrong so far (exit_status) */
     eng_info info;               /* eng_get_info, refreshed by refresh_info */
     uint64_t info_frame;         /* loop_frames when info was taken */
@@ -112,6 +115,7 @@ static void reload_config(demo *d) {
     const char *rep = eng_config_problems(d->e);
     if (rep[0]) fprintf(stderr, "framemem-demo: config problems (defaults kept for these entries):\n%s", rep);
     if (rep[0]) exit_status(d, DEMO_EXIT_USAGE);
+    demo_run_stats_config_loaded(&d->stats, refresh_info(d, true)->frame);
     set_status(d, rep[0] ? "reloaded %s (with problems: see stderr)" : "reloaded %s", d->config_path);
 }
 
@@ -137,9 +141,16 @@ static void on_key(demo *d, SDL_Keycode k) {
         break;
     case SDLK_a: eng_set_grow_ahead(d->e, !in.grow_ahead); break;
     case SDLK_f: eng_set_prefault(d->e, !in.prefault); break;
-    case SDLK_m:
-        eng_set_backend(d->e, in.backend == ENG_BACKEND_POOL ? ENG_BACKEND_MALLOC : ENG_BACKEND_POOL);
+    case SDLK_m: { /* pool -> classic -> malloc -> pool */
+        static const eng_backend next[ENG_BACKEND_COUNT] = {
+            [ENG_BACKEND_POOL] = ENG_BACKEND_CLASSIC,
+            [ENG_BACKEND_CLASSIC] = ENG_BACKEND_MALLOC,
+            [ENG_BACKEND_MALLOC] = ENG_BACKEND_POOL,
+        };
+        eng_set_backend(d->e, next[in.backend]);
         break;
+    }
+    case SDLK_v: d->memory_map = !d->memory_map; break;
     case SDLK_s: save_tuned(d); break;
     case SDLK_l: reload_config(d); break;
     case SDLK_r:
@@ -171,27 +182,21 @@ static void poll_events(demo *d) {
 
 static void draw_overlay(demo *d, double fps) {
     const eng_info in = *refresh_info(d, false);
-    char settings[1536];
-    int n = snprintf(settings, sizeof settings,
-                     "backend %s | growth %s%s | grow-ahead %s | prefault %s | scale %.2f | "
-                     "%u particles, %u entities, %u spawned, %u died | %.0f fps | %s%s",
-                     eng_backend_name(in.backend), fm_growth_name(in.growth),
-                     in.override_growth ? " (all pools)" : " (config)", in.grow_ahead ? "on" : "off",
-                     in.prefault ? "on" : "off", in.scale, in.particles, in.entities, in.spawned, in.died,
-                     fps, d->plat.renderer_name, d->paused ? " | PAUSED" : "");
-    if (d->status[0] && d->loop_frames < d->status_until_frame && n > 0 && (size_t)n < sizeof settings)
-        snprintf(settings + n, sizeof settings - (size_t)n, "\n%s", d->status);
-    const SDL_FRect area = {8, 8, (float)d->plat.width - 16, (float)d->plat.height - 16};
-    ovl_draw(d->overlay_batch, d->plat.renderer, &area, eng_get_telemetry(d->e),
-             &(ovl_desc){.settings = settings, .help = help_line, .background_alpha = 150,
-                         .no_backdrop = d->software});
+    bool status = d->status[0] && d->loop_frames < d->status_until_frame;
+    demo_hud_draw(d->overlay_batch, d->plat.renderer, d->plat.width, d->plat.height,
+                  &(demo_hud){.e = d->e, .info = &in, .fps = fps, .renderer = d->plat.renderer_name,
+                              .paused = d->paused, .status = status ? d->status : NULL,
+                              .software = d->software, .preempted = d->preempted,
+                              .preempted_len = DEMO_PREEMPT_RING, .memory_map = d->memory_map},
+                  NULL);
 }
 
 /* The scene, then the overlay; on a software renderer the scene darkens the
  * overlay's area itself instead of a blended backdrop. */
 static void draw_frame(demo *d, double fps, float sx, float sy) {
     eng_render_list list = eng_get_render_list(d->e);
-    const SDL_Rect dim = {8, 8, d->plat.width - 16, d->plat.height - 16};
+    const SDL_FRect a = demo_hud_area(d->plat.width, d->plat.height);
+    const SDL_Rect dim = {(int)a.x, (int)a.y, (int)a.w, (int)a.h};
     demo_scene_draw_list(&d->scene, d->plat.renderer, &list, sx, sy, d->overlay && d->software ? &dim : NULL);
     if (d->overlay) draw_overlay(d, fps);
 }
@@ -222,7 +227,7 @@ static bool write_outputs(demo *d) {
     bool ok = true;
     d->outputs_done = true;
     if (d->csv) {
-        eng_telemetry_stream_end(eng_get_telemetry_mut(d->e));
+        fm_telemetry_stream_end(eng_get_telemetry_mut(d->e));
         fm_file_writer *w = d->csv;
         d->csv = NULL;
         if (fm_file_commit(w, err, sizeof err)) {
@@ -233,9 +238,9 @@ static bool write_outputs(demo *d) {
         }
     }
     if (d->opt.trace) {
-        if (eng_telemetry_write_trace(eng_get_telemetry(d->e), d->opt.trace, err, sizeof err)) {
+        if (fm_telemetry_write_trace(eng_get_telemetry(d->e), d->opt.trace, err, sizeof err)) {
             printf("framemem-demo: wrote %s (Chrome trace, the last %u frames)\n", d->opt.trace,
-                   eng_telemetry_frame_count(eng_get_telemetry(d->e)));
+                   fm_telemetry_frame_count(eng_get_telemetry(d->e)));
         } else {
             fprintf(stderr, "framemem-demo: --trace %s\n", err);
             ok = false;
@@ -264,7 +269,7 @@ static bool write_outputs(demo *d) {
  * it was); say so for each one asked for. */
 static void drop_outputs(demo *d) {
     if (d->csv) {
-        eng_telemetry_stream_end(eng_get_telemetry_mut(d->e));
+        fm_telemetry_stream_end(eng_get_telemetry_mut(d->e));
         fm_file_abort(d->csv);
         d->csv = NULL;
     }
@@ -289,7 +294,7 @@ int main(int argc, char **argv) {
      * not a readable regular file, an output that is not a regular file, or
      * is the same file as an input or another output, is a usage error. */
     if (d.opt.config) {
-        if (!fm_file_check_input(d.opt.config, ENG_CONFIG_MAX_BYTES, err, sizeof err)) {
+        if (!fm_file_check_input(d.opt.config, FM_CONFIG_MAX_BYTES, err, sizeof err)) {
             fprintf(stderr, "framemem-demo: --config %s\n", err);
             return DEMO_EXIT_USAGE;
         }
@@ -303,13 +308,11 @@ int main(int argc, char **argv) {
     }
     fm_clock_init();
 
-    d.e = eng_create(&(eng_desc){.seed = d.opt.seed, .scale = d.opt.scale,
-                                 .backend = d.opt.backend == DEMO_BACKEND_MALLOC ? ENG_BACKEND_MALLOC
-                                                                                 : ENG_BACKEND_POOL,
-                                 .config_path = d.opt.config, .grow_ahead = d.opt.grow_ahead,
-                                 .prefault = d.opt.prefault, .world_w = (float)d.opt.width,
-                                 .world_h = (float)d.opt.height},
-                     err, sizeof err);
+    const eng_desc desc = {.seed = d.opt.seed, .scale = d.opt.scale, .backend = d.opt.backend,
+                           .config_path = d.opt.config, .grow_ahead = d.opt.grow_ahead,
+                           .prefault = d.opt.prefault, .world_w = (float)d.opt.width,
+                           .world_h = (float)d.opt.height};
+    d.e = eng_create(&desc, err, sizeof err);
     if (!d.e) {
         fprintf(stderr, "framemem-demo: cannot start the engine: %s\n", err);
         return DEMO_EXIT_FAILURE;
@@ -326,7 +329,7 @@ int main(int argc, char **argv) {
             eng_destroy(d.e);
             return DEMO_EXIT_FAILURE;
         }
-        eng_telemetry_stream_csv(eng_get_telemetry_mut(d.e), d.csv);
+        fm_telemetry_stream_csv(eng_get_telemetry_mut(d.e), d.csv);
     }
     if (!demo_platform_open(&d.plat,
                             &(demo_platform_desc){.width = d.opt.width, .height = d.opt.height,
@@ -377,9 +380,20 @@ int main(int argc, char **argv) {
         }
         bool tick = !d.paused || d.step;
         d.step = false;
+        /* Involuntary context switches between frame begin and end: the OS
+         * took the CPU, and the frame's times hold that wait. */
+        uint64_t sw = demo_involuntary_switches();
         eng_frame_begin(d.e);
         if (tick) eng_update(d.e, 1.0 / 60.0);
         eng_frame_end(d.e);
+        {
+            const fm_telemetry *t = eng_get_telemetry(d.e);
+            uint32_t held = fm_telemetry_frame_count(t);
+            if (held) {
+                uint64_t f = fm_telemetry_get_frame(t, held - 1)->frame;
+                d.preempted[f % DEMO_PREEMPT_RING] = demo_involuntary_switches() != sw ? f + 1 : 0;
+            }
+        }
         bool last = d.opt.frames && d.loop_frames + 1 >= (uint64_t)d.opt.frames;
 
         uint64_t r0 = fm_clock_now();
@@ -390,10 +404,11 @@ int main(int argc, char **argv) {
         uint64_t r1 = fm_clock_now();
         eng_set_render_ns(d.e, fm_clock_to_ns(r1 - r0));
         if (tick) {
-            const eng_telemetry *t = eng_get_telemetry(d.e);
-            uint32_t held = eng_telemetry_frame_count(t);
+            d.ticks++;
+            const fm_telemetry *t = eng_get_telemetry(d.e);
+            uint32_t held = fm_telemetry_frame_count(t);
             if (held)
-                demo_run_stats_add(&d.stats, eng_telemetry_frame(t, held - 1), fm_clock_to_ns(r1 - t0),
+                demo_run_stats_add(&d.stats, fm_telemetry_get_frame(t, held - 1), fm_clock_to_ns(r1 - t0),
                                    fm_clock_to_ns(r1 - p0));
         } else {
             demo_run_stats_add_paused(&d.stats);
@@ -417,10 +432,19 @@ int main(int argc, char **argv) {
     if (!d.opt.quiet) {
         demo_run_stats_print(&d.stats, d.e,
                              &(demo_summary_info){.renderer = d.plat.renderer_name,
-                                                  .config = d.config_path[0] ? d.config_path : NULL,
                                                   .save_hint = d.opt.save_config ? d.opt.save_config
                                                                                  : DEFAULT_TUNED_PATH},
                              stdout);
+    }
+    if (d.opt.compare && rc == DEMO_EXIT_OK) {
+        demo_compare cmp;
+        uint64_t n = d.ticks ? d.ticks : 1;
+        if (demo_compare_run(&desc, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, &cmp, err, sizeof err)) {
+            demo_compare_print(&cmp, stdout);
+        } else {
+            fprintf(stderr, "framemem-demo: --compare: %s\n", err);
+            exit_status(&d, DEMO_EXIT_FAILURE);
+        }
     }
 out:
     if (!d.outputs_done) drop_outputs(&d);

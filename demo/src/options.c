@@ -26,7 +26,12 @@ static const char usage[] =
     "                       (Perfetto, chrome://tracing)\n"
     "  --seed N             simulation seed (default 1)\n"
     "  --scale N            load multiplier, 0.05..50 (default 1: 20,000 particles)\n"
-    "  --backend pool|malloc  allocator behind the world (default pool)\n"
+    "  --backend NAME       allocator behind the world: pool (framemem, default),\n"
+    "                       classic (Boost object_pool's doubling eager pool) or\n"
+    "                       malloc\n"
+    "  --compare            the summary adds the same frames run headless on\n"
+    "                       framemem (the config, then tuned from its peaks),\n"
+    "                       classic and malloc, side by side\n"
     "  --grow-ahead         start with grow-ahead on (pools grow at frame boundaries)\n"
     "  --prefault           start with prefault on (growth touches its pages at once)\n"
     "  --size WxH           window size (default 1280x720)\n"
@@ -40,8 +45,9 @@ static const char usage[] =
     "  --help               this text\n"
     "\n"
     "Keys: F1 overlay, P pause, N step, B burst, +/- scale, G growth policy,\n"
-    "      A grow-ahead, F prefault, M backend, S save tuned config, L reload config,\n"
-    "      R reset stats, F12 screenshot, Esc quit. S writes the --save-config\n"
+    "      A grow-ahead, F prefault, M backend (pool, classic, malloc), V memory\n"
+    "      map, S save tuned config, L reload config, R reset stats, F12\n"
+    "      screenshot, Esc quit. S writes the --save-config\n"
     "      file (else framemem-tuned.ini); L reloads --config or the file S wrote;\n"
     "      F12 writes framemem-demo-NNN.png.\n"
     "\n"
@@ -64,7 +70,7 @@ demo_options demo_options_default(void) {
     return (demo_options){
         .seed = 1,
         .scale = 1,
-        .backend = DEMO_BACKEND_POOL,
+        .backend = ENG_BACKEND_POOL,
         .width = 1280,
         .height = 720,
         .overlay = true,
@@ -169,6 +175,7 @@ bool demo_options_parse(int argc, char **argv, demo_options *o, char *err, size_
         if (!strcmp(a, "--software")) { o->software = true; continue; }
         if (!strcmp(a, "--no-overlay")) { o->overlay = false; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = true; continue; }
+        if (!strcmp(a, "--compare")) { o->compare = true; continue; }
 
         static const char *const with_value[] = {
             "--config", "--frames", "--screenshot", "--csv", "--trace", "--seed",
@@ -199,9 +206,11 @@ bool demo_options_parse(int argc, char **argv, demo_options *o, char *err, size_
         } else if (!strcmp(a, "--scale")) {
             if (!parse_real(a, v, 0.05, 50, &o->scale, err, n)) return false;
         } else if (!strcmp(a, "--backend")) {
-            if (!strcmp(v, "pool")) o->backend = DEMO_BACKEND_POOL;
-            else if (!strcmp(v, "malloc")) o->backend = DEMO_BACKEND_MALLOC;
-            else return fail(err, n, "--backend: '%s' is not 'pool' or 'malloc'", v);
+            int b = 0;
+            while (b < ENG_BACKEND_COUNT && strcmp(v, eng_backend_name((eng_backend)b))) b++;
+            if (b == ENG_BACKEND_COUNT)
+                return fail(err, n, "--backend: '%s' is not 'pool', 'classic' or 'malloc'", v);
+            o->backend = (eng_backend)b;
         } else if (!strcmp(a, "--press")) {
             if (!parse_presses(v, o, err, n)) return false;
         } else if (!strcmp(a, "--size")) {

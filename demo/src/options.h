@@ -19,12 +19,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/engine.h"
+
 #define DEMO_EXIT_OK 0
 #define DEMO_EXIT_FAILURE 1
 #define DEMO_EXIT_USAGE 2
 #define DEMO_EXIT_ENGINE 3
-
-typedef enum demo_backend { DEMO_BACKEND_POOL, DEMO_BACKEND_MALLOC } demo_backend;
 
 #define DEMO_MAX_PRESSES 64
 
@@ -45,7 +45,7 @@ typedef struct demo_options {
                                 the window closes)                            */
     uint64_t seed;           /* --seed N                                      */
     double scale;            /* --scale N, 0.05..50 (the engine's range)      */
-    demo_backend backend;    /* --backend pool|malloc                         */
+    eng_backend backend;     /* --backend pool|classic|malloc                 */
     int width, height;       /* --size WxH                                    */
     bool headless;           /* --headless                                    */
     bool vsync;              /* --vsync                                       */
@@ -54,6 +54,8 @@ typedef struct demo_options {
     bool software;           /* --software: no GPU renderer even if present   */
     bool overlay;            /* false with --no-overlay (F1 toggles)          */
     bool quiet;              /* --quiet: no summary at exit                   */
+    bool compare;            /* --compare: the summary adds headless runs of
+                                framemem (config and tuned), classic, malloc  */
     bool help;               /* --help was given                              */
     demo_press press[DEMO_MAX_PRESSES]; /* --press FRAME:KEY,... in frame order */
     int press_count;

@@ -6,16 +6,19 @@
  * (fm-tune and fm-plot read telemetry and configs without the world). Bottom
  * to top:
  *
- *   ENG_FILE_ORDER: util ds telemetry config store world engine
+ *   ENG_FILE_ORDER: util ds classic store world engine
  *
  *   util.c       the engine's backing memory (eng_desc.allocator), messages
  *                into err, NULL-object reports, faults counted while running
  *   ds.c         stb_ds over fm_allocator with growth that can fail (engine/ds.h)
- *   telemetry.c  source registry, frame ring, CSV and trace export, CSV import
- *   config.c     pool-size INI files, the descs a config makes, tuned output
+ *   classic.c    Boost pool<>'s eager pool (engine/classic_pool.h): the
+ *                classic backend, and fm-bench's baseline
  *   store.c      one kind of world item in a pool or on malloc, counted, timed
- *   world.c      entities, components, particles, events and timers
- *   engine.c     the eng object: frames, controls, queries, headless runner
+ *   world.c      entities, components, particles, events and timers, the
+ *                engine's default descs
+ *   engine.c     the eng object: frames, telemetry and config (framemem's
+ *                framemem_telemetry, as any game uses it), controls, queries,
+ *                headless runner
  *
  * tests/engine/check_chain.sh reads the ENG_FILE_ORDER line above and fails
  * when an object file of the engine refers to an eng_ symbol that is not
@@ -25,9 +28,8 @@
  * variables) or ENG__ (macros, enum values); a name shared between files
  * carries its file's name after the prefix (eng__store_init, eng__world_*),
  * except util.c's helpers, which every file uses (eng__mem_*, eng__set_err,
- * eng__fault). This header declares the helpers of util.c and what
- * telemetry.c and config.c give the files above them; store.h and world.h
- * declare their own.
+ * eng__fault). This header declares the helpers of util.c; store.h and
+ * world.h declare their own.
  */
 #ifndef ENG__INTERNAL_H
 #define ENG__INTERNAL_H
@@ -37,28 +39,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine/config.h"
-#include "engine/telemetry.h"
 #include "framemem/arena.h"
 #include "framemem/base.h"
 #include "framemem/pool.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define ENG__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define ENG__PRINTF(f, a)
-#endif
+#define ENG__PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 
 /* ================================================================ util.c */
-
-/// a + b, saturating at UINT64_MAX: sums of numbers read from files.
-static inline uint64_t eng__sat_add(uint64_t a, uint64_t b) {
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-/// a + b, saturating at UINT32_MAX (b may be any uint64_t).
-static inline uint32_t eng__sat_add32(uint32_t a, uint64_t b) {
-    return b > (uint64_t)(UINT32_MAX - a) ? UINT32_MAX : a + (uint32_t)b;
-}
 
 /// snprintf into err when err is not NULL.
 ENG__PRINTF(3, 4) void eng__set_err(char *err, size_t err_len, const char *fmt, ...);
@@ -101,26 +88,5 @@ typedef struct eng__faults {
 
 /// Counts a failure and keeps its message (f NULL: nothing).
 ENG__PRINTF(2, 3) void eng__fault(eng__faults *f, const char *fmt, ...);
-
-/* =========================================================== telemetry.c */
-
-/* Most frames a telemetry ring holds. */
-#define ENG__MAX_FRAMES (1u << 24)
-
-/// Telemetry whose ring comes from a (NULL: the C heap); see eng_telemetry_create.
-eng_telemetry *eng__telemetry_create(const eng_telemetry_desc *desc, const fm_allocator *a);
-
-/* ============================================================== config.c */
-
-/// The pool desc fields a pool config sets (capacities, growth, factor,
-/// step, prefault); the caller adds name, item size and alignment, allocator
-/// and its switches. The loader checks it with fm_pool_desc_check.
-fm_pool_desc eng__pool_desc(const eng_pool_config *c);
-/// The frame arena desc of an arena config (NULL: the defaults) over
-/// allocator a (NULL: the system's); checked by the loader in both modes.
-fm_frame_arena_desc eng__frame_arena_desc(const eng_arena_config *c, const fm_allocator *a);
-/// eng_config_load with its read buffer from a (NULL: the C heap).
-int eng__config_load(eng_config *cfg, const char *path, eng_config_diag *rep,
-                     const fm_allocator *a);
 
 #endif /* ENG__INTERNAL_H */

@@ -1,4 +1,5 @@
-/* engine.c: the eng object — frame lifecycle, telemetry sampling, controls, headless runner. */
+/* engine.c: the eng object — frame lifecycle, telemetry and config on
+ * framemem_telemetry, controls, headless runner. */
 #include "engine/engine.h"
 
 #include "framemem/clock.h"
@@ -17,9 +18,11 @@ struct eng {
     char scene[16];
     char config_path[4096];
     bool has_config;
-    eng_config cfg;
-    eng_config_diag report;
-    eng_telemetry *tel;
+    fm_config *cfg;               /* the loaded file (NULL: none) */
+    fm_pool_desc pools[ENG__ST_COUNT]; /* the engine's defaults, the config applied */
+    fm_frame_arena_desc frame_arena;
+    fm_tag_desc tags[ENG__TAG_COUNT];  /* the same for the tags */
+    fm_telemetry *tel;
     eng__world *world;
     eng__faults faults; /* failures met while running, for eng_info / eng_last_failure */
     /* settings */
@@ -33,12 +36,18 @@ struct eng {
     uint64_t scene_frame;/* frames since the scene (world) started */
     bool in_frame;
     bool updated;        /* the open frame had an eng_update (else it is paused) */
-    uint64_t t_begin, update_ticks;
     uint64_t overhead_ticks;
-    uint64_t fa_allocs_seen, fa_commits_seen; /* frame arena counters at the last sample / begin */
-    uint32_t last_batches;                    /* timed batches of the newest frame */
-    eng_sample samples[ENG_TELEMETRY_MAX_SOURCES];
+    uint32_t last_batches; /* timed batches of the newest frame */
 };
+
+const char *eng_backend_name(eng_backend b) {
+    switch (b) {
+    case ENG_BACKEND_POOL: return "pool";
+    case ENG_BACKEND_MALLOC: return "malloc";
+    case ENG_BACKEND_CLASSIC: return "classic";
+    default: return "?";
+    }
+}
 
 static const char *const eng__scenes[] = {"standard", "ramp", "bursts", NULL};
 
@@ -53,26 +62,21 @@ static double eng__clamp_scale(double s) {
 
 /* ------------------------------------------------------------ the world */
 
-/* Commits of the arena serving the current frame: every allocation of a
- * frame lands in that one arena, so its count's change is the frame's. */
-static uint64_t eng__current_commits(eng *e) {
-    fm_arena_stats as;
-    fm_arena_get_stats(fm_frame_arena_current(eng__world_frame_arena(e->world)), &as);
-    return as.commit_events;
-}
-
-static void eng__register_shapes(eng *e) {
+/* The world's objects as telemetry sources, in a fixed order (stores, then
+ * the frame arena): those of a world before are detached first, so the
+ * sources keep their history across rebuilds. */
+static void eng__register_sources(eng *e) {
+    for (uint32_t i = 0; i < fm_telemetry_source_count(e->tel); i++) fm_telemetry_detach(e->tel, i);
     for (int i = 0; i < ENG__ST_COUNT; i++) {
         eng__store *s = eng__world_store(e->world, i);
-        s->source = i;
-        eng_telemetry_set_source_shape(e->tel, (uint32_t)i, e->backend, eng__store_item_stride(s),
-                                       eng__store_chunk_items(s));
+        s->source = s->pool ? fm_telemetry_add_pool(e->tel, s->pool)
+                            : fm_telemetry_add_counters(e->tel, s->name, &s->counts);
+        if (s->classic && s->source >= 0)
+            fm_telemetry_set_source_shape(e->tel, (uint32_t)s->source, FM_TELEMETRY_BACKEND_CLASSIC,
+                                          s->counts.item_size, 1);
     }
-    eng_telemetry_set_source_shape(e->tel, ENG__FRAME_SOURCE, e->backend, 0, 1);
-    fm_frame_arena_stats fs;
-    fm_frame_arena_get_stats(eng__world_frame_arena(e->world), &fs);
-    e->fa_allocs_seen = fs.total_allocs;
-    e->fa_commits_seen = eng__current_commits(e);
+    fm_telemetry_add_frame_arena(e->tel, eng__world_frame_arena(e->world));
+    for (int i = 0; i < ENG__TAG_COUNT; i++) fm_telemetry_add_tag(e->tel, eng__world_tag(e->world, i));
 }
 
 static eng__world *eng__make_world(eng *e, char *err, size_t err_len) {
@@ -83,9 +87,10 @@ static eng__world *eng__make_world(eng *e, char *err, size_t err_len) {
             .h = e->desc.world_h,
             .backend = e->backend,
             .timing = !e->desc.no_timing,
-            .cfg = &e->cfg,
+            .pools = e->pools,
+            .frame = &e->frame_arena,
+            .tags = e->tags,
             .prefault = e->prefault,
-            .grow_ahead = e->grow_ahead,
             .override_growth = e->override_growth,
             .growth = e->growth,
             .allocator = e->desc.allocator,
@@ -108,21 +113,39 @@ static bool eng__rebuild(eng *e, char *err, size_t err_len) {
     eng__world_destroy(e->world);
     e->world = nw;
     e->scene_frame = 0;
-    eng__register_shapes(e);
+    eng__register_sources(e);
     return true;
 }
 
-static bool eng__load_config(eng *e, const char *path, char *err, size_t err_len) {
-    eng_config cfg;
-    eng_config_defaults(&cfg);
-    eng_config_diag rep;
-    if (eng__config_load(&cfg, path, &rep, &e->desc.allocator) < 0) {
-        eng__set_err(err, err_len, "%s", rep.text);
-        return false;
+/* The engine's descs: its defaults with cfg applied (NULL: the defaults);
+ * sections that match none of them are reported in cfg's problems. */
+static void eng__resolve_descs(eng *e, fm_config *cfg) {
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
+        e->pools[i] = eng__world_pool_desc(i);
+        if (cfg) fm_config_apply(cfg, &e->pools[i]);
     }
-    e->cfg = cfg;
-    e->report = rep;
-    return true;
+    for (int i = 0; i < ENG__TAG_COUNT; i++) {
+        e->tags[i] = eng__world_tag_desc(i);
+        if (cfg) fm_config_apply(cfg, &e->tags[i]);
+    }
+    e->frame_arena = eng__world_frame_arena_desc();
+    if (cfg) {
+        /* The frame arena chains blocks from eng_desc.allocator when there
+         * is one: the file's values must suit that too. */
+        fm_frame_arena_desc fd = e->frame_arena;
+        fd.arena.allocator = e->desc.allocator;
+        if (fm_config_apply(cfg, &fd) > 0) {
+            fd.arena.allocator = (fm_allocator){0};
+            e->frame_arena = fd;
+        }
+        fm_config_report_unused(cfg);
+    }
+}
+
+/* The config at path, read into the engine's memory; NULL with the reason
+ * when it cannot be read. */
+static fm_config *eng__load_config(eng *e, const char *path, char *err, size_t err_len) {
+    return fm_config_load(path, &e->desc.allocator, err, err_len);
 }
 
 /* ------------------------------------------------------------- lifetime */
@@ -151,7 +174,7 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
         eng__set_err(err, err_len, "engine: config path too long");
         return NULL;
     }
-    if (d.telemetry_frames > ENG__MAX_FRAMES) {
+    if (d.telemetry_frames > FM_TELEMETRY_MAX_FRAMES) {
         eng__set_err(err, err_len, "engine: telemetry_frames %u above 2^24", d.telemetry_frames);
         return NULL;
     }
@@ -174,43 +197,46 @@ eng *eng_create(const eng_desc *desc, char *err, size_t err_len) {
     e->prefault = d.prefault;
     e->override_growth = d.override_growth;
     e->growth = d.growth;
-    eng_config_defaults(&e->cfg);
     if (d.config_path) {
         memcpy(e->config_path, d.config_path, strlen(d.config_path) + 1);
         e->has_config = true;
-        if (!eng__load_config(e, e->config_path, err, err_len)) {
+        e->cfg = eng__load_config(e, e->config_path, err, err_len);
+        if (!e->cfg) {
             eng__mem_free(&d.allocator, e, sizeof *e);
             return NULL;
         }
     }
+    eng__resolve_descs(e, e->cfg);
     e->desc.config_path = e->has_config ? e->config_path : NULL;
-    e->tel = eng__telemetry_create(&(eng_telemetry_desc){.frames = d.telemetry_frames},
-                                   &d.allocator);
+    /* the stores and the frame arena */
+    e->tel = fm_telemetry_create(&(fm_telemetry_desc){.frames = d.telemetry_frames,
+                                                      .max_sources = ENG__ST_COUNT + 1 + ENG__TAG_COUNT,
+                                                      .allocator = d.allocator});
     if (!e->tel) {
         eng__set_err(err, err_len, "engine: out of memory for the telemetry ring of %u frames",
                      d.telemetry_frames ? d.telemetry_frames : 600);
+        fm_config_destroy(e->cfg);
         eng__mem_free(&d.allocator, e, sizeof *e);
         return NULL;
     }
-    for (int i = 0; i < ENG__ST_COUNT; i++)
-        eng_telemetry_add_source(e->tel, eng__store_names[i], ENG_SOURCE_POOL, 0, 1);
-    eng_telemetry_add_source(e->tel, "frame", ENG_SOURCE_ARENA, 0, 1);
-    uint64_t ov = eng_telemetry_clock_overhead_ns();
+    uint64_t ov = fm_telemetry_clock_overhead_ns();
     e->overhead_ticks = (uint64_t)((double)ov * fm_clock_ticks_per_sec() / 1e9 + 0.5);
     e->world = eng__make_world(e, err, err_len);
     if (!e->world) {
-        eng_telemetry_destroy(e->tel);
+        fm_telemetry_destroy(e->tel);
+        fm_config_destroy(e->cfg);
         eng__mem_free(&d.allocator, e, sizeof *e);
         return NULL;
     }
-    eng__register_shapes(e);
+    eng__register_sources(e);
     return e;
 }
 
 void eng_destroy(eng *e) {
     if (!e) return;
+    fm_telemetry_destroy(e->tel); /* it owns none of the world's objects */
     eng__world_destroy(e->world);
-    eng_telemetry_destroy(e->tel);
+    fm_config_destroy(e->cfg);
     fm_allocator a = e->desc.allocator;
     eng__mem_free(&a, e, sizeof *e);
 }
@@ -242,10 +268,8 @@ void eng_frame_begin(eng *e) {
     if (e->in_frame) eng_frame_end(e);
     e->in_frame = true;
     e->updated = false;
-    e->t_begin = fm_clock_now();
+    fm_telemetry_frame_begin(e->tel);
     eng__world_begin(e->world);
-    e->fa_commits_seen = eng__current_commits(e);
-    e->update_ticks = fm_clock_now() - e->t_begin;
 }
 
 void eng_update(eng *e, double dt) {
@@ -255,44 +279,28 @@ void eng_update(eng *e, double dt) {
     if (dt > 0.1) dt = 0.1;
     e->updated = true;
     /* The world runs due timers in the frame's first update: simulation time. */
-    uint64_t t0 = fm_clock_now();
     eng__world_update(e->world, dt, eng__load(e), eng__particle_load(e));
-    e->update_ticks += fm_clock_now() - t0;
     if (e->burst_left > 0.0) e->burst_left = e->burst_left > dt ? e->burst_left - dt : 0.0;
 }
 
 void eng_frame_end(eng *e) {
     ENG__REFUSE_NULL(e, "engine", );
     if (!e->in_frame) return;
-    uint64_t t0 = fm_clock_now();
-    for (int i = 0; i < ENG__ST_COUNT; i++) eng__store_grow_ahead(eng__world_store(e->world, i));
-    eng_frame_record rec = {.frame = e->frame};
-    uint64_t alloc_ns = 0;
+    /* The stores' timed batches (the telemetry cannot see inside them),
+     * grow-ahead at the boundary, then the telemetry samples every source. */
     e->last_batches = 0;
     for (int i = 0; i < ENG__ST_COUNT; i++) {
-        e->last_batches += (uint32_t)eng__world_store(e->world, i)->f_batches;
-        eng__store_sample(eng__world_store(e->world, i), &e->samples[i], e->overhead_ticks);
-        alloc_ns += e->samples[i].alloc_ns;
+        eng__store *s = eng__world_store(e->world, i);
+        uint64_t batches;
+        uint64_t ns = eng__store_take_ns(s, e->overhead_ticks, &batches);
+        e->last_batches += (uint32_t)batches;
+        fm_telemetry_add_alloc_ns(e->tel, (uint32_t)s->source, ns);
     }
-    fm_frame_arena_stats fs;
-    fm_frame_arena_get_stats(eng__world_frame_arena(e->world), &fs);
-    eng_sample *fa = &e->samples[ENG__FRAME_SOURCE];
-    memset(fa, 0, sizeof *fa);
-    fa->allocs = fs.total_allocs - e->fa_allocs_seen;
-    fa->bytes_used = fs.used;
-    fa->high_water = fs.high_water > fs.used ? fs.high_water : fs.used;
-    fa->capacity = fs.committed;
-    fa->commit_events = eng__current_commits(e) - e->fa_commits_seen;
-    e->fa_allocs_seen = fs.total_allocs;
-    uint64_t t1 = fm_clock_now();
-    uint64_t frame_ns = fm_clock_to_ns(t1 - e->t_begin);
-    uint64_t maint_ns = fm_clock_to_ns(t1 - t0);
-    uint64_t update_ns = fm_clock_to_ns(e->update_ticks);
-    rec.frame_ns = frame_ns;
-    rec.alloc_total_ns = alloc_ns;
-    rec.maint_ns = maint_ns;
-    rec.sim_ns = update_ns > alloc_ns ? update_ns - alloc_ns : 0;
-    eng_telemetry_push(e->tel, &rec, e->samples);
+    /* A refusal (reported by the pool) leaves it as it was: the next frame's
+     * allocations grow in place, which the telemetry shows. */
+    if (e->grow_ahead && fm_telemetry_grow_ahead(e->tel))
+        eng__fault(&e->faults, "grow-ahead refused: %s", fm_last_error_message());
+    fm_telemetry_frame_end(e->tel);
     e->frame++;
     if (e->updated) e->scene_frame++; /* the scenes' clocks stop while paused */
     e->in_frame = false;
@@ -312,7 +320,7 @@ eng_render_list eng_get_render_list(const eng *e) {
 
 void eng_set_render_ns(eng *e, uint64_t ns) {
     ENG__REFUSE_NULL(e, "engine", );
-    eng_telemetry_set_render_ns(e->tel, ns);
+    fm_telemetry_set_render_ns(e->tel, ns);
 }
 
 /* ------------------------------------------------------------- controls */
@@ -346,8 +354,7 @@ void eng_clear_growth_override(eng *e) {
 
 void eng_set_grow_ahead(eng *e, bool on) {
     ENG__REFUSE_NULL(e, "engine", );
-    e->grow_ahead = on;
-    eng__world_set_grow_ahead(e->world, on, &e->cfg);
+    e->grow_ahead = on; /* eng_frame_end grows ahead the pools whose desc says so */
 }
 
 void eng_set_prefault(eng *e, bool on) {
@@ -376,14 +383,22 @@ bool eng_reload_config(eng *e, const char *path, char *err, size_t err_len) {
         eng__set_err(err, err_len, "engine: config path too long");
         return false;
     }
-    eng_config old_cfg = e->cfg;
-    eng_config_diag old_rep = e->report;
-    if (!eng__load_config(e, p, err, err_len)) return false;
+    fm_config *cfg = eng__load_config(e, p, err, err_len);
+    if (!cfg) return false;
+    fm_config *old_cfg = e->cfg;
+    fm_pool_desc old_pools[ENG__ST_COUNT];
+    memcpy(old_pools, e->pools, sizeof old_pools);
+    fm_frame_arena_desc old_frame = e->frame_arena;
+    e->cfg = cfg;
+    eng__resolve_descs(e, cfg);
     if (!eng__rebuild(e, err, err_len)) {
         e->cfg = old_cfg;
-        e->report = old_rep;
+        memcpy(e->pools, old_pools, sizeof old_pools);
+        e->frame_arena = old_frame;
+        fm_config_destroy(cfg);
         return false;
     }
+    fm_config_destroy(old_cfg);
     if (p != e->config_path) memmove(e->config_path, p, strlen(p) + 1);
     e->has_config = true;
     e->desc.config_path = e->config_path;
@@ -393,17 +408,17 @@ bool eng_reload_config(eng *e, const char *path, char *err, size_t err_len) {
 bool eng_write_tuned_config(eng *e, const char *path, double headroom, char *err,
                             size_t err_len) {
     ENG__REFUSE_NULL_ERR(e, "engine", err, err_len, false);
-    const eng_telemetry *runs[1] = {e->tel};
-    return eng_config_write_tuned(&e->cfg, runs, 1, headroom > 0.0 ? headroom : 1.25, path, err,
-                                  err_len);
+    const fm_telemetry *runs[1] = {e->tel};
+    return fm_config_write_tuned_runs(e->cfg, runs, 1, headroom > 0.0 ? headroom : 1.25, path,
+                                      err, err_len);
 }
 
 void eng_reset_stats(eng *e) {
     ENG__REFUSE_NULL(e, "engine", );
-    eng_telemetry_clear(e->tel);
+    fm_telemetry_clear(e->tel); /* peaks restart from the live counts */
     for (int i = 0; i < ENG__ST_COUNT; i++) {
         eng__store *s = eng__world_store(e->world, i);
-        s->peak_live = s->live;
+        s->counts.peak_live = s->counts.live;
     }
 }
 
@@ -423,8 +438,7 @@ void eng_get_info(const eng *e, eng_info *out) {
     out->grow_ahead = e->grow_ahead;
     out->prefault = e->prefault;
     out->override_growth = e->override_growth;
-    const eng_pool_config *pc = eng_config_pool((eng_config *)&e->cfg, "particles");
-    out->growth = e->override_growth ? e->growth : pc ? pc->growth : FM_GROWTH_GEOMETRIC;
+    out->growth = e->override_growth ? e->growth : e->pools[ENG__ST_PARTICLES].growth;
     out->scene = e->scene;
     out->config_path = e->has_config ? e->config_path : NULL;
     out->entities = c.entities;
@@ -436,10 +450,15 @@ void eng_get_info(const eng *e, eng_info *out) {
     out->timers_fired = c.timers_fired;
     out->checksum = eng__world_checksum(e->world);
     out->burst_left = e->burst_left;
-    out->clock_overhead_ns = eng_telemetry_clock_overhead_ns();
+    out->clock_overhead_ns = fm_telemetry_clock_overhead_ns();
     out->timed_batches = e->last_batches;
-    for (int i = 0; i < ENG__ST_COUNT; i++)
-        out->refused_allocs += eng__world_store(e->world, i)->failed_allocs;
+    out->pools = ENG__ST_COUNT;
+    for (int i = 0; i < ENG__ST_COUNT; i++) {
+        out->refused_allocs += eng__world_store(e->world, i)->counts.failed;
+        fm_growth g = e->override_growth ? e->growth : e->pools[i].growth;
+        out->grow_ahead_pools += e->pools[i].grow_ahead && g != FM_GROWTH_FIXED;
+        out->prefault_pools += e->pools[i].prefault;
+    }
     out->failures = e->faults.count;
 }
 
@@ -448,21 +467,21 @@ const char *eng_last_failure(const eng *e) {
     return e->faults.last;
 }
 
-const eng_telemetry *eng_get_telemetry(const eng *e) {
+const fm_telemetry *eng_get_telemetry(const eng *e) {
     ENG__REFUSE_NULL(e, "engine", NULL);
     return e->tel;
 }
-eng_telemetry *eng_get_telemetry_mut(eng *e) {
+fm_telemetry *eng_get_telemetry_mut(eng *e) {
     ENG__REFUSE_NULL(e, "engine", NULL);
     return e->tel;
 }
-const eng_config *eng_get_config(const eng *e) {
+const fm_config *eng_get_config(const eng *e) {
     ENG__REFUSE_NULL(e, "engine", NULL);
-    return &e->cfg;
+    return e->cfg;
 }
 const char *eng_config_problems(const eng *e) {
     ENG__REFUSE_NULL(e, "engine", "");
-    return e->report.text;
+    return e->cfg ? fm_config_problems(e->cfg) : "";
 }
 
 const fm_pool *eng_get_pool(const eng *e, const char *name) {
@@ -476,7 +495,7 @@ const fm_pool *eng_get_pool(const eng *e, const char *name) {
 
 /* -------------------------------------------------------- headless runner */
 
-eng_telemetry *eng_run_headless(const eng_desc *desc, uint32_t frames, eng_run_result *out,
+fm_telemetry *eng_run_headless(const eng_desc *desc, uint32_t frames, eng_run_result *out,
                                 char *err, size_t err_len) {
     eng *e = eng_create(desc, err, err_len);
     if (!e) return NULL;
@@ -495,7 +514,9 @@ eng_telemetry *eng_run_headless(const eng_desc *desc, uint32_t frames, eng_run_r
             .total_timers = c.total_timers,
         };
     }
-    eng_telemetry *t = e->tel;
+    fm_telemetry *t = e->tel;
+    /* The objects go with the engine; their history stays. */
+    for (uint32_t i = 0; i < fm_telemetry_source_count(t); i++) fm_telemetry_detach(t, i);
     e->tel = NULL;
     eng_destroy(e);
     return t;

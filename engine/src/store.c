@@ -1,4 +1,5 @@
-/* store.c: pool or malloc storage for world items, counted and timed alike. */
+/* store.c: pool, classic-pool or malloc storage for world items, counted and
+ * timed alike. */
 #include "store.h"
 
 #include "framemem/clock.h"
@@ -16,22 +17,18 @@
 
 bool eng__store_init(eng__store *s, const eng__store_desc *d) {
     memset(s, 0, sizeof *s);
-    s->name = d->name;
+    s->name = d->pool.name;
     s->source = -1;
     s->backend = d->backend;
     s->timing = d->timing;
-    s->item_size = d->item_size;
-    s->item_align = d->item_align;
+    s->item_size = d->pool.item_size;
+    s->item_align = d->pool.item_align;
     s->handles = d->handles;
     s->alloc = d->allocator;
     s->faults = d->faults;
-    s->grow_ahead = d->grow_ahead_switch && (!d->cfg || d->cfg->grow_ahead);
+    s->counts.item_size = d->pool.item_size;
     if (s->backend == ENG_BACKEND_POOL) {
-        const eng_pool_config *c = d->cfg;
-        fm_pool_desc pd = c ? eng__pool_desc(c) : (fm_pool_desc){.prefault = true};
-        pd.name = d->name;
-        pd.item_size = d->item_size;
-        pd.item_align = d->item_align;
+        fm_pool_desc pd = d->pool;
         pd.silent_destroy = true; /* a world rebuild drops its items with the pool */
         pd.allocator = d->allocator;
         pd.prefault = pd.prefault && d->prefault_switch;
@@ -40,13 +37,27 @@ bool eng__store_init(eng__store *s, const eng__store_desc *d) {
         if (!s->pool) return false;
         fm_pool_stats st;
         fm_pool_get_stats(s->pool, &st);
-        s->seen_grow_events = st.grow_events;
-        s->seen_grow_ns = st.grow_ns_total;
-        if (pd.growth == FM_GROWTH_FIXED) {
-            s->grow_ahead = false;
-            s->limit = st.capacity;
-        }
+        if (pd.growth == FM_GROWTH_FIXED) s->limit = st.capacity;
         if (pd.max_capacity && (!s->limit || pd.max_capacity < s->limit)) s->limit = pd.max_capacity;
+    } else if (s->backend == ENG_BACKEND_CLASSIC) {
+        /* Slots are 16-aligned (the handle header keeps them so). Growth
+         * policy, limits, prefault and grow-ahead are framemem's: Boost's
+         * pool only doubles. */
+        if (s->item_align > 16) {
+            fm_report_error(FM_ERR_INVALID_ARG, "classic pool '%s': alignment %zu over 16", s->name,
+                            s->item_align);
+            return false;
+        }
+        s->classic = eng_classic_pool_create(s->item_size + (s->handles ? ENG__MHDR : 0),
+                                             d->pool.initial_capacity);
+        if (!s->classic) {
+            fm_report_error(FM_ERR_OUT_OF_MEMORY, "classic pool '%s': no memory for its first block",
+                            s->name);
+            return false;
+        }
+        eng_classic_pool_stats st;
+        eng_classic_pool_get_stats(s->classic, &st);
+        s->counts.capacity = st.capacity;
     }
     return true;
 }
@@ -54,8 +65,11 @@ bool eng__store_init(eng__store *s, const eng__store_desc *d) {
 void eng__store_deinit(eng__store *s) {
     if (s->pool) fm_pool_destroy(s->pool);
     s->pool = NULL;
-    for (size_t i = 0; i < arrlenu(s->slots); i++)
-        if (s->slots[i].item) free((uint8_t *)s->slots[i].item - ENG__MHDR);
+    if (s->backend == ENG_BACKEND_MALLOC)
+        for (size_t i = 0; i < arrlenu(s->slots); i++)
+            if (s->slots[i].item) free((uint8_t *)s->slots[i].item - ENG__MHDR);
+    eng_classic_pool_destroy(s->classic); /* its items go with its blocks */
+    s->classic = NULL;
     arrfree(s->slots);
 }
 
@@ -78,13 +92,24 @@ static bool eng__slot_take(eng__store *s, void *item, uint32_t *out) {
     return true;
 }
 
+/* An item's memory, its handle header included: a classic pool's slot
+ * (sized for it) or malloc's. */
+static void *eng__raw_alloc(eng__store *s, size_t size) {
+    return s->classic ? eng_classic_pool_alloc(s->classic) : malloc(size);
+}
+
+static void eng__raw_free(eng__store *s, void *raw) {
+    if (s->classic) eng_classic_pool_free(s->classic, raw);
+    else free(raw);
+}
+
 static void *eng__malloc_item(eng__store *s) {
-    if (!s->handles) return malloc(s->item_size);
-    uint8_t *raw = malloc(ENG__MHDR + s->item_size);
+    if (!s->handles) return eng__raw_alloc(s, s->item_size);
+    uint8_t *raw = eng__raw_alloc(s, ENG__MHDR + s->item_size);
     if (!raw) return NULL;
     uint32_t idx;
     if (!eng__slot_take(s, raw + ENG__MHDR, &idx)) {
-        free(raw);
+        eng__raw_free(s, raw);
         return NULL;
     }
     memcpy(raw, &idx, sizeof idx);
@@ -93,7 +118,7 @@ static void *eng__malloc_item(eng__store *s) {
 
 static void eng__free_item(eng__store *s, void *item) {
     if (!s->handles) {
-        free(item);
+        eng__raw_free(s, item);
         return;
     }
     uint8_t *raw = (uint8_t *)item - ENG__MHDR;
@@ -104,7 +129,7 @@ static void eng__free_item(eng__store *s, void *item) {
     sl->gen = sl->gen >= 0x7fffffffu ? 1 : sl->gen + 1;
     sl->next = s->slot_free;
     s->slot_free = idx + 1;
-    free(raw);
+    eng__raw_free(s, raw);
 }
 
 /* -------------------------------------------------------------- alloc/free */
@@ -115,10 +140,10 @@ uint32_t eng__store_alloc_n(eng__store *s, void **out, uint32_t n) {
     /* A full pool is an expected state of a game (fewer sparks), not an
      * error to report every frame: ask only for what fits. */
     if (s->limit) {
-        uint64_t room = s->limit > s->live ? s->limit - s->live : 0;
+        uint64_t room = s->limit > s->counts.live ? s->limit - s->counts.live : 0;
         if (n > room) n = (uint32_t)room;
         if (!n) {
-            s->failed_allocs += asked;
+            s->counts.failed += asked;
             return 0;
         }
     }
@@ -144,14 +169,21 @@ uint32_t eng__store_alloc_n(eng__store *s, void **out, uint32_t n) {
             eng__fault(s->faults, "pool '%s' gave %u of %u items: %s", s->name, got, n,
                        fm_last_error_message());
         else
-            eng__fault(s->faults, "'%s' (malloc) gave %u of %u items: out of memory", s->name, got,
-                       n);
+            eng__fault(s->faults, "'%s' (%s) gave %u of %u items: out of memory", s->name,
+                       s->classic ? "classic" : "malloc", got, n);
     }
-    s->f_allocs += got;
-    s->total_allocs += got;
-    s->failed_allocs += asked - got;
-    s->live += got;
-    if (s->live > s->peak_live) s->peak_live = s->live;
+    fm_telemetry_counters *c = &s->counts;
+    if (s->classic) {
+        eng_classic_pool_stats st;
+        eng_classic_pool_get_stats(s->classic, &st);
+        c->capacity = st.capacity;
+        c->grow_events = st.grow_events;
+        c->grow_ns = fm_clock_to_ns(st.grow_ticks);
+    }
+    c->total_allocs += got;
+    c->failed += asked - got;
+    c->live += got;
+    if (c->live > c->peak_live) c->peak_live = c->live;
     return got;
 }
 
@@ -167,9 +199,8 @@ void eng__store_free_n(eng__store *s, void *const *items, uint32_t n) {
         s->f_ticks += fm_clock_now() - t0;
         s->f_batches++;
     }
-    s->f_frees += n;
-    s->total_frees += n;
-    s->live -= n;
+    s->counts.total_frees += n;
+    s->counts.live -= n;
 }
 
 fm_handle eng__store_handle(const eng__store *s, const void *item) {
@@ -189,89 +220,11 @@ void *eng__store_resolve(const eng__store *s, fm_handle h) {
     return sl->item && sl->gen == gen ? sl->item : NULL;
 }
 
-/* ----------------------------------------------------- frame boundary work */
+/* ----------------------------------------------------------- frame timing */
 
-uint64_t eng__store_capacity(const eng__store *s) {
-    if (s->backend != ENG_BACKEND_POOL) return s->live;
-    fm_pool_stats st;
-    fm_pool_get_stats(s->pool, &st);
-    return st.capacity;
-}
-
-uint64_t eng__store_chunk_items(const eng__store *s) {
-    if (s->backend != ENG_BACKEND_POOL) return 1;
-    fm_pool_stats st;
-    fm_pool_get_stats(s->pool, &st);
-    return st.items_per_chunk;
-}
-
-uint64_t eng__store_item_stride(const eng__store *s) {
-    if (s->backend != ENG_BACKEND_POOL) return s->item_size;
-    fm_pool_stats st;
-    fm_pool_get_stats(s->pool, &st);
-    return st.stride;
-}
-
-void eng__store_grow_ahead(eng__store *s) {
-    int64_t net = (int64_t)s->f_allocs - (int64_t)s->f_frees;
-    s->net[s->net_pos] = net > 0 ? net : 0;
-    s->net_pos = (s->net_pos + 1) % ENG__GROW_AHEAD_WINDOW;
-    if (s->backend != ENG_BACKEND_POOL || !s->grow_ahead) return;
-    /* Allocations of a frame come after its frees, so a frame's peak demand
-     * over its starting live count is its net allocation; the largest of the
-     * recent ones is what the next frame may need. */
-    int64_t worst = 0;
-    for (uint32_t i = 0; i < ENG__GROW_AHEAD_WINDOW; i++)
-        if (s->net[i] > worst) worst = s->net[i];
-    fm_pool_stats st;
-    fm_pool_get_stats(s->pool, &st);
-    uint64_t headroom = st.capacity - st.live;
-    uint64_t want = (uint64_t)worst * ENG__GROW_AHEAD_MARGIN;
-    if (worst == 0 || headroom >= want) return;
-    uint64_t target = st.live + 2 * want;
-    if (target > UINT32_MAX) target = UINT32_MAX;
-    fm_pool_desc pd = fm_pool_get_desc(s->pool);
-    if (pd.max_capacity && target > pd.max_capacity) target = pd.max_capacity;
-    if (target <= st.capacity) return;
-    uint64_t ev0 = st.grow_events, ns0 = st.grow_ns_total;
-    /* A refusal (out of memory, reported) leaves the pool as it was: the
-     * frame's allocations then grow in place, which telemetry shows. */
-    if (!fm_pool_reserve(s->pool, (uint32_t)target))
-        eng__fault(s->faults, "pool '%s': grow-ahead to %llu items refused: %s", s->name,
-                   (unsigned long long)target, fm_last_error_message());
-    fm_pool_get_stats(s->pool, &st);
-    s->f_ahead_events += st.grow_events - ev0;
-    s->f_ahead_ns += st.grow_ns_total - ns0;
-}
-
-void eng__store_sample(eng__store *s, eng_sample *out, uint64_t overhead_ticks) {
-    memset(out, 0, sizeof *out);
-    out->allocs = s->f_allocs;
-    out->frees = s->f_frees;
-    out->live = s->live;
-    out->peak_live = s->peak_live;
-    uint64_t ticks = s->f_ticks;
-    uint64_t over = overhead_ticks * s->f_batches;
-    ticks = ticks > over ? ticks - over : 0;
-    out->alloc_ns = s->timing ? fm_clock_to_ns(ticks) : 0;
-    if (s->backend == ENG_BACKEND_POOL) {
-        fm_pool_stats st;
-        fm_pool_get_stats(s->pool, &st);
-        out->capacity = st.capacity;
-        uint64_t ev = st.grow_events - s->seen_grow_events;
-        uint64_t ns = st.grow_ns_total - s->seen_grow_ns;
-        out->ahead_grow_events = s->f_ahead_events;
-        out->ahead_grow_ns = s->f_ahead_ns;
-        out->grow_events = ev - s->f_ahead_events;
-        out->grow_ns = ns > s->f_ahead_ns ? ns - s->f_ahead_ns : 0;
-        s->in_alloc_grow_events += out->grow_events;
-        s->ahead_events_total += s->f_ahead_events;
-        s->ahead_ns_total += s->f_ahead_ns;
-        s->seen_grow_events = st.grow_events;
-        s->seen_grow_ns = st.grow_ns_total;
-    } else {
-        out->capacity = s->live;
-    }
-    s->f_allocs = s->f_frees = s->f_ticks = s->f_batches = 0;
-    s->f_ahead_events = s->f_ahead_ns = 0;
+uint64_t eng__store_take_ns(eng__store *s, uint64_t overhead_ticks, uint64_t *batches) {
+    uint64_t ticks = s->f_ticks, over = overhead_ticks * s->f_batches;
+    *batches = s->f_batches;
+    s->f_ticks = s->f_batches = 0;
+    return s->timing && ticks > over ? fm_clock_to_ns(ticks - over) : 0;
 }

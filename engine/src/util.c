@@ -34,8 +34,12 @@ void *eng__mem_alloc(const fm_allocator *a, size_t size) {
 
 void *eng__mem_calloc(const fm_allocator *a, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
-    /* The heap's calloc leaves big blocks as untouched zero pages. */
+    /* The heap's calloc leaves big blocks as untouched zero pages. Not on
+     * Windows, where the zero allocator's blocks come from _aligned_malloc
+     * and its free (_aligned_free) cannot take calloc's. */
+#ifndef _WIN32
     if (!eng__or_heap(a)->alloc) return calloc(n ? n : 1, size ? size : 1);
+#endif
     void *p = eng__mem_alloc(a, n * size);
     if (p) memset(p, 0, n * size);
     return p;

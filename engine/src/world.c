@@ -11,6 +11,8 @@ const char *const eng__store_names[ENG__ST_COUNT] = {
     "entities", "transforms", "velocities", "lifetimes", "emitters", "particles",
 };
 
+const char *const eng__tag_names[ENG__TAG_COUNT] = {"world", "effects"};
+
 /* ------------------------------------------------------------------ items */
 
 typedef struct eng__particle {
@@ -62,6 +64,7 @@ typedef struct eng__timer_cap {
 struct eng__world {
     fm_allocator alloc;
     eng__faults *faults;
+    fm_tag *tags[ENG__TAG_COUNT];
     eng__store stores[ENG__ST_COUNT];
     bool store_ok[ENG__ST_COUNT];
     fm_frame_arena *fa;
@@ -172,6 +175,39 @@ static size_t eng__store_item_align[ENG__ST_COUNT] = {
     alignof(eng__entity),   alignof(eng__transform), alignof(eng__velocity),
     alignof(eng__lifetime), alignof(eng__emitter),   alignof(eng__particle),
 };
+/* Deliberately small: one chunk each, so warm-up regrows (the hitches a
+ * tuned config removes). */
+static const uint32_t eng__store_initial[ENG__ST_COUNT] = {64, 64, 64, 64, 32, 1024};
+
+fm_pool_desc eng__world_pool_desc(int i) {
+    return (fm_pool_desc){
+        .name = eng__store_names[i],
+        .item_size = eng__store_item_size[i],
+        .item_align = eng__store_item_align[i],
+        .initial_capacity = eng__store_initial[i],
+        .growth = FM_GROWTH_GEOMETRIC,
+        .grow_factor = 2.0f,
+        .prefault = true,
+        .grow_ahead = true,
+    };
+}
+
+fm_tag_desc eng__world_tag_desc(int i) {
+    return (fm_tag_desc){
+        .name = eng__tag_names[i],
+        .soft_limit_bytes = i == ENG__TAG_WORLD ? (uint64_t)1 << 20 : (uint64_t)8 << 20,
+    };
+}
+
+int eng__world_tag_of_store(int i) { return i == ENG__ST_PARTICLES ? ENG__TAG_EFFECTS : ENG__TAG_WORLD; }
+
+fm_frame_arena_desc eng__world_frame_arena_desc(void) {
+    return (fm_frame_arena_desc){
+        .name = "frame",
+        .frames = 2,
+        .arena = {.reserve_bytes = (size_t)256 << 20, .commit_step = (size_t)64 << 10},
+    };
+}
 
 /* Creation failed at `what` (framemem reported why): undo, say what and why. */
 static eng__world *eng__world_fail(eng__world *w, char *err, size_t err_len, const char *what) {
@@ -191,18 +227,25 @@ eng__world *eng__world_create(const eng__world_desc *d, char *err, size_t err_le
     w->rng = d->seed;
     w->w = d->w;
     w->h = d->h;
-    eng_config *cfg = (eng_config *)d->cfg;
+    for (int i = 0; i < ENG__TAG_COUNT; i++) {
+        fm_tag_desc td = d->tags[i];
+        td.allocator = d->allocator;
+        w->tags[i] = fm_tag_create(&td);
+        if (!w->tags[i]) {
+            char what[64];
+            snprintf(what, sizeof what, "tag '%s'", eng__tag_names[i]);
+            return eng__world_fail(w, err, err_len, what);
+        }
+    }
     for (int i = 0; i < ENG__ST_COUNT; i++) {
+        fm_pool_desc pd = d->pools[i];
+        pd.tag = w->tags[eng__world_tag_of_store(i)];
         eng__store_desc sd = {
-            .name = eng__store_names[i],
-            .item_size = eng__store_item_size[i],
-            .item_align = eng__store_item_align[i],
+            .pool = pd,
             .backend = d->backend,
             .timing = d->timing,
             .handles = i == ENG__ST_ENTITIES,
-            .cfg = eng_config_pool(cfg, eng__store_names[i]),
             .prefault_switch = d->prefault,
-            .grow_ahead_switch = d->grow_ahead,
             .override_growth = d->override_growth,
             .growth = d->growth,
             .allocator = d->allocator,
@@ -215,11 +258,11 @@ eng__world *eng__world_create(const eng__world_desc *d, char *err, size_t err_le
         }
         w->store_ok[i] = true;
     }
-    eng_arena_config *ac = eng_config_arena(cfg, "frame");
     /* With an allocator the frame arena chains blocks from it instead of
      * reserving address space (framemem's rule), committing the same steps. */
     const fm_allocator *al = &d->allocator;
-    fm_frame_arena_desc fd = eng__frame_arena_desc(ac, al);
+    fm_frame_arena_desc fd = *d->frame;
+    fd.arena.allocator = *al;
     w->fa = fm_frame_arena_create(&fd);
     if (!w->fa) return eng__world_fail(w, err, err_len, "the frame arena");
     w->closures = fm_closure_pool_create(
@@ -262,22 +305,16 @@ void eng__world_destroy(eng__world *w) {
     for (int i = 0; i < ENG__ST_COUNT; i++)
         if (w->store_ok[i]) eng__store_deinit(&w->stores[i]);
     if (w->fa) fm_frame_arena_destroy(w->fa);
+    for (int i = 0; i < ENG__TAG_COUNT; i++)
+        if (w->tags[i]) fm_tag_destroy(w->tags[i]); /* after the pools charged to them */
     fm_allocator a = w->alloc;
     eng__mem_free(&a, w, sizeof *w);
 }
 
 eng__store *eng__world_store(eng__world *w, int i) { return &w->stores[i]; }
+fm_tag *eng__world_tag(eng__world *w, int i) { return w->tags[i]; }
 fm_frame_arena *eng__world_frame_arena(eng__world *w) { return w->fa; }
 eng_render_list eng__world_render_list(const eng__world *w) { return w->render; }
-
-void eng__world_set_grow_ahead(eng__world *w, bool on, const eng_config *cfg) {
-    for (int i = 0; i < ENG__ST_COUNT; i++) {
-        eng__store *s = &w->stores[i];
-        const eng_pool_config *pc = eng_config_pool((eng_config *)cfg, eng__store_names[i]);
-        bool fixed = s->pool && fm_pool_get_desc(s->pool).growth == FM_GROWTH_FIXED;
-        s->grow_ahead = on && (!pc || pc->grow_ahead) && !fixed;
-    }
-}
 
 void eng__world_begin(eng__world *w) {
     /* A frame without an update (a paused game) allocated nothing: advancing

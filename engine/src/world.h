@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "framemem/arena.h"
 #include "framemem/closure.h"
+#include "framemem/tag.h"
 #include "store.h"
 
 enum {
@@ -32,6 +33,11 @@ enum {
 
 extern const char *const eng__store_names[ENG__ST_COUNT];
 
+/* Memory tags the pools are charged to (framemem/tag.h): "world" for the
+ * entities and their components, "effects" for the particles. */
+enum { ENG__TAG_WORLD, ENG__TAG_EFFECTS, ENG__TAG_COUNT };
+extern const char *const eng__tag_names[ENG__TAG_COUNT];
+
 typedef struct eng__world eng__world;
 
 typedef struct eng__world_desc {
@@ -39,12 +45,29 @@ typedef struct eng__world_desc {
     float w, h;
     eng_backend backend;
     bool timing;
-    const eng_config *cfg;
-    bool prefault, grow_ahead, override_growth;
+    const fm_pool_desc *pools;       /* [ENG__ST_COUNT]: defaults with the config applied */
+    const fm_frame_arena_desc *frame; /* the same for the frame arena */
+    const fm_tag_desc *tags;          /* [ENG__TAG_COUNT]: the same for the tags */
+    bool prefault, override_growth;
     fm_growth growth;
     fm_allocator allocator; /* every object of the world and the world itself */
     eng__faults *faults;    /* where refusals while running are counted */
 } eng__world_desc;
+
+/// The engine's default desc of store i (name, item size and alignment, a
+/// deliberately small initial capacity, geometric growth, prefault and
+/// grow-ahead on): the pools regrow during warm-up, which a tuned config
+/// removes. A config is applied on top (fm_config_apply).
+fm_pool_desc eng__world_pool_desc(int i);
+/// The default desc of tag i: its name and budget (a soft limit only:
+/// world 1 MiB, effects 8 MiB); a config's [tag.world] / [tag.effects]
+/// apply on top.
+fm_tag_desc eng__world_tag_desc(int i);
+/// The tag store i's pool is charged to.
+int eng__world_tag_of_store(int i);
+/// The default frame arena desc ("frame": 2 frames, 256 MiB reserve, 64 KiB
+/// commit steps).
+fm_frame_arena_desc eng__world_frame_arena_desc(void);
 
 /// NULL with a message in err when the world, a pool, the frame arena, the
 /// closures, events or timers cannot be created (nothing is left allocated).
@@ -61,8 +84,8 @@ void eng__world_update(eng__world *w, double dt, double entity_load, double part
 eng_render_list eng__world_render_list(const eng__world *w);
 
 eng__store *eng__world_store(eng__world *w, int i);
+fm_tag *eng__world_tag(eng__world *w, int i);
 fm_frame_arena *eng__world_frame_arena(eng__world *w);
-void eng__world_set_grow_ahead(eng__world *w, bool on, const eng_config *cfg);
 
 typedef struct eng__world_counts {
     uint32_t entities, particles, emitters;

@@ -234,7 +234,7 @@ fm_arena *fm_arena_create(const fm_arena_desc *desc) {
     a->desc = *desc;
     a->desc.name = a->name;
     a->shared = desc->sync != FM_SYNC_NONE;
-    a->no_inline = fm__calls_annotated();
+    a->no_inline = fm__calls_annotated() || FM__HOOKS; /* every allocation an event */
     fm__mutex_init(&a->lock, false);
     FM__VG_CREATE_POOL(a);
     a->vm = fm__allocator_is_system(&desc->allocator) && fm__os_get_caps()->has_virtual_reserve;
@@ -281,6 +281,7 @@ void fm_arena_destroy(fm_arena *arena) {
     fm_arena *a = arena;
     /* First, so that the tag's stats never read an arena being destroyed. */
     fm__tag_detach(a->desc.tag, &a->tag_link);
+    fm__hook_reset(a->name);
     if (a->vm) {
         FM__UNPOISON(a->base, a->committed);
         fm__os_release(a->base, a->desc.reserve_bytes);
@@ -321,6 +322,7 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
                                                             : a->desc.reserve_bytes;
     /* Charged to the tag before the OS commits (it reported a refusal). */
     size_t more = want - a->committed;
+    uint64_t start = fm__hook_clock();
     if (!fm__tag_charge(a->desc.tag, more, "arena", a->name)) return FM_ERR_BUDGET;
     if (!fm__os_commit(a->base + a->committed, more)) {
         fm__tag_refund(a->desc.tag, more);
@@ -332,6 +334,7 @@ static fm_error fm__arena_commit(fm_arena *a, uint64_t end) {
     a->committed = want;
     fm__set_limit(a, (uintptr_t)a->base + want); /* after the commit: see the top of the file */
     a->commit_events++;
+    fm__hook_grow(a->name, more, start);
     return FM_OK;
 }
 
@@ -355,13 +358,15 @@ static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error
     if (b) {
         *link = b->prev;
     } else {
-        if (a->held + size > a->desc.reserve_bytes || size < want) {
+        /* held never passes the reserve: compared so that no sum wraps. */
+        if (size > a->desc.reserve_bytes - a->held || size < want) {
             fm__report(refused, "arena '%s': %zu more bytes would pass reserve_bytes %zu",
                        a->name, size, a->desc.reserve_bytes);
             return false;
         }
         /* Charged to the tag before the allocator is asked (it reported a
          * refusal). */
+        uint64_t start = fm__hook_clock();
         if (!fm__tag_charge(a->desc.tag, size, "arena", a->name)) return false;
         b = fm_allocator_alloc(&a->desc.allocator, size, FM__ARENA_PAGE);
         if (!b) {
@@ -377,6 +382,7 @@ static bool fm__arena_add_block(fm_arena *a, uint64_t pos, size_t need, fm_error
         a->held += size;
         a->commit_events++;
         FM__POISON(fm__block_data(b), size - FM__BLOCK_HEADER);
+        fm__hook_grow(a->name, size, start);
     }
     b->prev = a->block;
     b->start_pos = pos;
@@ -399,13 +405,25 @@ static bool fm__align_valid(fm_arena *a, size_t align, const char *op) {
     return false;
 }
 
+/* No arena could hold size bytes, wherever it lay: a chained block needs its
+ * header, the largest alignment's padding and a page's rounding besides. The
+ * same verdict on every target, whatever the arena's address. */
+static bool fm__size_overflows(size_t size) {
+    return size > SIZE_MAX - FM__BLOCK_HEADER - FM_MAX_ALIGN - FM__ARENA_PAGE;
+}
+
 static FM__COLD void fm__report_size(fm_arena *a, size_t size) {
     fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows the address space", a->name,
                size);
 }
 
+/* false (reported) for a size no arena could hold. Any other size whose end
+ * at p would pass the top of the address space (a 32-bit arena high in
+ * memory meets that below 2 GiB) is past this arena's limit: growth finds it
+ * past the reserve, or asks the allocator for a block that big, and the
+ * arena is full for it, as a 64-bit one is. */
 static bool fm__size_fits(fm_arena *a, uintptr_t p, size_t size) {
-    if (FM__LIKELY(size <= UINTPTR_MAX - p)) return true;
+    if (FM__LIKELY(size <= UINTPTR_MAX - p) || !fm__size_overflows(size)) return true;
     fm__report_size(a, size);
     return false;
 }
@@ -427,7 +445,7 @@ static bool fm__arena_grow(fm_arena *a, uintptr_t top, uintptr_t p, size_t size)
             fm__report(err, "arena '%s': the OS refused to commit memory", a->name);
         return err == FM_OK;
     }
-    if (size > SIZE_MAX - FM__BLOCK_HEADER - FM_MAX_ALIGN) {
+    if (fm__size_overflows(size)) {
         fm__report(FM_ERR_INVALID_ARG, "arena '%s': size %zu overflows", a->name, size);
         return false;
     }
@@ -453,6 +471,9 @@ static void fm__arena_hand_out(fm_arena *a, uintptr_t p, size_t size) {
     } else {
         FM__VG_UNDEFINED((void *)p, size);
     }
+    /* MUTEX: under the lock, so before any reset's event. Not for 0 bytes,
+     * which take no memory and share the next allocation's address. */
+    if (size) fm__hook_alloc(a->name, (void *)p, size);
 }
 
 /* NONE, and MUTEX under the lock. `shared` is a constant at each call, so
@@ -691,6 +712,7 @@ static void fm__arena_rewind_locked(fm_arena *a, fm_arena_mark mark) {
     }
     fm__arena_cut(a, mark.pos);
     a->rewinds++;
+    fm__hook_reset(a->name); /* see hooks.h: no list of allocations to free */
 }
 
 void fm_arena_rewind(fm_arena *arena, fm_arena_mark mark) {
@@ -707,6 +729,7 @@ void fm_arena_reset(fm_arena *arena) {
     fm__lock(arena);
     fm__arena_cut(arena, 0);
     arena->resets++;
+    fm__hook_reset(arena->name); /* under the lock: before any later allocation */
     fm__unlock(arena);
 }
 

@@ -38,8 +38,10 @@ const char *fm_error_str(fm_error err) {
     return fm__error_msgs[err];
 }
 
-static FM__THREAD_LOCAL fm_error fm__last_error;
-static FM__THREAD_LOCAL char fm__last_message[512];
+static FM__THREAD_LOCAL fm_error fm__last_error_tls;
+static FM__THREAD_LOCAL char fm__last_message_tls[512];
+#define fm__last_error FM__TLS(fm__last_error_tls)
+#define fm__last_message FM__TLS(fm__last_message_tls)
 
 fm_error fm_last_error(void) { return fm__last_error; }
 void fm_clear_error(void) {

@@ -289,5 +289,8 @@ void fm_closure_pool_get_stats(const fm_closure_pool *cp, fm_closure_pool_stats 
         out->live += st.live;
         /* Class pools serve makes only: their allocations are the makes. */
         out->total_made += st.total_allocs;
+        out->capacity += st.capacity;
+        out->grow_events += st.alloc_grow_events;
+        out->grow_ns += st.alloc_grow_ns;
     }
 }

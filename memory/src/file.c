@@ -15,6 +15,147 @@
 #include <unistd.h>
 
 #include "file_internal.h"
+#include "platform/thread.h"
+
+/* ------------------------------------------------------------- the OS's part */
+
+#ifdef _WIN32
+/* Windows: the C runtime's open/read/stat, plus what it lacks: _commit for
+ * fsync, MoveFileEx for a rename that replaces (the CRT's refuses an
+ * existing destination), the final path of a symbolic link, and file
+ * identity by volume serial and file index (stat's st_ino is always 0). */
+#include <io.h>
+#include <process.h>
+
+#define FM__O_EXTRA (O_BINARY | O_NOINHERIT)
+#define FM__O_NONBLOCK 0 /* a pipe is refused by its type before it is read */
+#define fm__fsync(fd) _commit(fd)
+
+/* A Windows error as the errno the messages print. */
+static int fm__file_errno_from_win(DWORD e) {
+    switch (e) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND: return ENOENT;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_SHARING_VIOLATION: return EACCES;
+    case ERROR_ALREADY_EXISTS:
+    case ERROR_FILE_EXISTS: return EEXIST;
+    case ERROR_DISK_FULL:
+    case ERROR_HANDLE_DISK_FULL: return ENOSPC;
+    case ERROR_FILENAME_EXCED_RANGE: return ENAMETOOLONG;
+    default: return EIO;
+    }
+}
+
+static int fm__rename_replacing(const char *from, const char *to) {
+    if (MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) return 0;
+    errno = fm__file_errno_from_win(GetLastError());
+    return -1;
+}
+
+/* A handle for metadata only (folders too), or INVALID_HANDLE_VALUE. */
+static HANDLE fm__file_handle(const char *path) {
+    return CreateFileA(path, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                       OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+}
+
+/* path is a symbolic link (or another reparse point) whose target exists:
+ * that target's path in out. */
+static bool fm__file_link_target(const char *path, char *out, size_t out_len, bool *is_link) {
+    *is_link = false;
+    DWORD attrs = GetFileAttributesA(path);
+    if (attrs == INVALID_FILE_ATTRIBUTES || !(attrs & FILE_ATTRIBUTE_REPARSE_POINT)) return true;
+    *is_link = true;
+    HANDLE h = fm__file_handle(path);
+    if (h == INVALID_HANDLE_VALUE) {
+        errno = fm__file_errno_from_win(GetLastError());
+        return false;
+    }
+    DWORD n = GetFinalPathNameByHandleA(h, out, (DWORD)out_len, FILE_NAME_NORMALIZED);
+    DWORD e = GetLastError();
+    CloseHandle(h);
+    if (n == 0 || n >= out_len) {
+        errno = n ? ENAMETOOLONG : fm__file_errno_from_win(e);
+        return false;
+    }
+    return true;
+}
+
+/* Identity of an existing file or folder: volume serial and file index. */
+static bool fm__file_os_id(const char *path, uint64_t *dev, uint64_t *ino) {
+    HANDLE h = fm__file_handle(path);
+    if (h == INVALID_HANDLE_VALUE) {
+        errno = fm__file_errno_from_win(GetLastError());
+        return false;
+    }
+    BY_HANDLE_FILE_INFORMATION info;
+    BOOL ok = GetFileInformationByHandle(h, &info);
+    CloseHandle(h);
+    if (!ok) {
+        errno = EIO;
+        return false;
+    }
+    *dev = info.dwVolumeSerialNumber;
+    *ino = (uint64_t)info.nFileIndexHigh << 32 | info.nFileIndexLow;
+    return true;
+}
+
+/* A device (NUL, CON, COM1: no file of a folder, stat fails on them) or a
+ * pipe at path. */
+static bool fm__file_is_device(const char *path) {
+    HANDLE h = fm__file_handle(path);
+    if (h == INVALID_HANDLE_VALUE) return false;
+    DWORD type = GetFileType(h);
+    CloseHandle(h);
+    return type == FILE_TYPE_CHAR || type == FILE_TYPE_PIPE;
+}
+
+/* Windows takes both separators. */
+static const char *fm__file_last_sep(const char *path) {
+    const char *a = strrchr(path, '/'), *b = strrchr(path, '\\');
+    if (!a || !b) return a ? a : b;
+    return a > b ? a : b;
+}
+#else
+#define FM__O_EXTRA (O_CLOEXEC | O_NOCTTY)
+#define FM__O_NONBLOCK O_NONBLOCK
+#if defined(__APPLE__)
+/* Darwin's fsync leaves the data in the drive's cache: F_FULLFSYNC flushes
+ * it (where the file system refuses, fsync is the best there is). */
+static int fm__fsync(int fd) { return fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd); }
+#else
+#define fm__fsync(fd) fsync(fd)
+#endif
+#define fm__rename_replacing(from, to) rename((from), (to))
+
+static bool fm__file_link_target(const char *path, char *out, size_t out_len, bool *is_link) {
+    struct stat lst;
+    *is_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
+    if (!*is_link) return true;
+    char resolved[PATH_MAX];
+    if (!realpath(path, resolved)) return false;
+    if (strlen(resolved) >= out_len) {
+        errno = ENAMETOOLONG;
+        return false;
+    }
+    strcpy(out, resolved);
+    return true;
+}
+
+static bool fm__file_os_id(const char *path, uint64_t *dev, uint64_t *ino) {
+    struct stat st;
+    if (stat(path, &st) != 0) return false;
+    *dev = (uint64_t)st.st_dev;
+    *ino = (uint64_t)st.st_ino;
+    return true;
+}
+
+static const char *fm__file_last_sep(const char *path) { return strrchr(path, '/'); }
+static bool fm__file_is_device(const char *path) {
+    (void)path; /* stat says S_IFCHR */
+    return false;
+}
+#endif
 
 struct fm_file_writer {
     FILE *f;            /* the temporary file */
@@ -27,10 +168,12 @@ struct fm_file_writer {
 
 /* ------------------------------------------------------------- test hooks */
 
-static _Thread_local struct {
+typedef struct fm__file_fault_t {
     fm__file_step step;
     int err;
-} fm__file_fault;
+} fm__file_fault_t;
+static FM__THREAD_LOCAL fm__file_fault_t fm__file_fault_tls;
+#define fm__file_fault FM__TLS(fm__file_fault_tls)
 
 void fm__file_fail_next(fm__file_step step, int err) {
     fm__file_fault.step = step;
@@ -69,22 +212,23 @@ static int fm__file_errno(void) { return errno ? errno : EIO; }
 static bool fm__file_dest(const char *path, char *dest, int *mode, char *err, size_t err_len) {
     struct stat st;
     *mode = -1;
+    if (fm__file_is_device(path))
+        return fm__file_fail(err, err_len, "%s: not a regular file (refusing to replace it)",
+                             path);
     if (stat(path, &st) == 0) {
         if (!S_ISREG(st.st_mode))
             return fm__file_fail(err, err_len, "%s: not a regular file (refusing to replace it)",
                                  path);
         *mode = (int)(st.st_mode & 0777);
-        struct stat lst;
-        if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-            char resolved[PATH_MAX];
-            if (!realpath(path, resolved))
-                return fm__file_fail(err, err_len, "%s: cannot write: %s", path,
-                                     strerror(fm__file_errno()));
-            if (strlen(resolved) >= FM_FILE_PATH_MAX)
+        bool is_link;
+        errno = 0;
+        if (!fm__file_link_target(path, dest, FM_FILE_PATH_MAX, &is_link)) {
+            if (errno == ENAMETOOLONG)
                 return fm__file_fail(err, err_len, "%s: cannot write: path too long", path);
-            strcpy(dest, resolved);
-            return true;
+            return fm__file_fail(err, err_len, "%s: cannot write: %s", path,
+                                 strerror(fm__file_errno()));
         }
+        if (is_link) return true;
     } else if (errno != ENOENT) {
         /* ENOTDIR, EACCES, ELOOP...: creating it would fail the same way. */
         return fm__file_fail(err, err_len, "%s: cannot write: %s", path,
@@ -98,7 +242,7 @@ static bool fm__file_dest(const char *path, char *dest, int *mode, char *err, si
  * of one destination never share a temporary file. */
 static int fm__file_create_temp(fm_file_writer *w, int mode) {
     static atomic_uint seq;
-    const char *slash = strrchr(w->dest, '/');
+    const char *slash = fm__file_last_sep(w->dest);
     size_t dir_len = slash ? (size_t)(slash + 1 - w->dest) : 0;
     const char *base = w->dest + dir_len;
     /* Room for the suffix within a 255-byte file name. */
@@ -112,11 +256,16 @@ static int fm__file_create_temp(fm_file_writer *w, int mode) {
             return -1;
         }
         if (fm__file_injected(FM__FILE_STEP_CREATE)) return -1;
-        int fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
+        int fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | FM__O_EXTRA, 0644);
         if (fd >= 0) {
             /* A replaced file keeps its bits; a failure here leaves 0644 less
-             * the umask, which is not worth failing the write for. */
+             * the umask, which is not worth failing the write for. Windows
+             * keeps no such bits. */
+#ifndef _WIN32
             if (mode >= 0) (void)fchmod(fd, (mode_t)mode);
+#else
+            (void)mode;
+#endif
             return fd;
         }
         if (errno != EEXIST) return -1;
@@ -215,6 +364,9 @@ void fm_file_abort(fm_file_writer *w) {
  * (some file systems refuse fsync on directories) does not undo a rename
  * that has happened: the new file is in place either way. */
 static void fm__file_sync_dir(const char *dest) {
+#ifdef _WIN32
+    (void)dest; /* MOVEFILE_WRITE_THROUGH returned once the rename was on disk */
+#else
     char dir[FM_FILE_PATH_MAX];
     const char *slash = strrchr(dest, '/');
     if (!slash) strcpy(dir, ".");
@@ -224,6 +376,7 @@ static void fm__file_sync_dir(const char *dest) {
     if (fd < 0) return;
     (void)fsync(fd);
     close(fd);
+#endif
 }
 
 bool fm_file_commit(fm_file_writer *w, char *err, size_t err_len) {
@@ -240,7 +393,7 @@ bool fm_file_commit(fm_file_writer *w, char *err, size_t err_len) {
         fm__file_failed(w, "write");
     }
     errno = 0;
-    if (!w->error && (fm__file_injected(FM__FILE_STEP_FSYNC) || fsync(fileno(w->f)) != 0))
+    if (!w->error && (fm__file_injected(FM__FILE_STEP_FSYNC) || fm__fsync(fileno(w->f)) != 0))
         fm__file_failed(w, "fsync");
     errno = 0;
     bool close_failed = fclose(w->f) != 0;
@@ -248,7 +401,8 @@ bool fm_file_commit(fm_file_writer *w, char *err, size_t err_len) {
     if (close_failed) fm__file_failed(w, "close");
     w->f = NULL;
     errno = 0;
-    if (!w->error && (fm__file_injected(FM__FILE_STEP_RENAME) || rename(w->tmp, w->dest) != 0))
+    if (!w->error && (fm__file_injected(FM__FILE_STEP_RENAME) ||
+                       fm__rename_replacing(w->tmp, w->dest) != 0))
         fm__file_failed(w, "rename");
     bool ok = !w->error;
     if (ok) {
@@ -276,7 +430,13 @@ bool fm_file_write_whole(const char *path, const void *data, size_t size, char *
  * here, before anything reads it. -1 with the message in err. */
 static int fm__file_open_in(const char *path, struct stat *st, char *err, size_t err_len) {
     if (!path || !path[0]) return fm__file_fail(err, err_len, "no input file given"), -1;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+#ifdef _WIN32
+    /* The CRT's open refuses a folder (EACCES): its type says why first. */
+    struct stat pre;
+    if (stat(path, &pre) == 0 && S_ISDIR(pre.st_mode))
+        return fm__file_fail(err, err_len, "%s: not a regular file", path), -1;
+#endif
+    int fd = open(path, O_RDONLY | FM__O_NONBLOCK | FM__O_EXTRA);
     if (fd < 0)
         return fm__file_fail(err, err_len, "%s: cannot open: %s", path,
                              strerror(fm__file_errno())),
@@ -352,7 +512,9 @@ bool fm_file_read(const char *path, size_t max_bytes, const fm_allocator *a, fm_
             cap = ncap;
         }
         errno = 0;
-        ssize_t got = fm__file_injected(FM__FILE_STEP_READ) ? -1 : read(fd, buf + len, cap - 1 - len);
+        size_t want = cap - 1 - len;
+        if (want > INT_MAX) want = INT_MAX; /* Windows' read takes an unsigned int */
+        ssize_t got = fm__file_injected(FM__FILE_STEP_READ) ? -1 : read(fd, buf + len, want);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) {
             int e = fm__file_errno();
@@ -399,8 +561,8 @@ bool fm_file_stdout_ok(char *err, size_t err_len) {
 /* A file's identity: its device and inode, or for a path not created yet
  * its folder's plus its name (two such paths name the same future file). */
 typedef struct fm__file_id {
-    dev_t dev;
-    ino_t ino;
+    uint64_t dev;
+    uint64_t ino;
     const char *name; /* NULL when the file exists */
     bool known;
 } fm__file_id;
@@ -408,21 +570,18 @@ typedef struct fm__file_id {
 static fm__file_id fm__file_identify(const char *path) {
     fm__file_id id = {0};
     struct stat st;
+    errno = 0;
     if (stat(path, &st) == 0) {
-        id.dev = st.st_dev;
-        id.ino = st.st_ino;
-        id.known = true;
+        id.known = fm__file_os_id(path, &id.dev, &id.ino);
         return id;
     }
     if (errno != ENOENT) return id;
-    const char *slash = strrchr(path, '/');
+    const char *slash = fm__file_last_sep(path);
     char dir[FM_FILE_PATH_MAX];
     if (!slash) strcpy(dir, ".");
     else if (slash == path) strcpy(dir, "/");
     else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    if (stat(dir, &st) != 0) return id;
-    id.dev = st.st_dev;
-    id.ino = st.st_ino;
+    if (!fm__file_os_id(dir, &id.dev, &id.ino)) return id;
     id.name = slash ? slash + 1 : path;
     id.known = true;
     return id;
@@ -451,7 +610,7 @@ bool fm_file_check_outputs(const char *const *outputs, size_t output_count,
         const char *out = outputs[i];
         if (!out) continue;
         struct stat st;
-        if (stat(out, &st) == 0 && !S_ISREG(st.st_mode))
+        if (fm__file_is_device(out) || (stat(out, &st) == 0 && !S_ISREG(st.st_mode)))
             return fm__file_fail(err, err_len, "%s: not a regular file (refusing to replace it)",
                                  out);
         fm__file_id id = fm__file_identify(out);

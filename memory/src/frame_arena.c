@@ -125,6 +125,7 @@ void fm_frame_arena_get_stats(const fm_frame_arena *fa, fm_frame_arena_stats *ou
         out->committed += st.committed;
         out->total_allocs += st.total_allocs;
         out->failed_allocs += st.failed_allocs;
+        out->commit_events += st.commit_events;
     }
     out->high_water = out->used > fa->high_water ? out->used : fa->high_water;
     out->history_count = fa->history_count;

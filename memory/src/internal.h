@@ -19,7 +19,7 @@
 #define FM__NOINLINE __attribute__((noinline))
 #define FM__ALWAYS_INLINE __attribute__((always_inline))
 #define FM__COLD __attribute__((cold, noinline))
-#define FM__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define FM__PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 #else
 #define FM__LIKELY(x) (x)
 #define FM__UNLIKELY(x) (x)
@@ -160,6 +160,33 @@ bool fm__calls_annotated(void);
 #define FM__ARENA_ALLOC fm__arena_alloc_inline
 #else
 #define FM__ARENA_ALLOC fm__arena_alloc_slow
+#endif
+
+/* ------------------------------------------------------- profiler hooks */
+
+/* Events for framemem/hooks.h, sent by the objects where their calls take,
+ * release or reset memory (hooks.c). FM_HOOKS builds only: elsewhere
+ * FM__HOOKS is 0 and these do nothing, so the code around them compiles as
+ * without them. name is the object's own (stable while it lives). */
+#ifdef FM_HOOKS
+#define FM__HOOKS 1
+void fm__hook_alloc(const char *name, const void *ptr, size_t size);
+void fm__hook_free(const char *name, const void *ptr);
+void fm__hook_reset(const char *name);
+/* A growth of bytes that began at start (fm__hook_clock). */
+void fm__hook_grow(const char *name, size_t bytes, uint64_t start);
+uint64_t fm__hook_clock(void);
+#else
+#define FM__HOOKS 0
+static inline void fm__hook_alloc(const char *name, const void *ptr, size_t size) {
+    (void)name, (void)ptr, (void)size;
+}
+static inline void fm__hook_free(const char *name, const void *ptr) { (void)name, (void)ptr; }
+static inline void fm__hook_reset(const char *name) { (void)name; }
+static inline void fm__hook_grow(const char *name, size_t bytes, uint64_t start) {
+    (void)name, (void)bytes, (void)start;
+}
+static inline uint64_t fm__hook_clock(void) { return 0; }
 #endif
 
 /* ------------------------------------------------------------ test hooks */

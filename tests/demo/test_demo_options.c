@@ -28,7 +28,7 @@ static void test_options_defaults_without_arguments(void **state) {
     assert_int_equal(o.height, 720);
     assert_int_equal(o.frames, 0);
     assert_int_equal(o.seed, 1);
-    assert_int_equal(o.backend, DEMO_BACKEND_POOL);
+    assert_int_equal(o.backend, ENG_BACKEND_POOL);
     assert_true(o.overlay);
     assert_false(o.headless);
     assert_null(o.config);
@@ -42,7 +42,7 @@ static void test_options_every_option_is_parsed(void **state) {
                       "s.png", "--csv", "t.csv", "--trace", "t.json", "--seed", "42", "--scale", "5",
                       "--backend", "malloc", "--save-config", "b.ini", "--size", "640x480",
                       "--vsync", "--software", "--no-overlay", "--quiet", "--help", "--grow-ahead",
-                      "--prefault"));
+                      "--prefault", "--compare"));
     assert_string_equal(o.config, "a.ini");
     assert_int_equal(o.frames, 300);
     assert_true(o.headless);
@@ -51,12 +51,23 @@ static void test_options_every_option_is_parsed(void **state) {
     assert_string_equal(o.trace, "t.json");
     assert_int_equal(o.seed, 42);
     assert_true(o.scale == 5.0);
-    assert_int_equal(o.backend, DEMO_BACKEND_MALLOC);
+    assert_int_equal(o.backend, ENG_BACKEND_MALLOC);
     assert_string_equal(o.save_config, "b.ini");
     assert_int_equal(o.width, 640);
     assert_int_equal(o.height, 480);
-    assert_true(o.vsync && o.software && o.quiet && o.help && o.grow_ahead && o.prefault);
+    assert_true(o.vsync && o.software && o.quiet && o.help && o.grow_ahead && o.prefault && o.compare);
     assert_false(o.overlay);
+}
+
+static void test_options_backend_classic_is_parsed(void **state) {
+    (void)state;
+    demo_options o;
+    char err[256] = "";
+    assert_true(PARSE(&o, err, "--backend", "classic"));
+    assert_int_equal(o.backend, ENG_BACKEND_CLASSIC);
+    assert_false(o.compare);
+    assert_true(PARSE(&o, err, "--backend", "pool"));
+    assert_int_equal(o.backend, ENG_BACKEND_POOL);
 }
 
 /* Each bad command line fails with a message naming the option. */
@@ -85,7 +96,7 @@ static void test_options_bad_arguments_are_reported(void **state) {
     EXPECT_ERROR("--scale: 'five' is not a number", "--scale", "five");
     EXPECT_ERROR("--scale: 'nan' is not a number", "--scale", "nan");
     EXPECT_ERROR("--seed: 99999999999999999999999 is out of range", "--seed", "99999999999999999999999");
-    EXPECT_ERROR("--backend: 'jemalloc' is not 'pool' or 'malloc'", "--backend", "jemalloc");
+    EXPECT_ERROR("--backend: 'jemalloc' is not 'pool', 'classic' or 'malloc'", "--backend", "jemalloc");
     EXPECT_ERROR("--size: '640' is not WIDTHxHEIGHT", "--size", "640");
     EXPECT_ERROR("--size: 10x10 is out of range", "--size", "10x10");
     EXPECT_ERROR("--config: the value is empty", "--config", "");
@@ -129,6 +140,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_defaults_without_arguments),
         cmocka_unit_test(test_options_every_option_is_parsed),
+        cmocka_unit_test(test_options_backend_classic_is_parsed),
         cmocka_unit_test(test_options_bad_arguments_are_reported),
         cmocka_unit_test(test_options_press_list_is_parsed_in_frame_order),
         cmocka_unit_test(test_options_usage_lists_every_option),

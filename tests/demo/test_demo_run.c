@@ -21,8 +21,8 @@
 
 #include <stb_image.h>
 
-#include "engine/config.h"
-#include "engine/telemetry.h"
+#include "framemem/config.h"
+#include "framemem/telemetry.h"
 #include "overlay/overlay.h"
 
 #ifndef DEMO_EXE
@@ -171,7 +171,7 @@ static void test_demo_bad_arguments_exit_2_with_a_clear_message(void **state) {
     expect_usage_error("--frames", "abc", "--frames: 'abc' is not a whole number");
     expect_usage_error("--frames", NULL, "--frames needs a value");
     expect_usage_error("--scale", "0", "--scale: 0 is out of range 0.05..50");
-    expect_usage_error("--backend", "tcmalloc", "--backend: 'tcmalloc' is not 'pool' or 'malloc'");
+    expect_usage_error("--backend", "tcmalloc", "--backend: 'tcmalloc' is not 'pool', 'classic' or 'malloc'");
     expect_usage_error("--size", "huge", "--size: 'huge' is not WIDTHxHEIGHT");
 }
 
@@ -229,16 +229,16 @@ static size_t csv_rows(const char *path, uint64_t *frames_seen) {
 /* Sum of grow_events over every frame but the first in a CSV. */
 static uint64_t csv_growth_after_first_frame(const char *path, uint64_t *in_first) {
     char err[256];
-    eng_telemetry *t = eng_telemetry_read_csv(path, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(path, err, sizeof err);
     if (!t) fail_msg("%s", err);
     uint64_t after = 0;
     *in_first = 0;
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++) {
-        uint32_t g = eng_telemetry_frame(t, i)->grow_events;
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(t); i++) {
+        uint32_t g = fm_telemetry_get_frame(t, i)->grow_events;
         if (i == 0) *in_first = g;
         else after += g;
     }
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
     return after;
 }
 
@@ -259,9 +259,9 @@ static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state)
 
     /* The CSV: one row per frame per source. */
     char err[256];
-    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(csv, err, sizeof err);
     if (!t) fail_msg("%s", err);
-    uint32_t sources = eng_telemetry_source_count(t);
+    uint32_t sources = fm_telemetry_source_count(t);
     assert_true(sources >= 3);
     uint64_t frames = 0;
     assert_int_equal(csv_rows(csv, &frames), 300 * (size_t)sources);
@@ -273,11 +273,11 @@ static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state)
     ovl_layout lo;
     const SDL_FRect area = {8, 8, W - 16, H - 16};
     ovl_layout_compute(&area, t, &(ovl_desc){.settings = "s", .help = "h"}, &lo);
-    uint64_t total = 0, by_source[ENG_TELEMETRY_MAX_SOURCES] = {0};
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++)
+    uint64_t total = 0, by_source[FM_TELEMETRY_MAX_SOURCES] = {0};
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(t); i++)
         for (uint32_t s = 0; s < sources; s++) {
-            by_source[s] += eng_telemetry_sample(t, i, s)->alloc_ns;
-            total += eng_telemetry_sample(t, i, s)->alloc_ns;
+            by_source[s] += fm_telemetry_get_sample(t, i, s)->alloc_ns;
+            total += fm_telemetry_get_sample(t, i, s)->alloc_ns;
         }
     assert_true(total > 0);
     int checked = 0;
@@ -291,13 +291,13 @@ static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state)
                 found += p[0] == c.r && p[1] == c.g && p[2] == c.b;
             }
         if (found < 20)
-            fail_msg("pool %s (colour %02x%02x%02x) has %d pixels in the graph", eng_telemetry_source(t, s)->name,
+            fail_msg("pool %s (colour %02x%02x%02x) has %d pixels in the graph", fm_telemetry_get_source(t, s)->name,
                      c.r, c.g, c.b, found);
         checked++;
     }
     assert_true(checked >= 1);
     stbi_image_free(px);
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
 
     /* The trace: JSON with a traceEvents array (python3's json module). */
     if (!PYTHON3[0]) fail_msg("python3 was not found when CMake ran: cannot check %s (tools/dev installs it)", trace);
@@ -309,7 +309,7 @@ static void test_demo_headless_run_writes_screenshot_csv_and_trace(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-static void test_demo_saved_config_removes_growth_after_frame_1(void **state) {
+static void test_demo_saved_config_removes_growth_after_frame_0(void **state) {
     (void)state;
     static run r;
     /* First run: default (small) pools regrow; save the tuned config. */
@@ -323,12 +323,13 @@ static void test_demo_saved_config_removes_growth_after_frame_1(void **state) {
     uint64_t first_frame;
     assert_true(csv_growth_after_first_frame(csv, &first_frame) > 0);
 
-    /* Second run with it: no growth inside an allocation after frame 1. */
+    /* Second run with it: no growth inside an allocation after frame 0. */
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "300", "--config", "tuned.ini", "--csv", "second.csv",
          "--no-overlay");
     if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
-    expect_text(r.out, "(0 after frame 1)", "summary");
-    expect_text(r.out, "No growth inside an allocation call after frame 1", "summary");
+    expect_text(r.out, "(0 after frame 0)", "summary");
+    expect_text(r.out, "No growth inside an allocation call after frame 0", "summary");
+    expect_text(r.out, "backend pool | config tuned.ini | growth ", "summary");
     assert_string_equal(r.err, ""); /* the saved config loads without a problem */
     path_in(csv, sizeof csv, "second.csv");
     assert_int_equal(csv_growth_after_first_frame(csv, &first_frame), 0);
@@ -341,7 +342,7 @@ static void test_demo_keys_save_reload_switch_and_reset(void **state) {
     static run r;
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "260", "--csv", "keys.csv", "--press",
          "120:S,121:L,160:F1,161:F1,170:B,175:=,176:-,180:G,181:A,182:F,183:P,183:N,184:P,"
-         "200:M,205:M,210:F12,240:R");
+         "200:M,203:M,205:M,207:V,210:F12,212:V,240:R");
     if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
     expect_text(r.out, "saved a tuned config to framemem-tuned.ini (L reloads it)", "stdout");
     expect_text(r.out, "reloaded framemem-tuned.ini", "stdout");
@@ -356,15 +357,15 @@ static void test_demo_keys_save_reload_switch_and_reset(void **state) {
      * (frame 170), no pool grows inside an allocation. */
     char csv[600], err[256];
     path_in(csv, sizeof csv, "keys.csv");
-    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(csv, err, sizeof err);
     if (!t) fail_msg("%s", err);
     uint64_t before = 0, after = 0;
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++) {
-        const eng_frame_record *f = eng_telemetry_frame(t, i);
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(t); i++) {
+        const fm_telemetry_frame *f = fm_telemetry_get_frame(t, i);
         if (f->frame < 121) before += f->grow_events;
         else if (f->frame > 122 && f->frame < 170) after += f->grow_events;
     }
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
     assert_true(before > 0);
     assert_int_equal(after, 0);
 }
@@ -406,17 +407,17 @@ static void test_demo_frames_counts_paused_frames_so_a_paused_run_ends(void **st
     expect_text(r.out, "15 of them paused", "summary");
     char csv[600], err[256];
     path_in(csv, sizeof csv, "paused.csv");
-    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(csv, err, sizeof err);
     if (!t) fail_msg("%s", err);
-    assert_int_equal(eng_telemetry_frame_count(t), 40);
-    int s = eng_telemetry_find_source(t, "particles");
+    assert_int_equal(fm_telemetry_frame_count(t), 40);
+    int s = fm_telemetry_find_source(t, "particles");
     assert_true(s >= 0);
     for (uint32_t i = 0; i < 40; i++) {
-        uint64_t allocs = eng_telemetry_sample(t, i, (uint32_t)s)->allocs;
+        uint64_t allocs = fm_telemetry_get_sample(t, i, (uint32_t)s)->allocs;
         if (i >= 10 && i < 25) assert_int_equal(allocs, 0);
         else assert_true(allocs > 0);
     }
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
 }
 
 /* A frame arena too small for the world's lists empties the world each
@@ -460,6 +461,56 @@ static void test_demo_malloc_backend_runs_the_same_world(void **state) {
     DEMO(&r, ENV_KEEP, "--headless", "--frames", "60", "--backend", "malloc", "--no-overlay");
     if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
     expect_text(r.out, "backend malloc", "summary");
+}
+
+static void test_demo_classic_backend_grows_inside_allocations(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "60", "--backend", "classic", "--no-overlay");
+    if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
+    expect_text(r.out, "backend classic", "summary");
+    expect_text(r.out, "pools that grew inside allocations: ", "summary");
+}
+
+/* M cycles the backend pool -> classic -> malloc -> pool. */
+static void test_demo_key_m_cycles_pool_classic_malloc(void **state) {
+    (void)state;
+    static run r;
+    static const struct {
+        const char *presses, *backend;
+    } steps[] = {{"0:M", "backend classic"}, {"0:M,1:M", "backend malloc"}, {"0:M,1:M,2:M", "backend pool"}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        DEMO(&r, ENV_KEEP, "--headless", "--frames", "5", "--no-overlay", "--press", (char *)steps[i].presses);
+        if (r.code != 0) fail_msg("%s: exit %d\nstderr: %s", steps[i].presses, r.code, r.err);
+        expect_text(r.out, steps[i].backend, "summary");
+    }
+}
+
+/* The growths of one --compare row (its label at a line's start). */
+static long compare_growths(const char *out, const char *label) {
+    char key[64];
+    snprintf(key, sizeof key, "\n    %s ", label);
+    const char *p = strstr(out, key);
+    if (!p) fail_msg("no compare row '%s' in:\n%s", label, out);
+    long n = -1;
+    if (sscanf(p + strlen(key), "%ld", &n) != 1) fail_msg("row '%s' has no growth count:\n%s", label, out);
+    return n;
+}
+
+/* --compare: the run's frames again on every backend, side by side; the
+ * growth counts are the seeded world's (timing decides nothing here). */
+static void test_demo_compare_prints_the_backends_and_their_growth_counts(void **state) {
+    (void)state;
+    static run r;
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "120", "--compare", "--no-overlay");
+    if (r.code != 0) fail_msg("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    expect_text(r.out, "compare: the same 120 frames again, headless, on each backend", "summary");
+    assert_true(compare_growths(r.out, "framemem (config)") > 0);
+    assert_int_equal(compare_growths(r.out, "framemem (tuned)"), 0);
+    assert_true(compare_growths(r.out, "classic") > 0);
+    assert_int_equal(compare_growths(r.out, "malloc"), 0);
+    expect_text(r.out, "target: classic worst allocation frame ", "summary");
+    expect_text(r.out, "(>= 100x): ", "summary");
 }
 
 /* ------------------------------------------------------------ files */
@@ -552,7 +603,7 @@ static void test_demo_fifos_and_folders_are_refused_at_once_with_exit_2(void **s
     path_in(big, sizeof big, "big.ini"); /* over the loader's cap (sparse) */
     int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fd >= 0);
-    assert_int_equal(ftruncate(fd, (off_t)ENG_CONFIG_MAX_BYTES + 1), 0);
+    assert_int_equal(ftruncate(fd, (off_t)FM_CONFIG_MAX_BYTES + 1), 0);
     close(fd);
     static const struct {
         const char *option, *file, *want;
@@ -599,6 +650,48 @@ static void test_demo_window_under_xvfb_takes_a_screenshot(void **state) {
     stbi_image_free(expect_png(shot));
 }
 
+/* Pixels of the growth colour (OVL_GROWTH_RGB: bars, ticks and labels of
+ * growth inside an allocation; no scene sprite is magenta). */
+static long growth_pixels(const char *png) {
+    unsigned char *px = expect_png(png);
+    long n = 0;
+    for (long i = 0; i < (long)W * H; i++)
+        n += px[3 * i] == OVL_GROWTH_R && px[3 * i + 1] == OVL_GROWTH_G && px[3 * i + 2] == OVL_GROWTH_B;
+    stbi_image_free(px);
+    return n;
+}
+
+/* A window under Xvfb per backend: the default pools and the classic pool
+ * show growth markers, the pools of a tuned config none. */
+static void test_demo_window_shows_growth_markers_for_default_and_classic_not_tuned(void **state) {
+    (void)state;
+    static run r;
+    char tuned[600], shot[600];
+    path_in(tuned, sizeof tuned, "xvfb-tuned.ini");
+    DEMO(&r, ENV_KEEP, "--headless", "--frames", "200", "--save-config", tuned, "--no-overlay", "--quiet");
+    if (r.code != 0) fail_msg("exit %d\nstderr: %s", r.code, r.err);
+    static const struct {
+        const char *name, *opt, *val;
+        bool growth;
+    } cases[] = {{"default", "--seed", "1", true}, {"classic", "--backend", "classic", true},
+                 {"tuned", "--config", NULL, false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "xvfb-%s.png", cases[i].name);
+        path_in(shot, sizeof shot, name);
+        run_argv(&r,
+                 (char *const[]){XVFB_RUN, "-a", "-s", "-screen 0 1280x720x24", DEMO_EXE, "--frames", "200",
+                                 (char *)cases[i].opt, cases[i].val ? (char *)cases[i].val : tuned,
+                                 "--screenshot", shot, "--quiet", NULL},
+                 ENV_WINDOW);
+        if (r.code != 0) fail_msg("%s: exit %d\nstdout: %s\nstderr: %s", cases[i].name, r.code, r.out, r.err);
+        long n = growth_pixels(shot);
+        if (cases[i].growth ? n < 20 : n != 0)
+            fail_msg("%s: %ld growth-coloured pixels, wanted %s", cases[i].name, n,
+                     cases[i].growth ? "a marker (20 or more)" : "none");
+    }
+}
+
 /* ------------------------------------------------------------ main */
 
 static int make_dir(void **state) {
@@ -619,6 +712,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "xvfb")) {
         const struct CMUnitTest xvfb[] = {
             cmocka_unit_test(test_demo_window_under_xvfb_takes_a_screenshot),
+            cmocka_unit_test(test_demo_window_shows_growth_markers_for_default_and_classic_not_tuned),
         };
         return cmocka_run_group_tests_name("demo_xvfb", xvfb, make_dir, remove_dir);
     }
@@ -629,10 +723,13 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_demo_without_a_display_suggests_headless),
         cmocka_unit_test(test_demo_unwritable_outputs_fail_with_exit_1),
         cmocka_unit_test(test_demo_headless_run_writes_screenshot_csv_and_trace),
-        cmocka_unit_test(test_demo_saved_config_removes_growth_after_frame_1),
+        cmocka_unit_test(test_demo_saved_config_removes_growth_after_frame_0),
         cmocka_unit_test(test_demo_keys_save_reload_switch_and_reset),
         cmocka_unit_test(test_demo_escape_quits_early_with_the_screenshot),
         cmocka_unit_test(test_demo_malloc_backend_runs_the_same_world),
+        cmocka_unit_test(test_demo_classic_backend_grows_inside_allocations),
+        cmocka_unit_test(test_demo_key_m_cycles_pool_classic_malloc),
+        cmocka_unit_test(test_demo_compare_prints_the_backends_and_their_growth_counts),
         cmocka_unit_test(test_demo_full_disk_fails_each_output_and_keeps_the_old_files),
         cmocka_unit_test(test_demo_failed_run_leaves_its_outputs_as_they_were),
         cmocka_unit_test(test_demo_output_equal_to_an_input_is_refused_before_the_run),

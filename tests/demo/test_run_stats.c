@@ -27,7 +27,7 @@ static void test_growth_after_the_first_frame_is_counted_apart(void **state) {
     (void)state;
     demo_run_stats s = {0};
     for (uint32_t f = 0; f < 10000; f++) { /* past the first capacity: the series grow */
-        eng_frame_record rec = {.frame = f, .alloc_total_ns = f, .render_ns = 2 * f,
+        fm_telemetry_frame rec = {.frame = f, .alloc_total_ns = f, .render_ns = 2 * f,
                                 .grow_events = f == 0 ? 3 : f == 7 ? 2 : 0,
                                 .ahead_grow_events = f == 9 ? 1 : 0};
         demo_run_stats_add(&s, &rec, 10 * (uint64_t)f, f);
@@ -66,22 +66,23 @@ static void test_summary_suggests_a_tuned_config_only_after_hitches(void **state
     if (!e) fail_msg("%s", err);
     demo_run_stats s = {0};
     for (uint32_t f = 0; f < 4; f++) {
-        eng_frame_record rec = {.frame = f, .alloc_total_ns = 1000 * (f + 1), .grow_events = f == 0};
+        fm_telemetry_frame rec = {.frame = f, .alloc_total_ns = 1000 * (f + 1), .grow_events = f == 0};
         demo_run_stats_add(&s, &rec, 2000000, 0);
     }
     const char *t = summary_of(&s, e);
     assert_non_null(strstr(t, "framemem-demo summary: 4 frames, scene standard, scale 1.00, backend pool, seed 3, software"));
     assert_non_null(strstr(t, "allocation time per frame: median 2.0 us, p99 4.0 us, max 4.0 us"));
     assert_non_null(strstr(t, "frame time: median 2.00 ms"));
-    assert_non_null(strstr(t, "growth events inside allocation calls: 1 (0 after frame 1)"));
-    assert_non_null(strstr(t, "No growth inside an allocation call after frame 1"));
+    assert_non_null(strstr(t, "growth events inside allocation calls: 1 (0 after frame 0)"));
+    assert_non_null(strstr(t, "No growth inside an allocation call after frame 0"));
     assert_null(strstr(t, "save a tuned config"));
 
-    eng_frame_record late = {.frame = 4, .grow_events = 2};
+    fm_telemetry_frame late = {.frame = 4, .grow_events = 2};
     demo_run_stats_add(&s, &late, 0, 0);
     t = summary_of(&s, e);
-    assert_non_null(strstr(t, "growth events inside allocation calls: 3 (2 after frame 1)"));
-    assert_non_null(strstr(t, "save a tuned config (key S, or --save-config t.ini) and run again with --config t.ini"));
+    assert_non_null(strstr(t, "growth events inside allocation calls: 3 (2 after frame 0)"));
+    assert_non_null(strstr(t, "Hitches from pool growth after frame 0: 2; save a tuned config (key S, or "
+                              "--save-config t.ini) and run again with --config t.ini"));
 
     demo_run_stats empty = {0};
     t = summary_of(&empty, e);
@@ -98,7 +99,7 @@ static void test_summary_counts_paused_frames_and_engine_failures(void **state) 
     eng *e = eng_create(&(eng_desc){.seed = 3}, err, sizeof err);
     if (!e) fail_msg("%s", err);
     demo_run_stats s = {0};
-    eng_frame_record rec = {.alloc_total_ns = 3000};
+    fm_telemetry_frame rec = {.alloc_total_ns = 3000};
     demo_run_stats_add(&s, &rec, 2000000, 0);
     demo_run_stats_add_paused(&s);
     demo_run_stats_add_paused(&s);
@@ -134,12 +135,110 @@ static void test_summary_counts_paused_frames_and_engine_failures(void **state) 
     eng_destroy(e);
 }
 
+/* Frames first..first+n-1, a growth in those listed in grow (-1 ends it). */
+static void add_frames(demo_run_stats *s, uint64_t first, int n, const int *grow) {
+    for (int f = 0; f < n; f++) {
+        uint32_t g = 0;
+        for (const int *p = grow; *p >= 0; p++) g += (uint64_t)*p == first + (uint64_t)f;
+        fm_telemetry_frame rec = {.frame = first + (uint64_t)f, .alloc_total_ns = 1000, .grow_events = g};
+        demo_run_stats_add(s, &rec, 1000000, 0);
+    }
+}
+
+/* The settings line and the advice say what ran: the backend, its config,
+ * per-pool grow-ahead and prefault; no pool sizes for malloc or classic. */
+static void test_summary_text_says_what_each_backend_ran(void **state) {
+    (void)state;
+    char err[256];
+    static const int grow[] = {10, 12, 15, -1};
+    const char *const settings[ENG_BACKEND_COUNT] = {
+        [ENG_BACKEND_POOL] = "  backend pool | config built-in defaults | growth geometric (config) | "
+                             "grow-ahead off (config: 6/6 pools; A) | prefault off (config: 6/6 pools; F)\n",
+        [ENG_BACKEND_CLASSIC] = "  backend classic (Boost object_pool: blocks double, every new slot linked at "
+                                "growth) | config built-in defaults: first block sizes | growth policy, "
+                                "grow-ahead, prefault: framemem's only\n",
+        [ENG_BACKEND_MALLOC] = "  backend malloc (no pools: every item from malloc) | config built-in defaults: "
+                               "unused\n",
+    };
+    for (int b = 0; b < ENG_BACKEND_COUNT; b++) {
+        eng *e = eng_create(&(eng_desc){.seed = 3, .backend = (eng_backend)b}, err, sizeof err);
+        if (!e) fail_msg("%s", err);
+        demo_run_stats s = {0};
+        add_frames(&s, 10, 8, grow);
+        const char *t = summary_of(&s, e);
+        if (!strstr(t, settings[b])) fail_msg("backend %d, no settings line in:\n%s", b, t);
+        assert_non_null(strstr(t, "growth events inside allocation calls: 3 (2 after frame 10)"));
+        assert_null(strstr(t, "\n  config: ")); /* the old line that named no backend */
+        if (b == ENG_BACKEND_POOL) {
+            assert_non_null(strstr(t, "save a tuned config"));
+        } else {
+            assert_null(strstr(t, "pool sizes fit"));
+            assert_null(strstr(t, "save a tuned config"));
+            assert_null(strstr(t, "suggested"));
+        }
+        if (b == ENG_BACKEND_MALLOC)
+            assert_non_null(strstr(t, "malloc backend: no pools, so no growth to tune"));
+        if (b == ENG_BACKEND_CLASSIC)
+            assert_non_null(strstr(t, "classic backend: 3 block doubling(s) inside allocation calls"));
+        demo_run_stats_free(&s);
+        eng_destroy(e);
+    }
+}
+
+/* Switches on, and a config that opts one pool out: counted per pool. */
+static void test_summary_counts_grow_ahead_and_prefault_per_pool(void **state) {
+    (void)state;
+    char err[256];
+    fm_test_write_text("run_stats_opt.ini", "[pool.particles]\ngrow_ahead = false\n");
+    eng *e = eng_create(&(eng_desc){.seed = 3, .grow_ahead = true, .prefault = true,
+                                    .config_path = "run_stats_opt.ini"}, err, sizeof err);
+    if (!e) fail_msg("%s", err);
+    demo_run_stats s = {0};
+    const char *t = summary_of(&s, e);
+    assert_non_null(strstr(t, "  backend pool | config run_stats_opt.ini | growth geometric (config) | "
+                              "grow-ahead on for 5/6 pools | prefault on for 6/6 pools\n"));
+    eng_destroy(e);
+    remove("run_stats_opt.ini");
+}
+
+/* A config loaded mid-run (S then L): its own growths are judged, and the
+ * advice never says to rerun with the file just loaded. */
+static void test_summary_after_a_config_loaded_mid_run_judges_its_growths(void **state) {
+    (void)state;
+    char err[256];
+    fm_test_write_text("t.ini", "[pool.particles]\ninitial_capacity = 4096\n");
+    eng *e = eng_create(&(eng_desc){.seed = 3, .config_path = "t.ini"}, err, sizeof err);
+    if (!e) fail_msg("%s", err);
+    demo_run_stats s = {0};
+    static const int early[] = {0, 2, -1}, late[] = {7, -1};
+    add_frames(&s, 0, 3, early);
+    demo_run_stats_config_loaded(&s, 3);
+    add_frames(&s, 3, 3, early);
+    const char *t = summary_of(&s, e);
+    assert_non_null(strstr(t, "(1 after frame 0)"));
+    assert_non_null(strstr(t, "No growth inside an allocation call since t.ini was loaded (frame 3): the pool "
+                              "sizes fit this load."));
+    assert_null(strstr(t, "run again with"));
+    add_frames(&s, 6, 2, late);
+    t = summary_of(&s, e);
+    assert_non_null(strstr(t, "Hitches from pool growth since t.ini was loaded (frame 3): 1; the load outgrew "
+                              "t.ini: save a tuned config again (key S) from this run's peaks and reload it "
+                              "(key L)."));
+    assert_null(strstr(t, "run again with"));
+    demo_run_stats_free(&s);
+    eng_destroy(e);
+    remove("t.ini");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentile_is_nearest_rank),
         cmocka_unit_test(test_growth_after_the_first_frame_is_counted_apart),
         cmocka_unit_test(test_summary_suggests_a_tuned_config_only_after_hitches),
         cmocka_unit_test(test_summary_counts_paused_frames_and_engine_failures),
+        cmocka_unit_test(test_summary_text_says_what_each_backend_ran),
+        cmocka_unit_test(test_summary_counts_grow_ahead_and_prefault_per_pool),
+        cmocka_unit_test(test_summary_after_a_config_loaded_mid_run_judges_its_growths),
     };
     return cmocka_run_group_tests_name("run_stats", tests, NULL, NULL);
 }

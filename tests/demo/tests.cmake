@@ -10,6 +10,8 @@ if(FM_BUILD_DEMO)
   target_link_libraries(test_scene_draw PRIVATE framemem_demo_core)
   fm_add_test(test_run_stats demo/test_run_stats.c demo_run_stats)
   target_link_libraries(test_run_stats PRIVATE framemem_demo_core)
+  fm_add_test(test_hud demo/test_hud.c demo_hud)
+  target_link_libraries(test_hud PRIVATE framemem_demo_core)
 
   # The program itself, run as a child process (headless; no display needed).
   # The trace check parses JSON with python3 (tools/dev installs it); without
@@ -36,5 +38,13 @@ if(FM_BUILD_DEMO)
     set_tests_properties(demo_xvfb_window PROPERTIES TIMEOUT 300)
   else()
     message(STATUS "demo_xvfb_window not registered: xvfb-run not found (tools/dev installs xvfb)")
+  endif()
+
+  # framemem-minimal (demo/minimal): run headless, tuned with fm-tune, rerun.
+  if(FM_BUILD_TOOLS)
+    add_test(NAME demo_minimal_tune_and_rerun
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/demo/check_minimal.sh
+              $<TARGET_FILE:framemem-minimal> $<TARGET_FILE:fm-tune>)
+    set_tests_properties(demo_minimal_tune_and_rerun PROPERTIES TIMEOUT 300)
   endif()
 endif()

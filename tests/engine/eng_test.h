@@ -15,8 +15,8 @@ eng *eng_test_make(const eng_desc *d);
 /// frames x eng_tick at ENG_TEST_DT.
 void eng_test_run(eng *e, int frames);
 /// cmocka-asserts that the telemetry of every frame since the world was
-/// built adds up to each pool's own stats: allocs, frees, growth events and
-/// their time; live, capacity and peak of the newest frame; item size and
+/// built adds up to each pool's own stats: allocs, frees, growth events (in
+/// allocations, ahead) and their time; live, capacity and peak of the newest frame; item size and
 /// chunk size; and that each frame's alloc_total_ns is the sum of its
 /// sources' alloc_ns. Needs the pool backend, no rebuild since create and a
 /// ring holding every frame. Returns the growth events (in allocations and

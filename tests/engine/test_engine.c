@@ -3,6 +3,7 @@
 #include "fm_test.h"
 
 #include "eng_test.h"
+#include "engine/classic_pool.h"
 #include "engine/engine.h"
 
 #include <math.h>
@@ -15,7 +16,7 @@
 #define SMALL 0.2
 
 static int source(const eng *e, const char *name) {
-    int s = eng_telemetry_find_source(eng_get_telemetry(e), name);
+    int s = fm_telemetry_find_source(eng_get_telemetry(e), name);
     assert_true(s >= 0);
     return s;
 }
@@ -25,18 +26,18 @@ static int source(const eng *e, const char *name) {
 static void test_engine_frame_lifecycle_records_one_frame_per_begin_end(void **state) {
     (void)state;
     eng *e = eng_test_make(&(eng_desc){.seed = 1});
-    const eng_telemetry *t = eng_get_telemetry(e);
-    assert_int_equal(eng_telemetry_source_count(t), 7);
+    const fm_telemetry *t = eng_get_telemetry(e);
+    assert_int_equal(fm_telemetry_source_count(t), 9); /* six pools, the frame arena, two tags */
     assert_int_equal(eng_get_render_list(e).count, 0);
     eng_frame_begin(e);
     eng_update(e, DT);
     eng_render_list rl = eng_get_render_list(e);
     assert_true(rl.count > 0);
-    assert_int_equal(eng_telemetry_frame_count(t), 0); /* not sampled before the end */
+    assert_int_equal(fm_telemetry_frame_count(t), 0); /* not sampled before the end */
     eng_frame_end(e);
-    assert_int_equal(eng_telemetry_frame_count(t), 1);
+    assert_int_equal(fm_telemetry_frame_count(t), 1);
     eng_frame_end(e); /* no open frame: nothing */
-    assert_int_equal(eng_telemetry_frame_count(t), 1);
+    assert_int_equal(fm_telemetry_frame_count(t), 1);
     /* the render list: layers in order, each sprite in its layer and in the world */
     rl = eng_get_render_list(e);
     assert_int_equal(rl.layer_start[0], 0);
@@ -55,14 +56,14 @@ static void test_engine_frame_lifecycle_records_one_frame_per_begin_end(void **s
     eng_update(e, DT);
     eng_frame_begin(e);
     eng_frame_end(e);
-    assert_int_equal(eng_telemetry_frame_count(t), 3);
-    const eng_frame_record *r = eng_telemetry_frame(t, 0);
+    assert_int_equal(fm_telemetry_frame_count(t), 3);
+    const fm_telemetry_frame *r = fm_telemetry_get_frame(t, 0);
     assert_int_equal(r->frame, 0);
     assert_true(r->frame_ns >= r->sim_ns);
     assert_true(r->frame_ns > 0);
     /* render time from the platform lands in the newest frame */
     eng_set_render_ns(e, 1234);
-    assert_int_equal(eng_telemetry_frame(t, 2)->render_ns, 1234);
+    assert_int_equal(fm_telemetry_get_frame(t, 2)->render_ns, 1234);
     eng_destroy(e);
     eng_destroy(NULL);
 }
@@ -134,13 +135,13 @@ static void test_engine_a_pause_does_not_change_the_simulation(void **state) {
     assert_int_equal(ib.frame, 160);
     assert_int_equal(ia.checksum, ib.checksum);
     assert_int_equal(ia.particles, ib.particles);
-    const eng_telemetry *ta = eng_get_telemetry(a), *tb = eng_get_telemetry(b);
+    const fm_telemetry *ta = eng_get_telemetry(a), *tb = eng_get_telemetry(b);
     int s = source(a, "particles");
-    assert_int_equal(eng_telemetry_source(ta, (uint32_t)s)->total_allocs,
-                     eng_telemetry_source(tb, (uint32_t)s)->total_allocs);
+    assert_int_equal(fm_telemetry_get_source(ta, (uint32_t)s)->total_allocs,
+                     fm_telemetry_get_source(tb, (uint32_t)s)->total_allocs);
     /* the paused frames are recorded, with nothing allocated */
     for (uint32_t i = 40; i < 140; i++)
-        assert_int_equal(eng_telemetry_sample(ta, i, (uint32_t)s)->allocs, 0);
+        assert_int_equal(fm_telemetry_get_sample(ta, i, (uint32_t)s)->allocs, 0);
     eng_destroy(a);
     eng_destroy(b);
 }
@@ -169,9 +170,9 @@ static void test_engine_same_seed_same_world_other_seed_differs(void **state) {
     (void)state;
     eng_run_result a, b, c;
     char err[256];
-    eng_telemetry *ta = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 9, .scene = "bursts"}, 400, &a, err, sizeof err);
-    eng_telemetry *tb = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 9, .scene = "bursts"}, 400, &b, err, sizeof err);
-    eng_telemetry *tc = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 10, .scene = "bursts"}, 400, &c, err, sizeof err);
+    fm_telemetry *ta = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 9, .scene = "bursts"}, 400, &a, err, sizeof err);
+    fm_telemetry *tb = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 9, .scene = "bursts"}, 400, &b, err, sizeof err);
+    fm_telemetry *tc = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 10, .scene = "bursts"}, 400, &c, err, sizeof err);
     assert_non_null(ta);
     assert_non_null(tb);
     assert_non_null(tc);
@@ -185,23 +186,23 @@ static void test_engine_same_seed_same_world_other_seed_differs(void **state) {
     assert_true(a.total_timers > 0);
     assert_true(a.checksum != c.checksum);
     /* same counts frame by frame */
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(ta); i++) {
-        for (uint32_t s = 0; s < eng_telemetry_source_count(ta); s++) {
-            assert_int_equal(eng_telemetry_sample(ta, i, s)->allocs, eng_telemetry_sample(tb, i, s)->allocs);
-            assert_int_equal(eng_telemetry_sample(ta, i, s)->live, eng_telemetry_sample(tb, i, s)->live);
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(ta); i++) {
+        for (uint32_t s = 0; s < fm_telemetry_source_count(ta); s++) {
+            assert_int_equal(fm_telemetry_get_sample(ta, i, s)->allocs, fm_telemetry_get_sample(tb, i, s)->allocs);
+            assert_int_equal(fm_telemetry_get_sample(ta, i, s)->live, fm_telemetry_get_sample(tb, i, s)->live);
         }
     }
-    eng_telemetry_destroy(ta);
-    eng_telemetry_destroy(tb);
-    eng_telemetry_destroy(tc);
+    fm_telemetry_destroy(ta);
+    fm_telemetry_destroy(tb);
+    fm_telemetry_destroy(tc);
 }
 
 static void test_engine_malloc_backend_simulates_the_same_world(void **state) {
     (void)state;
     eng_run_result p, m;
     char err[256];
-    eng_telemetry *tp = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp"}, 300, &p, err, sizeof err);
-    eng_telemetry *tm = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp", .backend = ENG_BACKEND_MALLOC},
+    fm_telemetry *tp = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp"}, 300, &p, err, sizeof err);
+    fm_telemetry *tm = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp", .backend = ENG_BACKEND_MALLOC},
                                          300, &m, err, sizeof err);
     assert_non_null(tp);
     assert_non_null(tm);
@@ -209,23 +210,129 @@ static void test_engine_malloc_backend_simulates_the_same_world(void **state) {
     assert_int_equal(p.total_spawned, m.total_spawned);
     assert_int_equal(p.total_timers, m.total_timers);
     /* counted and timed the same way: same counts, time measured on both */
-    for (uint32_t s = 0; s < eng_telemetry_source_count(tp); s++) {
-        const eng_source_info *a = eng_telemetry_source(tp, s), *b = eng_telemetry_source(tm, s);
+    for (uint32_t s = 0; s < fm_telemetry_source_count(tp); s++) {
+        const fm_telemetry_source *a = fm_telemetry_get_source(tp, s), *b = fm_telemetry_get_source(tm, s);
         assert_string_equal(a->name, b->name);
+        if (a->kind == FM_TELEMETRY_TAG) continue; /* malloc's items are charged to no tag */
         assert_int_equal(a->total_allocs, b->total_allocs);
         assert_int_equal(a->total_frees, b->total_frees);
         assert_int_equal(a->peak_live, b->peak_live);
-        if (a->kind == ENG_SOURCE_POOL) {
-            assert_int_equal(a->backend, ENG_BACKEND_POOL);
-            assert_int_equal(b->backend, ENG_BACKEND_MALLOC);
+        if (a->kind == FM_TELEMETRY_POOL) {
+            assert_int_equal(a->backend, FM_TELEMETRY_BACKEND_POOL);
+            assert_int_equal(b->backend, FM_TELEMETRY_BACKEND_MALLOC);
             assert_true(a->total_alloc_ns > 0);
             assert_true(b->total_alloc_ns > 0);
             assert_int_equal(b->total_grow_events, 0);
             assert_int_equal(b->chunk_items, 1);
         }
     }
-    eng_telemetry_destroy(tp);
-    eng_telemetry_destroy(tm);
+    fm_telemetry_destroy(tp);
+    fm_telemetry_destroy(tm);
+}
+
+/* The classic backend (Boost object_pool's doubling eager pool) runs the
+ * same world; its growths, none of framemem's, are in its telemetry: every
+ * block after the first (the config's initial_capacity) doubles the last. */
+static void test_engine_classic_backend_simulates_the_same_world_and_counts_its_growths(void **state) {
+    (void)state;
+    eng_run_result p, c;
+    char err[256];
+    fm_telemetry *tp = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp"}, 300, &p, err, sizeof err);
+    fm_telemetry *tc = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 4, .scene = "ramp", .backend = ENG_BACKEND_CLASSIC},
+                                         300, &c, err, sizeof err);
+    assert_non_null(tp);
+    assert_non_null(tc);
+    assert_int_equal(p.checksum, c.checksum);
+    assert_int_equal(p.total_spawned, c.total_spawned);
+    uint64_t classic_growths = 0, classic_grow_ns = 0, classic_ns = 0;
+    for (uint32_t s = 0; s < fm_telemetry_source_count(tp); s++) {
+        const fm_telemetry_source *a = fm_telemetry_get_source(tp, s), *b = fm_telemetry_get_source(tc, s);
+        assert_string_equal(a->name, b->name);
+        if (a->kind == FM_TELEMETRY_TAG) continue; /* classic blocks are charged to no tag */
+        assert_int_equal(a->total_allocs, b->total_allocs);
+        assert_int_equal(a->peak_live, b->peak_live);
+        if (a->kind != FM_TELEMETRY_POOL) continue;
+        assert_int_equal(b->backend, FM_TELEMETRY_BACKEND_CLASSIC);
+        assert_string_equal(fm_telemetry_backend_name(b->backend), "classic");
+        /* timed: a small pool's pops can all fall under the clock pair's
+         * overhead (subtracted per batch), the pools together cannot */
+        classic_ns += b->total_alloc_ns;
+        /* each block doubles the last: after g growths the blocks hold
+         * initial * (2^(g+1) - 1) items, the peak among them */
+        const fm_telemetry_sample *last = fm_telemetry_get_sample(tc, fm_telemetry_frame_count(tc) - 1, s);
+        assert_non_null(last);
+        assert_true(b->total_grow_events < 20);
+        assert_true(last->capacity >= b->peak_live);
+        assert_int_equal(last->capacity % ((2ull << b->total_grow_events) - 1), 0);
+        classic_grow_ns += b->total_grow_ns;
+        classic_growths += b->total_grow_events;
+    }
+    assert_true(classic_growths > 0);
+    assert_true(classic_grow_ns > 0);
+    assert_true(classic_ns > 0);
+    fm_telemetry_destroy(tp);
+    fm_telemetry_destroy(tc);
+}
+
+/* The eager pool itself: blocks double and every new slot is linked at
+ * once; sizes that cannot be made are refused. */
+static void test_classic_pool_doubles_its_blocks_and_links_every_slot(void **state) {
+    (void)state;
+    eng_classic_pool *p = eng_classic_pool_create(40, 4);
+    assert_non_null(p);
+    assert_int_equal(eng_classic_pool_free_count(p), 4);
+    void *items[28];
+    for (int i = 0; i < 28; i++) {
+        items[i] = eng_classic_pool_alloc(p);
+        assert_non_null(items[i]);
+        assert_int_equal((uintptr_t)items[i] % 16, 0);
+    }
+    eng_classic_pool_stats st;
+    eng_classic_pool_get_stats(p, &st);
+    assert_int_equal(st.grow_events, 2); /* 4 + 8 + 16 */
+    assert_int_equal(st.capacity, 28);
+    assert_int_equal(eng_classic_pool_free_count(p), 0);
+    assert_non_null(eng_classic_pool_alloc(p)); /* a block of 32, linked whole */
+    eng_classic_pool_get_stats(p, &st);
+    assert_int_equal(st.grow_events, 3);
+    assert_int_equal(eng_classic_pool_free_count(p), 31);
+    assert_true(st.grow_ticks >= st.grow_ticks_max);
+    eng_classic_pool_free(p, items[5]);
+    assert_ptr_equal(eng_classic_pool_alloc(p), items[5]);
+    eng_classic_pool_destroy(p);
+    assert_null(eng_classic_pool_create(SIZE_MAX - 3, 0));
+}
+
+/* eng_info counts the pools whose desc (defaults + config) asks for
+ * grow-ahead and prefault, whatever the switches: what the demo's header and
+ * summary report per pool. */
+static void test_engine_info_counts_the_pools_the_config_sets_grow_ahead_and_prefault_for(void **state) {
+    (void)state;
+    fm_test_write_text("eng_info_pools.ini", "[pool.particles]\ngrow_ahead = false\n"
+                                             "[pool.entities]\nprefault = false\ngrowth = fixed\n");
+    eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 1, .config_path = "eng_info_pools.ini"});
+    eng_info in;
+    eng_get_info(e, &in);
+    assert_int_equal(in.pools, 6);
+    assert_int_equal(in.grow_ahead_pools, 4); /* particles opt out, entities are FIXED */
+    assert_int_equal(in.prefault_pools, 5);
+    assert_false(in.grow_ahead);
+    assert_false(in.prefault);
+    eng_destroy(e);
+    e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 1});
+    eng_get_info(e, &in);
+    assert_int_equal(in.grow_ahead_pools, 6);
+    assert_int_equal(in.prefault_pools, 6);
+    eng_destroy(e);
+    remove("eng_info_pools.ini");
+}
+
+static void test_engine_backend_names_cover_every_backend(void **state) {
+    (void)state;
+    assert_string_equal(eng_backend_name(ENG_BACKEND_POOL), "pool");
+    assert_string_equal(eng_backend_name(ENG_BACKEND_MALLOC), "malloc");
+    assert_string_equal(eng_backend_name(ENG_BACKEND_CLASSIC), "classic");
+    assert_string_equal(eng_backend_name(ENG_BACKEND_COUNT), "?");
 }
 
 /* ------------------------------------------------------------- telemetry */
@@ -234,17 +341,17 @@ static void test_engine_telemetry_sums_equal_the_pools_own_stats(void **state) {
     (void)state;
     eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 2, .scene = "ramp", .grow_ahead = true, .telemetry_frames = 1000});
     eng_test_run(e, 500);
-    const eng_telemetry *t = eng_get_telemetry(e);
-    assert_int_equal(eng_telemetry_frame_count(t), 500);
+    const fm_telemetry *t = eng_get_telemetry(e);
+    assert_int_equal(fm_telemetry_frame_count(t), 500);
     assert_true(eng_test_assert_telemetry_matches_pools(e) > 0);
     /* the frame arena's source */
     int fa = source(e, "frame");
-    const eng_sample *x = eng_telemetry_sample(t, 499, (uint32_t)fa);
+    const fm_telemetry_sample *x = fm_telemetry_get_sample(t, 499, (uint32_t)fa);
     assert_true(x->bytes_used > 4000 * sizeof(void *));
     assert_true(x->high_water >= x->bytes_used);
     assert_true(x->allocs > 5);
     uint64_t commits = 0;
-    for (uint32_t i = 0; i < 500; i++) commits += eng_telemetry_sample(t, i, (uint32_t)fa)->commit_events;
+    for (uint32_t i = 0; i < 500; i++) commits += fm_telemetry_get_sample(t, i, (uint32_t)fa)->commit_events;
     assert_true(commits > 0);
     eng_destroy(e);
 }
@@ -253,53 +360,53 @@ static void test_engine_ring_wraps_and_totals_cover_every_frame(void **state) {
     (void)state;
     eng *e = eng_test_make(&(eng_desc){.scale = SMALL, .seed = 2, .telemetry_frames = 50});
     eng_test_run(e, 130);
-    const eng_telemetry *t = eng_get_telemetry(e);
-    assert_int_equal(eng_telemetry_frame_count(t), 50);
-    assert_int_equal(eng_telemetry_frames_pushed(t), 130);
-    assert_int_equal(eng_telemetry_frame(t, 0)->frame, 80);
-    assert_int_equal(eng_telemetry_frame(t, 49)->frame, 129);
+    const fm_telemetry *t = eng_get_telemetry(e);
+    assert_int_equal(fm_telemetry_frame_count(t), 50);
+    assert_int_equal(fm_telemetry_frames_pushed(t), 130);
+    assert_int_equal(fm_telemetry_get_frame(t, 0)->frame, 80);
+    assert_int_equal(fm_telemetry_get_frame(t, 49)->frame, 129);
     /* The totals still cover all 130 frames. */
     int s = source(e, "particles");
     fm_pool_stats st;
     fm_pool_get_stats(eng_get_pool(e, "particles"), &st);
-    assert_int_equal(eng_telemetry_source(t, (uint32_t)s)->total_allocs, st.total_allocs);
+    assert_int_equal(fm_telemetry_get_source(t, (uint32_t)s)->total_allocs, st.total_allocs);
     eng_reset_stats(e);
-    assert_int_equal(eng_telemetry_frame_count(t), 0);
+    assert_int_equal(fm_telemetry_frame_count(t), 0);
     eng_test_run(e, 3);
-    assert_int_equal(eng_telemetry_frame_count(t), 3);
-    assert_int_equal(eng_telemetry_frame(t, 0)->frame, 130);
+    assert_int_equal(fm_telemetry_frame_count(t), 3);
+    assert_int_equal(fm_telemetry_get_frame(t, 0)->frame, 130);
     eng_destroy(e);
 }
 
 static void test_engine_csv_and_trace_of_a_run_are_well_formed(void **state) {
     (void)state;
     char err[256];
-    eng_telemetry *t = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 8}, 120, NULL, err, sizeof err);
+    fm_telemetry *t = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 8}, 120, NULL, err, sizeof err);
     assert_non_null(t);
-    assert_true(eng_telemetry_write_csv(t, "eng_run.csv", err, sizeof err));
-    assert_true(eng_telemetry_write_trace(t, "eng_run.json", err, sizeof err));
-    eng_telemetry *u = eng_telemetry_read_csv("eng_run.csv", err, sizeof err);
+    assert_true(fm_telemetry_write_csv(t, "eng_run.csv", err, sizeof err));
+    assert_true(fm_telemetry_write_trace(t, "eng_run.json", err, sizeof err));
+    fm_telemetry *u = fm_telemetry_read_csv("eng_run.csv", err, sizeof err);
     assert_non_null(u);
-    assert_int_equal(eng_telemetry_frame_count(u), 120);
-    assert_int_equal(eng_telemetry_source_count(u), 7);
-    for (uint32_t s = 0; s < 7; s++)
-        assert_int_equal(eng_telemetry_source(u, s)->total_allocs, eng_telemetry_source(t, s)->total_allocs);
-    eng_telemetry_destroy(u);
-    eng_telemetry_destroy(t);
+    assert_int_equal(fm_telemetry_frame_count(u), 120);
+    assert_int_equal(fm_telemetry_source_count(u), 9);
+    for (uint32_t s = 0; s < 9; s++)
+        assert_int_equal(fm_telemetry_get_source(u, s)->total_allocs, fm_telemetry_get_source(t, s)->total_allocs);
+    fm_telemetry_destroy(u);
+    fm_telemetry_destroy(t);
 }
 
 /* ------------------------------------------------------------- grow-ahead */
 
-static uint64_t in_alloc_growth_after(const eng_telemetry *t, uint64_t frame) {
+static uint64_t in_alloc_growth_after(const fm_telemetry *t, uint64_t frame) {
     uint64_t g = 0;
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++)
-        if (eng_telemetry_frame(t, i)->frame > frame) g += eng_telemetry_frame(t, i)->grow_events;
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(t); i++)
+        if (fm_telemetry_get_frame(t, i)->frame > frame) g += fm_telemetry_get_frame(t, i)->grow_events;
     return g;
 }
 
-static uint64_t ahead_growth(const eng_telemetry *t) {
+static uint64_t ahead_growth(const fm_telemetry *t) {
     uint64_t g = 0;
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(t); i++) g += eng_telemetry_frame(t, i)->ahead_grow_events;
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(t); i++) g += fm_telemetry_get_frame(t, i)->ahead_grow_events;
     return g;
 }
 
@@ -307,8 +414,8 @@ static void test_engine_grow_ahead_moves_growth_out_of_allocations(void **state)
     (void)state;
     char err[256];
     /* Without grow-ahead the ramping scene regrows inside allocations after warm-up. */
-    eng_telemetry *off = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"}, 700, NULL, err, sizeof err);
-    eng_telemetry *on = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp", .grow_ahead = true}, 700,
+    fm_telemetry *off = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp"}, 700, NULL, err, sizeof err);
+    fm_telemetry *on = eng_run_headless(&(eng_desc){.scale = SMALL, .seed = 6, .scene = "ramp", .grow_ahead = true}, 700,
                                          NULL, err, sizeof err);
     assert_non_null(off);
     assert_non_null(on);
@@ -319,16 +426,16 @@ static void test_engine_grow_ahead_moves_growth_out_of_allocations(void **state)
     assert_true(ahead_growth(on) > 0);
     /* ...and its time shows as maintenance. */
     uint64_t maint = 0;
-    for (uint32_t i = 0; i < eng_telemetry_frame_count(on); i++) {
-        const eng_frame_record *r = eng_telemetry_frame(on, i);
+    for (uint32_t i = 0; i < fm_telemetry_frame_count(on); i++) {
+        const fm_telemetry_frame *r = fm_telemetry_get_frame(on, i);
         if (r->ahead_grow_events) {
             assert_true(r->maint_ns > 0);
             maint += r->maint_ns;
         }
     }
     assert_true(maint > 0);
-    eng_telemetry_destroy(off);
-    eng_telemetry_destroy(on);
+    fm_telemetry_destroy(off);
+    fm_telemetry_destroy(on);
 }
 
 static void test_engine_grow_ahead_switch_acts_on_the_running_world(void **state) {
@@ -371,7 +478,7 @@ static void test_engine_burst_and_scale_change_the_load(void **state) {
     eng_test_run(e, 60);
     eng_info two;
     eng_get_info(e, &two);
-    assert_true(two.scale == 2 * SMALL);
+    assert_true(two.scale == (double)(2 * SMALL)); /* cast: x87 (i686) evaluates wider */
     assert_true(two.particles > 1.6 * base.particles);
     assert_int_equal(two.entities, 2 * base.entities);
     eng_set_scale(e, 1e9); /* clamped */
@@ -397,9 +504,9 @@ static void test_engine_backend_growth_and_prefault_switches_rebuild_the_world(v
     assert_null(eng_get_pool(e, "particles"));
     assert_int_equal(in.particles, 0); /* restarted */
     eng_test_run(e, 30);
-    const eng_telemetry *t = eng_get_telemetry(e);
-    assert_int_equal(eng_telemetry_frame_count(t), 60); /* telemetry kept its frames */
-    assert_int_equal(eng_telemetry_source(t, 0)->backend, ENG_BACKEND_MALLOC);
+    const fm_telemetry *t = eng_get_telemetry(e);
+    assert_int_equal(fm_telemetry_frame_count(t), 60); /* telemetry kept its frames */
+    assert_int_equal(fm_telemetry_get_source(t, 0)->backend, FM_TELEMETRY_BACKEND_MALLOC);
     eng_set_backend(e, ENG_BACKEND_POOL);
     eng_test_run(e, 5);
     eng_set_growth(e, FM_GROWTH_LINEAR);
@@ -476,9 +583,92 @@ static void test_engine_reload_config_applies_or_keeps_the_world(void **state) {
     assert_true(st.capacity >= 40000);
     eng_get_info(e, &in);
     assert_string_equal(in.config_path, "eng_reload.ini");
-    assert_int_equal(eng_get_config(e)->pools[5].initial_capacity, 40000);
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).initial_capacity, 40000);
+    assert_non_null(eng_get_config(e));
     assert_true(eng_reload_config(e, NULL, err, sizeof err)); /* the same file again */
     eng_destroy(e);
+}
+
+/* --------------------------------------------------------------- config */
+
+/* The engine applies a config file to its pools and frame arena as any game
+ * does (fm_config_apply): problems inside the file, a section matching none
+ * of its objects and values its own descs cannot take are reported at their
+ * file:line, and the engine still builds with its defaults for those. */
+static void test_engine_config_problems_are_reported_and_create_still_succeeds(void **state) {
+    (void)state;
+    FILE *f = fopen("eng_problems.ini", "wb");
+    fputs("[pool.particles]\n"
+          "max_capacity = 100\n" /* the engine's particles start at 1024 */
+          "[pool.emitters]\n"
+          "initial_capacity = 77\n"
+          "size = 3\n"
+          "\n"
+          "[pool.zzz]\n"
+          "initial_capacity = 5\n"
+          "[pool.entities]\n"
+          "initial_capacity = 300\n"
+          "grow_ahead = off\n"
+          "[arena.frame]\n"
+          "commit_step = 131072\n",
+          f);
+    fclose(f);
+    char err[512];
+    eng *e = eng_create(&(eng_desc){.scale = SMALL, .seed = 3, .config_path = "eng_problems.ini"},
+                        err, sizeof err);
+    assert_non_null(e);
+    const char *rep = eng_config_problems(e);
+    fm_test_expect_contains(rep, "eng_problems.ini:1: [pool.particles] not applied to the program's "
+                                 "desc: initial_capacity above max_capacity");
+    fm_test_expect_contains(rep, "eng_problems.ini:5: [pool.emitters] unknown key 'size'");
+    fm_test_expect_contains(rep, "eng_problems.ini:7: [pool.zzz] matches no pool of the program");
+    assert_int_equal(fm_config_problem_count(eng_get_config(e)), 3);
+    /* the good sections applied, the bad ones left the defaults */
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).initial_capacity, 1024);
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).max_capacity, 0);
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "emitters")).initial_capacity, 32);
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "entities")).initial_capacity, 300);
+    assert_false(fm_pool_get_desc(eng_get_pool(e, "entities")).grow_ahead);
+    assert_true(fm_pool_get_desc(eng_get_pool(e, "particles")).grow_ahead);
+    eng_test_run(e, 10);
+    eng_destroy(e);
+    remove("eng_problems.ini");
+    /* no config: no problems, no config object */
+    e = eng_test_make(&(eng_desc){.scale = SMALL});
+    assert_null(eng_get_config(e));
+    assert_string_equal(eng_config_problems(e), "");
+    eng_destroy(e);
+}
+
+static uint64_t in_alloc_growth(const fm_telemetry *t) { return in_alloc_growth_after(t, 0); }
+
+/* S in the demo: a tuned config from the run's peaks, with the keys of the
+ * config the engine loaded kept; the same scene on it grows in no
+ * allocation after the first frame. */
+static void test_engine_tuned_config_round_trip_removes_growth(void **state) {
+    (void)state;
+    FILE *f = fopen("eng_base.ini", "wb");
+    fputs("[pool.velocities]\ngrowth = linear\ngrow_step = 4096\n", f);
+    fclose(f);
+    char err[512];
+    eng *e = eng_test_make(&(eng_desc){.seed = 3, .scale = 0.3, .config_path = "eng_base.ini"});
+    eng_test_run(e, 240);
+    assert_true(in_alloc_growth(eng_get_telemetry(e)) > 0); /* the defaults regrow */
+    assert_true(eng_write_tuned_config(e, "eng_tuned.ini", 1.25, err, sizeof err));
+    const fm_telemetry *t = eng_get_telemetry(e);
+    const fm_telemetry_source *ps = fm_telemetry_get_source(t, (uint32_t)source(e, "particles"));
+    uint64_t want = fm_telemetry_suggest_capacity(ps->peak_live, 1.25, ps->chunk_items);
+    eng_destroy(e);
+    e = eng_test_make(&(eng_desc){.seed = 3, .scale = 0.3, .config_path = "eng_tuned.ini"});
+    assert_string_equal(eng_config_problems(e), "");
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).initial_capacity, want);
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "velocities")).growth, FM_GROWTH_LINEAR);
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "velocities")).grow_step, 4096);
+    eng_test_run(e, 240);
+    assert_int_equal(in_alloc_growth(eng_get_telemetry(e)), 0);
+    eng_destroy(e);
+    remove("eng_base.ini");
+    remove("eng_tuned.ini");
 }
 
 static void test_engine_create_rejects_bad_descs_with_a_message(void **state) {
@@ -503,7 +693,7 @@ static void test_engine_create_rejects_bad_descs_with_a_message(void **state) {
     eng_destroy(e);
     e = eng_create(&(eng_desc){.scale = 0.001}, err, sizeof err); /* clamped */
     eng_get_info(e, &in);
-    assert_true(in.scale == 0.05);
+    assert_true(in.scale == (double)0.05);
     eng_destroy(e);
     const char *const *names = eng_scene_names();
     assert_string_equal(names[0], "standard");
@@ -515,6 +705,10 @@ static void test_engine_create_rejects_bad_descs_with_a_message(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_frame_lifecycle_records_one_frame_per_begin_end),
+        cmocka_unit_test(test_engine_classic_backend_simulates_the_same_world_and_counts_its_growths),
+        cmocka_unit_test(test_engine_backend_names_cover_every_backend),
+        cmocka_unit_test(test_engine_info_counts_the_pools_the_config_sets_grow_ahead_and_prefault_for),
+        cmocka_unit_test(test_classic_pool_doubles_its_blocks_and_links_every_slot),
         cmocka_unit_test(test_engine_paused_frames_keep_the_newest_update_readable),
         cmocka_unit_test(test_engine_a_pause_does_not_change_the_simulation),
         cmocka_unit_test(test_engine_default_scale_meets_the_load_target),
@@ -530,6 +724,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_engine_full_pools_spawn_less_without_error_reports,
                                         fm_test_setup, fm_test_teardown),
         cmocka_unit_test(test_engine_reload_config_applies_or_keeps_the_world),
+        cmocka_unit_test(test_engine_config_problems_are_reported_and_create_still_succeeds),
+        cmocka_unit_test(test_engine_tuned_config_round_trip_removes_growth),
         cmocka_unit_test(test_engine_create_rejects_bad_descs_with_a_message),
     };
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);

@@ -73,12 +73,12 @@ static void assert_keeps_working(eng *e, bool pools) {
         assert_int_equal(in.particles, st.live);
     }
     /* Both backends: each source's net allocations are its live count. */
-    const eng_telemetry *t = eng_get_telemetry(e);
-    uint32_t last = eng_telemetry_frame_count(t) - 1;
-    for (uint32_t s = 0; s < eng_telemetry_source_count(t); s++) {
-        const eng_source_info *si = eng_telemetry_source(t, s);
-        if (si->kind != ENG_SOURCE_POOL) continue;
-        assert_int_equal(si->total_allocs - si->total_frees, eng_telemetry_sample(t, last, s)->live);
+    const fm_telemetry *t = eng_get_telemetry(e);
+    uint32_t last = fm_telemetry_frame_count(t) - 1;
+    for (uint32_t s = 0; s < fm_telemetry_source_count(t); s++) {
+        const fm_telemetry_source *si = fm_telemetry_get_source(t, s);
+        if (si->kind != FM_TELEMETRY_POOL) continue;
+        assert_int_equal(si->total_allocs - si->total_frees, fm_telemetry_get_sample(t, last, s)->live);
     }
 }
 
@@ -203,10 +203,17 @@ static void test_faults_failures_during_frames_are_reported_and_the_engine_keeps
         .frames = 60,
         .pools = true,
     };
-    static const char *const paths[] = {"items", "grow-ahead", "frame arena"};
+    static const char *const paths[] = {"grow-ahead", "frame arena"};
     seen_set seen = {paths, sizeof paths / sizeof paths[0], {0}};
     uint64_t swept = sweep_run(env, &r, &seen);
     seen_assert_all(&seen, "run");
+    /* Without grow-ahead the pools grow inside the frames' allocations. */
+    run_sweep in_alloc = r;
+    in_alloc.desc.grow_ahead = false;
+    static const char *const in_alloc_paths[] = {"items", "frame arena"};
+    seen_set seen_a = {in_alloc_paths, sizeof in_alloc_paths / sizeof in_alloc_paths[0], {0}};
+    sweep_run(env, &in_alloc, &seen_a);
+    seen_assert_all(&seen_a, "run without grow-ahead");
     /* Every call from N on failing: the engine limps through, then recovers. */
     run_sweep p = r;
     p.persistent = true;
@@ -257,7 +264,7 @@ static void test_faults_failing_rebuild_keeps_the_old_world(void **state) {
         eng_get_info(e, &in);
         if (!failed) {
             assert_true(ok);
-            assert_int_equal(eng_get_config(e)->pools[5].initial_capacity, 512);
+            assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).initial_capacity, 512);
             assert_int_equal(in.failures, 0);
             eng_destroy(e);
             fm_test_allocator_assert_clean(&env->alloc);
@@ -267,7 +274,7 @@ static void test_faults_failing_rebuild_keeps_the_old_world(void **state) {
         assert_false(ok);
         assert_true(err[0] != '\0');
         assert_null(in.config_path);
-        assert_int_equal(eng_get_config(e)->pools[5].initial_capacity, 1024);
+        assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).initial_capacity, 1024);
         assert_int_equal(in.checksum, before.checksum);
         assert_int_equal(in.particles, before.particles);
         assert_true(in.failures <= 1); /* the read buffer is the caller's error only */
@@ -303,16 +310,16 @@ static void test_faults_allocator_holds_every_byte_and_changes_nothing_else(void
     eng_run_result heap, counted;
     char err[256];
     eng_desc d = {.scale = SCALE, .seed = 11, .scene = "bursts"};
-    eng_telemetry *th = eng_run_headless(&d, 120, &heap, err, sizeof err);
+    fm_telemetry *th = eng_run_headless(&d, 120, &heap, err, sizeof err);
     eng_desc dc = with_allocator(env, d);
-    eng_telemetry *tc = eng_run_headless(&dc, 120, &counted, err, sizeof err);
+    fm_telemetry *tc = eng_run_headless(&dc, 120, &counted, err, sizeof err);
     assert_non_null(th);
     assert_non_null(tc);
     assert_int_equal(heap.checksum, counted.checksum);
     assert_int_equal(heap.total_spawned, counted.total_spawned);
     assert_true(env->alloc.live_bytes > 0); /* the returned telemetry's ring */
-    eng_telemetry_destroy(tc);
-    eng_telemetry_destroy(th);
+    fm_telemetry_destroy(tc);
+    fm_telemetry_destroy(th);
     fm_test_allocator_assert_clean(&env->alloc);
     assert_true(env->alloc.peak_bytes > 0);
     /* Half an allocator is refused before anything is made. */

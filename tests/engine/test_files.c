@@ -1,6 +1,6 @@
 /*
- * tests/engine/test_files.c: the engine's files (engine/src/config.c,
- * telemetry.c) as a user's disk holds them. Readers: a FIFO, a folder or a
+ * tests/engine/test_files.c: the engine's files (its config and telemetry,
+ * framemem_telemetry's readers and writers) as a user's disk holds them. Readers: a FIFO, a folder or a
  * device is refused at once ("not a regular file"; a FIFO never blocks), a
  * file above the cap is refused before it is read, a UTF-8 BOM is accepted.
  * Writers (CSV, streamed CSV, Chrome trace, tuned config): a full disk
@@ -12,9 +12,9 @@
 
 #include "fm_test.h"
 
-#include "engine/config.h"
+#include "framemem/config.h"
 #include "engine/engine.h"
-#include "engine/telemetry.h"
+#include "framemem/telemetry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,26 +42,17 @@ static int teardown(void **state) {
     return fm_test_remove_dir(dir);
 }
 
-static void make_fifo(const char *path) {
-    if (mkfifo(path, 0644) != 0 && errno != EEXIST) fail_msg("mkfifo %s: %s", path, strerror(errno));
-}
-
-static bool is_fifo(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
-}
-
 /* A small run: two sources, growth in frame 2. */
-static eng_telemetry *small_run(void) {
-    eng_telemetry *t = eng_telemetry_create(&(eng_telemetry_desc){.frames = 64});
+static fm_telemetry *small_run(void) {
+    fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){.frames = 64});
     assert_non_null(t);
-    eng_telemetry_add_source(t, "particles", ENG_SOURCE_POOL, 32, 64);
-    eng_telemetry_add_source(t, "frame", ENG_SOURCE_ARENA, 0, 1);
+    fm_telemetry_add_source(t, "particles", FM_TELEMETRY_POOL, 32, 64);
+    fm_telemetry_add_source(t, "frame", FM_TELEMETRY_ARENA, 0, 1);
     for (uint64_t f = 1; f <= 40; f++) {
-        eng_sample s[2] = {{.allocs = f, .live = 10 * f, .capacity = 1024, .peak_live = 10 * f,
+        fm_telemetry_sample s[2] = {{.allocs = f, .live = 10 * f, .capacity = 1024, .peak_live = 10 * f,
                             .grow_events = f == 2, .grow_ns = f == 2 ? 500 : 0},
                            {.bytes_used = 100 * f, .high_water = 100 * f}};
-        eng_telemetry_push(t, &(eng_frame_record){.frame = f, .frame_ns = 1000 + f}, s);
+        fm_telemetry_push(t, &(fm_telemetry_frame){.frame = f, .frame_ns = 1000 + f}, s);
     }
     return t;
 }
@@ -71,30 +62,28 @@ static eng_telemetry *small_run(void) {
 static void test_files_config_fifo_folder_and_device_are_refused_at_once(void **state) {
     (void)state;
     const char *fifo = in_dir("cfg.fifo");
-    make_fifo(fifo);
-    eng_config c, d;
-    eng_config_defaults(&c);
-    eng_config_defaults(&d);
-    eng_config_diag rep;
-    alarm(HANG_SECONDS);
-    assert_int_equal(eng_config_load(&c, fifo, &rep), -1);
-    expect_err(rep.text, "config ");
-    expect_err(rep.text, "cfg.fifo: not a regular file");
-    assert_int_equal(eng_config_load(&c, dir, &rep), -1);
-    expect_err(rep.text, ": not a regular file");
-    assert_int_equal(eng_config_load(&c, "/dev/zero", &rep), -1);
-    expect_err(rep.text, "/dev/zero: not a regular file");
-    assert_memory_equal(&c, &d, sizeof c); /* untouched */
-    /* The engine and a reload say the same. */
+    bool have_fifo = fm_test_make_fifo(fifo, "a FIFO as the config");
     char err[512];
-    assert_null(eng_create(&(eng_desc){.config_path = fifo}, err, sizeof err));
-    expect_err(err, "cfg.fifo: not a regular file");
+    fm_test_alarm(HANG_SECONDS);
+    if (have_fifo) {
+        assert_null(fm_config_load(fifo, NULL, err, sizeof err));
+        expect_err(err, "config ");
+        expect_err(err, "cfg.fifo: not a regular file");
+    }
+    assert_null(fm_config_load(dir, NULL, err, sizeof err));
+    expect_err(err, ": not a regular file");
+    assert_null(fm_config_load(FM_TEST_DEVICE, NULL, err, sizeof err));
+    expect_err(err, FM_TEST_DEVICE ": not a regular file");
+    /* The engine and a reload say the same (of a folder where no FIFO is). */
+    const char *special = have_fifo ? fifo : dir;
+    assert_null(eng_create(&(eng_desc){.config_path = special}, err, sizeof err));
+    expect_err(err, ": not a regular file");
     eng *e = eng_create(&(eng_desc){.scale = 0.1}, err, sizeof err);
     assert_non_null(e);
-    assert_false(eng_reload_config(e, fifo, err, sizeof err));
-    expect_err(err, "cfg.fifo: not a regular file");
+    assert_false(eng_reload_config(e, special, err, sizeof err));
+    expect_err(err, ": not a regular file");
     eng_destroy(e);
-    alarm(0);
+    fm_test_alarm(0);
 }
 
 static void test_files_config_above_its_cap_is_refused(void **state) {
@@ -102,13 +91,13 @@ static void test_files_config_above_its_cap_is_refused(void **state) {
     const char *big = in_dir("big.ini");
     int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fd >= 0);
-    assert_int_equal(ftruncate(fd, (off_t)ENG_CONFIG_MAX_BYTES + 1), 0);
+    assert_int_equal(ftruncate(fd, (off_t)FM_CONFIG_MAX_BYTES + 1), 0);
     close(fd);
-    eng_config c;
-    eng_config_defaults(&c);
-    eng_config_diag rep;
-    assert_int_equal(eng_config_load(&c, big, &rep), -1);
-    expect_err(rep.text, "big.ini: too large (cap 1048576 bytes)");
+    char err[512];
+    assert_null(fm_config_load(big, NULL, err, sizeof err));
+    expect_err(err, "big.ini: too large (cap 1048576 bytes)");
+    assert_null(eng_create(&(eng_desc){.config_path = big}, err, sizeof err));
+    expect_err(err, "big.ini: too large (cap 1048576 bytes)");
 }
 
 static void test_files_config_with_a_utf8_bom_loads(void **state) {
@@ -121,17 +110,20 @@ static void test_files_config_with_a_utf8_bom_loads(void **state) {
         "\xEF\xBB\xBF; tuned\n[pool.particles]\ninitial_capacity = 4096\n",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        eng_config c;
-        eng_config_diag rep;
-        eng_config_defaults(&c);
         const char *p = in_dir("bom.ini");
         fm_test_write_text(p, texts[i]);
-        int n = eng_config_load(&c, p, &rep);
-        if (n != 0) fail_msg("text %zu: %d problems:\n%s", i, n, rep.text);
-        assert_int_equal(eng_config_pool(&c, "particles")->initial_capacity, 4096);
-        eng_config_defaults(&c);
-        assert_int_equal(eng_config_load_mem(&c, texts[i], strlen(texts[i]), "bom.ini", &rep), 0);
-        assert_int_equal(eng_config_pool(&c, "particles")->initial_capacity, 4096);
+        char err[512];
+        eng *e = eng_create(&(eng_desc){.scale = 0.1, .config_path = p}, err, sizeof err);
+        if (!e) fail_msg("text %zu: %s", i, err);
+        if (eng_config_problems(e)[0]) fail_msg("text %zu: problems:\n%s", i, eng_config_problems(e));
+        assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).initial_capacity, 4096);
+        eng_destroy(e);
+        fm_config *c = fm_config_load_mem(texts[i], strlen(texts[i]), "bom.ini", NULL, err, sizeof err);
+        assert_int_equal(fm_config_problem_count(c), 0);
+        fm_pool_desc d = {.name = "particles", .item_size = 8};
+        assert_int_equal(fm_config_apply(c, &d), 1);
+        assert_int_equal(d.initial_capacity, 4096);
+        fm_config_destroy(c);
     }
 }
 
@@ -139,32 +131,33 @@ static void test_files_csv_fifo_device_folder_and_huge_files_are_refused_at_once
     (void)state;
     char err[512];
     const char *fifo = in_dir("run.fifo");
-    make_fifo(fifo);
-    alarm(HANG_SECONDS);
-    assert_null(eng_telemetry_read_csv(fifo, err, sizeof err));
-    expect_err(err, "run.fifo: not a regular file");
-    assert_null(eng_telemetry_read_csv("/dev/zero", err, sizeof err));
-    assert_string_equal(err, "/dev/zero: not a regular file");
-    assert_null(eng_telemetry_read_csv(dir, err, sizeof err));
+    fm_test_alarm(HANG_SECONDS);
+    if (fm_test_make_fifo(fifo, "a FIFO as the CSV")) {
+        assert_null(fm_telemetry_read_csv(fifo, err, sizeof err));
+        expect_err(err, "run.fifo: not a regular file");
+    }
+    assert_null(fm_telemetry_read_csv(FM_TEST_DEVICE, err, sizeof err));
+    assert_string_equal(err, FM_TEST_DEVICE ": not a regular file");
+    assert_null(fm_telemetry_read_csv(dir, err, sizeof err));
     expect_err(err, ": not a regular file");
     /* A file over the cap (sparse: no disk used) is refused unread. */
     const char *huge = in_dir("huge.csv");
     int fd = open(huge, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fd >= 0);
-    assert_int_equal(ftruncate(fd, (off_t)ENG_CSV_MAX_BYTES + 1), 0);
+    assert_int_equal(ftruncate(fd, (off_t)FM_TELEMETRY_CSV_MAX_BYTES + 1), 0);
     close(fd);
-    assert_null(eng_telemetry_read_csv(huge, err, sizeof err));
+    assert_null(fm_telemetry_read_csv(huge, err, sizeof err));
     expect_err(err, "huge.csv: too large (cap 268435456 bytes)");
     unlink(huge);
-    alarm(0);
+    fm_test_alarm(0);
 }
 
 static void test_files_csv_with_a_utf8_bom_loads(void **state) {
     (void)state;
     char err[512];
-    eng_telemetry *t = small_run();
+    fm_telemetry *t = small_run();
     const char *plain = in_dir("plain.csv");
-    assert_true(eng_telemetry_write_csv(t, plain, err, sizeof err));
+    assert_true(fm_telemetry_write_csv(t, plain, err, sizeof err));
     FILE *in = fopen(plain, "rb"), *out = fopen(in_dir("bom.csv"), "wb");
     assert_non_null(in);
     assert_non_null(out);
@@ -172,13 +165,13 @@ static void test_files_csv_with_a_utf8_bom_loads(void **state) {
     for (int ch; (ch = fgetc(in)) != EOF;) fputc(ch, out);
     fclose(in);
     assert_int_equal(fclose(out), 0);
-    eng_telemetry *u = eng_telemetry_read_csv(in_dir("bom.csv"), err, sizeof err);
+    fm_telemetry *u = fm_telemetry_read_csv(in_dir("bom.csv"), err, sizeof err);
     if (!u) fail_msg("%s", err);
-    assert_int_equal(eng_telemetry_frame_count(u), 40);
-    assert_int_equal(eng_telemetry_source_count(u), 2);
-    assert_int_equal(eng_telemetry_sample(u, 39, 0)->live, 400);
-    eng_telemetry_destroy(u);
-    eng_telemetry_destroy(t);
+    assert_int_equal(fm_telemetry_frame_count(u), 40);
+    assert_int_equal(fm_telemetry_source_count(u), 2);
+    assert_int_equal(fm_telemetry_get_sample(u, 39, 0)->live, 400);
+    fm_telemetry_destroy(u);
+    fm_telemetry_destroy(t);
 }
 
 /* ---------------------------------------------------------------- writers */
@@ -188,31 +181,33 @@ static void test_files_csv_with_a_utf8_bom_loads(void **state) {
 static int full_disk_writers(void *arg) {
     (void)arg;
     char err[512];
-    eng_telemetry *t = small_run();
-    if (eng_telemetry_write_csv(t, in_dir("disk.csv"), err, sizeof err)) return 10;
+    fm_telemetry *t = small_run();
+    if (fm_telemetry_write_csv(t, in_dir("disk.csv"), err, sizeof err)) return 10;
     if (!strstr(err, "disk.csv: write failed: File too large")) return 11;
-    if (eng_telemetry_write_trace(t, in_dir("disk.json"), err, sizeof err)) return 20;
+    if (fm_telemetry_write_trace(t, in_dir("disk.json"), err, sizeof err)) return 20;
     if (!strstr(err, "disk.json: write failed: File too large")) return 21;
     /* Streaming: the failure waits in the writer for its commit. */
     fm_file_writer *w = fm_file_begin(in_dir("stream.csv"), err, sizeof err);
     if (!w) return 30;
-    eng_telemetry *s = eng_telemetry_create(&(eng_telemetry_desc){.frames = 8});
-    eng_telemetry_add_source(s, "particles", ENG_SOURCE_POOL, 32, 64);
-    eng_telemetry_stream_csv(s, w);
+    fm_telemetry *s = fm_telemetry_create(&(fm_telemetry_desc){.frames = 8});
+    fm_telemetry_add_source(s, "particles", FM_TELEMETRY_POOL, 32, 64);
+    fm_telemetry_stream_csv(s, w);
     for (uint64_t f = 1; f <= 200; f++)
-        eng_telemetry_push(s, &(eng_frame_record){.frame = f}, &(eng_sample){.live = f});
-    eng_telemetry_stream_end(s);
-    eng_telemetry_destroy(s);
+        fm_telemetry_push(s, &(fm_telemetry_frame){.frame = f}, &(fm_telemetry_sample){.live = f});
+    fm_telemetry_stream_end(s);
+    fm_telemetry_destroy(s);
     if (fm_file_ok(w)) return 31;
     if (fm_file_commit(w, err, sizeof err)) return 32;
     if (!strstr(err, "stream.csv: write failed: File too large")) return 33;
-    /* The tuned config (six pools and an arena: about 2 KiB). */
-    eng_config c;
-    eng_config_defaults(&c);
-    const eng_telemetry *runs[1] = {t};
-    if (eng_config_write_tuned(&c, runs, 1, 1.25, in_dir("disk.ini"), err, sizeof err)) return 40;
+    /* The tuned config (a pool and an arena, with their comments: above 1 KiB). */
+    for (int k = 0; k < 8; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "pool%d", k);
+        fm_telemetry_add_source(t, name, FM_TELEMETRY_POOL, 32, 64);
+    }
+    if (fm_config_write_tuned(t, in_dir("disk.ini"), 1.25, err, sizeof err)) return 40;
     if (!strstr(err, "disk.ini: write failed: File too large")) return 41;
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
     /* And the engine's own entry point. */
     eng *e = eng_create(&(eng_desc){.scale = 0.1}, err, sizeof err);
     if (!e) return 50;
@@ -241,26 +236,22 @@ static void test_files_writers_refuse_a_fifo_or_folder_destination(void **state)
     (void)state;
     char err[512];
     const char *fifo = in_dir("out.fifo"), *folder = in_dir("out.d");
-    make_fifo(fifo);
-    assert_int_equal(mkdir(folder, 0755), 0);
-    eng_telemetry *t = small_run();
-    eng_config c;
-    eng_config_defaults(&c);
-    const char *const dests[] = {fifo, folder};
-    for (int i = 0; i < 2; i++) {
-        assert_false(eng_telemetry_write_csv(t, dests[i], err, sizeof err));
+    bool have_fifo = fm_test_make_fifo(fifo, "a FIFO as the destination");
+    assert_int_equal(fm_test_mkdir(folder), 0);
+    fm_telemetry *t = small_run();
+    const char *const dests[] = {folder, fifo};
+    for (int i = 0; i < (have_fifo ? 2 : 1); i++) {
+        assert_false(fm_telemetry_write_csv(t, dests[i], err, sizeof err));
         expect_err(err, ": not a regular file (refusing to replace it)");
-        assert_false(eng_telemetry_write_trace(t, dests[i], err, sizeof err));
+        assert_false(fm_telemetry_write_trace(t, dests[i], err, sizeof err));
         expect_err(err, ": not a regular file (refusing to replace it)");
-        assert_false(eng_config_write_tuned(&c, NULL, 0, 1.25, dests[i], err, sizeof err));
+        assert_false(fm_config_write_tuned(t, dests[i], 1.25, err, sizeof err));
         expect_err(err, ": not a regular file (refusing to replace it)");
     }
-    assert_true(is_fifo(fifo));
-    struct stat st;
-    assert_int_equal(stat(folder, &st), 0);
-    assert_true(S_ISDIR(st.st_mode));
+    if (have_fifo) assert_true(fm_test_is_fifo(fifo));
+    assert_true(fm_test_is_dir(folder));
     assert_int_equal(fm_test_count_temp_files(dir), 0);
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
 }
 
 int main(void) {

@@ -7,6 +7,7 @@
 
 #include "fm_null_table.h"
 
+#include "engine/classic_pool.h"
 #include "engine/engine.h"
 
 #include <stdio.h>
@@ -15,9 +16,7 @@
 
 /* Real arguments beside the NULL object. */
 static struct {
-    eng_telemetry *tel;
     char err[256];
-    eng_config_diag rep;
 } g;
 
 /* err was written, naming the function. */
@@ -69,72 +68,33 @@ static bool absent(const char *path) { return access(path, F_OK) != 0; }
     X(eng_get_pool, FM_ERR_INVALID_ARG, return eng_get_pool(NULL, "particles") == NULL;) \
     X(eng_config_problems, FM_ERR_INVALID_ARG,                                   \
       return strcmp(eng_config_problems(NULL), "") == 0;)                       \
+    /* classic_pool.h */                                                        \
+    X(eng_classic_pool_destroy, FM_OK, eng_classic_pool_destroy(NULL); return true;) \
+    X(eng_classic_pool_grow, FM_ERR_INVALID_ARG, return eng_classic_pool_grow(NULL) == 0;) \
+    X(eng_classic_pool_get_stats, FM_ERR_INVALID_ARG, eng_classic_pool_stats st;   \
+      memset(&st, 0x5A, sizeof st);                                             \
+      eng_classic_pool_get_stats(NULL, &st);                                    \
+      return fm_test_all_zero(&st, sizeof st);)                                 \
+    X(eng_classic_pool_free_count, FM_ERR_INVALID_ARG,                            \
+      return eng_classic_pool_free_count(NULL) == 0;)                           \
+    X(eng_classic_pool_alloc, FM_ERR_INVALID_ARG, return eng_classic_pool_alloc(NULL) == NULL;) \
+    X(eng_classic_pool_free, FM_ERR_INVALID_ARG, int x = 0;                       \
+      eng_classic_pool_free(NULL, &x);                                          \
+      return x == 0;)                                                           \
     X(eng_run_headless, FM_OK, eng_run_result r;                                 \
-      eng_telemetry *t = eng_run_headless(NULL, 2, &r, g.err, sizeof g.err);    \
+      fm_telemetry *t = eng_run_headless(NULL, 2, &r, g.err, sizeof g.err);    \
       bool ok = t != NULL && r.frames == 2;                                     \
-      eng_telemetry_destroy(t);                                                 \
-      return ok;)                                                               \
-    /* config.h */                                                              \
-    X(eng_config_defaults, FM_ERR_INVALID_ARG, eng_config_defaults(NULL); return true;) \
-    X(eng_config_pool, FM_ERR_INVALID_ARG, return eng_config_pool(NULL, "particles") == NULL;) \
-    X(eng_config_arena, FM_ERR_INVALID_ARG, return eng_config_arena(NULL, "frame") == NULL;) \
-    X(eng_config_load, FM_ERR_INVALID_ARG,                                       \
-      return eng_config_load(NULL, OUT_PATH, &g.rep) == -1 &&                   \
-             strstr(g.rep.text, "eng_config_load") != NULL;)                    \
-    X(eng_config_load_mem, FM_ERR_INVALID_ARG,                                   \
-      return eng_config_load_mem(NULL, "[pool.particles]\n", 17, "mem", &g.rep) == -1 && \
-             strstr(g.rep.text, "eng_config_load_mem") != NULL;)                \
-    X(eng_config_write_tuned, FM_ERR_INVALID_ARG,                                \
-      const eng_telemetry *runs[1] = {g.tel};                                   \
-      return !eng_config_write_tuned(NULL, runs, 1, 1.25, OUT_PATH, g.err, sizeof g.err) && \
-             err_names("eng_config_write_tuned") && absent(OUT_PATH);)          \
-    /* telemetry.h: a NULL desc is every default */                             \
-    X(eng_telemetry_create, FM_OK, eng_telemetry *t = eng_telemetry_create(NULL); \
-      bool ok = t && eng_telemetry_capacity(t) == 600;                          \
-      eng_telemetry_destroy(t);                                                 \
-      return ok;)                                                               \
-    X(eng_telemetry_destroy, FM_OK, eng_telemetry_destroy(NULL); return true;)  \
-    X(eng_telemetry_add_source, FM_ERR_INVALID_ARG,                              \
-      return eng_telemetry_add_source(NULL, "x", ENG_SOURCE_POOL, 8, 1) == -1;) \
-    X(eng_telemetry_set_source_shape, FM_ERR_INVALID_ARG,                        \
-      eng_telemetry_set_source_shape(NULL, 0, ENG_BACKEND_POOL, 8, 1); return true;) \
-    X(eng_telemetry_source_count, FM_ERR_INVALID_ARG, return eng_telemetry_source_count(NULL) == 0;) \
-    X(eng_telemetry_source, FM_ERR_INVALID_ARG, return eng_telemetry_source(NULL, 0) == NULL;) \
-    X(eng_telemetry_find_source, FM_ERR_INVALID_ARG,                             \
-      return eng_telemetry_find_source(NULL, "x") == -1;)                       \
-    X(eng_telemetry_push, FM_ERR_INVALID_ARG, eng_frame_record rec = {.frame = 1}; \
-      eng_telemetry_push(NULL, &rec, NULL);                                     \
-      return true;)                                                             \
-    X(eng_telemetry_frame_count, FM_ERR_INVALID_ARG, return eng_telemetry_frame_count(NULL) == 0;) \
-    X(eng_telemetry_capacity, FM_ERR_INVALID_ARG, return eng_telemetry_capacity(NULL) == 0;) \
-    X(eng_telemetry_frames_pushed, FM_ERR_INVALID_ARG,                           \
-      return eng_telemetry_frames_pushed(NULL) == 0;)                           \
-    X(eng_telemetry_frame, FM_ERR_INVALID_ARG, return eng_telemetry_frame(NULL, 0) == NULL;) \
-    X(eng_telemetry_sample, FM_ERR_INVALID_ARG, return eng_telemetry_sample(NULL, 0, 0) == NULL;) \
-    X(eng_telemetry_set_render_ns, FM_ERR_INVALID_ARG, eng_telemetry_set_render_ns(NULL, 5); \
-      return true;)                                                             \
-    X(eng_telemetry_clear, FM_ERR_INVALID_ARG, eng_telemetry_clear(NULL); return true;) \
-    X(eng_telemetry_write_csv, FM_ERR_INVALID_ARG,                               \
-      return !eng_telemetry_write_csv(NULL, OUT_PATH, g.err, sizeof g.err) &&   \
-             err_names("eng_telemetry_write_csv") && absent(OUT_PATH);)         \
-    X(eng_telemetry_write_csv_file, FM_ERR_INVALID_ARG,                          \
-      return !eng_telemetry_write_csv_file(NULL, stderr);)                      \
-    X(eng_telemetry_stream_csv, FM_ERR_INVALID_ARG, eng_telemetry_stream_csv(NULL, NULL); \
-      return true;)                                                             \
-    X(eng_telemetry_stream_end, FM_ERR_INVALID_ARG, eng_telemetry_stream_end(NULL); return true;) \
-    X(eng_telemetry_write_trace, FM_ERR_INVALID_ARG,                             \
-      return !eng_telemetry_write_trace(NULL, OUT_PATH, g.err, sizeof g.err) && \
-             err_names("eng_telemetry_write_trace") && absent(OUT_PATH);)
+      fm_telemetry_destroy(t);                                                 \
+      return ok;)
 
 FM_NULL_TABLE(ENGINE_NULL_CASES, engine_null_cases);
 
-/* Public functions that take no object: names, arithmetic, the clock
- * overhead, and the readers, whose inputs are a path or bytes. */
+/* Public functions that take no object: names. (The engine's telemetry and
+ * config are framemem_telemetry's: tests/memory/test_null_args.c.) */
 static const char *const engine_no_object[] = {
-    "eng_scene_names", "eng_backend_name", "eng_suggest_capacity",
-    "eng_telemetry_clock_overhead_ns", "eng_telemetry_read_csv", "eng_telemetry_read_csv_mem",
-    /* a NULL pool config is one with no max_capacity (config.h) */
-    "eng_config_tuned_capacity",
+    "eng_scene_names",
+    "eng_backend_name",
+    "eng_classic_pool_create", /* sizes, no object: tests/engine/test_engine.c */
 };
 
 #define N_CASES (sizeof engine_null_cases / sizeof engine_null_cases[0])
@@ -143,26 +103,8 @@ static void test_every_engine_function_reports_a_null_object_and_returns_its_fai
     void **state) {
     fm_test_env *env = *state;
     remove(OUT_PATH);
-    g.tel = eng_telemetry_create(&(eng_telemetry_desc){.frames = 4});
-    assert_non_null(g.tel);
     fm_test_run_null_cases(env, engine_null_cases, N_CASES);
-    /* The real telemetry passed beside a NULL object is untouched. */
-    assert_int_equal(eng_telemetry_frames_pushed(g.tel), 0);
-    eng_telemetry_destroy(g.tel);
     assert_true(absent(OUT_PATH));
-}
-
-/* The second object of a call is checked too: a NULL stream. */
-static void test_telemetry_csv_to_a_null_stream_is_refused_and_reported(void **state) {
-    fm_test_env *env = *state;
-    eng_telemetry *t = eng_telemetry_create(&(eng_telemetry_desc){.frames = 4});
-    assert_non_null(t);
-    int before = env->errors.count;
-    assert_false(eng_telemetry_write_csv_file(t, NULL));
-    assert_int_equal(env->errors.count, before + 1);
-    assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
-    assert_true(fm_test_contains(env->errors.message, "stream"));
-    eng_telemetry_destroy(t);
 }
 
 static void test_null_table_has_a_row_for_every_public_function_of_the_engine(void **state) {
@@ -176,7 +118,6 @@ int main(void) {
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
         T(test_every_engine_function_reports_a_null_object_and_returns_its_failure_value),
-        T(test_telemetry_csv_to_a_null_stream_is_refused_and_reported),
         T(test_null_table_has_a_row_for_every_public_function_of_the_engine),
 #undef T
     };

@@ -361,7 +361,8 @@ static void op_alloc(model *m, fz_input *in) {
         } else {
             bool refused = g_alloc.failed_calls != failed_calls;
             size_t block = block_for(m, size);
-            if (!refused && block != SIZE_MAX && before.committed + block <= m->reserve)
+            /* committed never passes the reserve: no sum that could wrap. */
+            if (!refused && block != SIZE_MAX && block <= m->reserve - before.committed)
                 FZ_FAIL("chained alloc(%zu) failed with room for a %zu-byte block", size, block);
         }
     }

@@ -2,7 +2,8 @@
  * engine and overlay libraries) and every macro, as a caller uses them, in a
  * short real scenario: pools with typed functions and handles, arenas and
  * frame arenas, closures with an event and a defer queue, the clock, errors,
- * a file written whole and read back, a headless engine run.
+ * a file written whole and read back, telemetry with grow-ahead, a config
+ * applied and a tuned one written, a headless engine run.
  *
  * One source for every language mode a caller may use: C99 and C11 as C,
  * C++17 and C++20 through test_headers.cpp, built with gcc/g++ by CMake and
@@ -12,10 +13,11 @@
  * checks (0: all passed). */
 #include "framemem/framemem.h"
 #include "framemem/file.h"
+#include "framemem/config.h"
+#include "framemem/telemetry.h"
 
-#include "engine/config.h"
+#include "engine/classic_pool.h"
 #include "engine/engine.h"
-#include "engine/telemetry.h"
 #ifdef FM_TEST_OVERLAY
 #include "overlay/draw.h"
 #include "overlay/overlay.h"
@@ -329,6 +331,37 @@ static void test_closures_events_and_deferred_calls(void) {
     fm_closure_pool_destroy(closures);
 }
 
+/* ------------------------------------------- timing and profiler hooks */
+
+static void count_hook_alloc(const void *ptr, size_t size, const char *name, void *user) {
+    *(int *)user += ptr != NULL && size == sizeof(particle) && name != NULL;
+}
+
+static void test_pool_timing_and_profiler_hooks(void) {
+    fm_pool *pool = fm_pool_create(DESC(FM_POOL_DESC(particle, .name = "timed",
+                                                     .timing = FM_POOL_TIMING_EVERY_CALL)));
+    CHECK(pool != NULL && fm_pool_get_desc(pool).timing == FM_POOL_TIMING_EVERY_CALL);
+    int events = 0;
+    fm_hooks hooks = FM_ZERO_INIT;
+    hooks.alloc = count_hook_alloc;
+    hooks.user = &events;
+    bool installed = fm_set_hooks(&hooks);
+#ifdef FM_HOOKS
+    CHECK(installed);
+#else
+    CHECK(!installed && fm_last_error() == FM_ERR_UNSUPPORTED);
+#endif
+    particle *p = (particle *)fm_pool_alloc(pool); /* inline or not, timed and announced */
+    fm_pool_free(pool, p);
+    fm_hooks_frame_end();
+    CHECK(fm_set_hooks(NULL) && events == (installed ? 1 : 0));
+    fm_pool_stats st;
+    fm_pool_get_stats(pool, &st);
+    CHECK(st.timed_calls == 2 && st.alloc_ns_total > 0 && st.free_ns_total > 0);
+    CHECK(FM_POOL_TIMING_SAMPLE > 1 && FM_POOL_TIMING_COUNT == 3);
+    fm_pool_destroy(pool);
+}
+
 /* ------------------------------------------------- clock, errors, files */
 
 static void test_clock_errors_and_helpers(void) {
@@ -380,10 +413,75 @@ static void test_file_written_whole_and_read_back(const char *path) {
 
 /* ------------------------------------------------- engine and overlay */
 
+/* ------------------------------------------------- telemetry and config */
+
+typedef struct spark {
+    float x, y, life;
+    char trail[116];
+} spark;
+
+static void test_telemetry_and_config_of_a_callers_pools(const char *path) {
+    char err[256] = "";
+    static const char ini[] = "[pool.sparks]\ninitial_capacity = 100\ngrow_ahead = on\n"
+                              "[tag.fx]\nsoft_limit_bytes = 4194304\n";
+    fm_config *cfg = fm_config_load_mem(ini, sizeof ini - 1, "sparks.ini", NULL, err, sizeof err);
+    CHECK(cfg != NULL && fm_config_problem_count(cfg) == 0 && fm_config_problems(cfg)[0] == 0);
+    fm_tag_desc td = FM_ZERO_INIT;
+    td.name = "fx";
+    fm_pool_desc pd = FM_POOL_DESC(spark, .name = "sparks");
+    /* one name for every desc in C11 and C++; C99 names the kind */
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L)
+    CHECK(fm_config_apply(cfg, &td) == 1 && fm_config_apply(cfg, &pd) == 1);
+#else
+    CHECK(fm_config_apply_tag(cfg, &td) == 1 && fm_config_apply_pool(cfg, &pd) == 1);
+#endif
+    CHECK(pd.initial_capacity == 100 && pd.grow_ahead && td.soft_limit_bytes == 4194304);
+    CHECK(fm_config_report_unused(cfg) == 0);
+    fm_tag *fx = fm_tag_create(DESC(td));
+    pd.tag = fx;
+    fm_pool *sparks = fm_pool_create(DESC(pd));
+    fm_telemetry *tel = fm_telemetry_create(DESC(FM_DESC(fm_telemetry_desc, .frames = 8)));
+    CHECK(fx != NULL && sparks != NULL && tel != NULL);
+    CHECK(fm_telemetry_add_pool(tel, sparks) == 0 && fm_telemetry_add_tag(tel, fx) == 1);
+    fm_telemetry_counters heap = FM_ZERO_INIT;
+    CHECK(fm_telemetry_add_counters(tel, "heap", &heap) == 2);
+    void *live[400];
+    for (int f = 0; f < 4; f++) {
+        fm_telemetry_frame_begin(tel);
+        for (int i = 0; i < 100; i++) live[f * 100 + i] = fm_pool_alloc(sparks);
+        heap.total_allocs += 3;
+        heap.live += 3;
+        fm_telemetry_grow_ahead(tel);
+        fm_telemetry_frame_end(tel);
+        fm_telemetry_set_render_ns(tel, 1000);
+    }
+    const fm_telemetry_source *src = fm_telemetry_get_source(tel, 0);
+    CHECK(src != NULL && src->kind == FM_TELEMETRY_POOL && src->total_allocs == 400);
+    CHECK(src->total_ahead_grow_events > 0 && fm_telemetry_get_frame(tel, 3)->render_ns == 1000);
+    CHECK(fm_telemetry_get_source(tel, 1)->soft_limit == 4194304);
+    CHECK(fm_telemetry_get_sample(tel, 3, 2)->live == 12);
+    CHECK(fm_telemetry_write_csv(tel, path, err, sizeof err));
+    fm_telemetry *back = fm_telemetry_read_csv(path, err, sizeof err);
+    CHECK(back != NULL && fm_telemetry_frame_count(back) == 4);
+    CHECK(fm_config_write_tuned(back, path, 1.25, err, sizeof err));
+    fm_config *tuned = fm_config_load(path, NULL, err, sizeof err);
+    fm_pool_desc again = FM_POOL_DESC(spark, .name = "sparks");
+    CHECK(tuned != NULL && fm_config_apply_pool(tuned, &again) == 1 && again.initial_capacity >= 400);
+    CHECK(strcmp(fm_telemetry_kind_name(FM_TELEMETRY_TAG), "tag") == 0);
+    CHECK(fm_telemetry_suggest_capacity(400, 1.25, 100) == 500);
+    fm_config_destroy(tuned);
+    fm_telemetry_destroy(back);
+    fm_telemetry_destroy(tel);
+    for (int i = 0; i < 400; i++) fm_pool_free(sparks, live[i]);
+    fm_pool_destroy(sparks);
+    fm_tag_destroy(fx);
+    fm_config_destroy(cfg);
+    CHECK(remove(path) == 0);
+}
+
+/* ------------------------------------------------- engine and overlay */
+
 static void test_engine_runs_headless(void) {
-    eng_config cfg;
-    eng_config_defaults(&cfg);
-    CHECK(cfg.pool_count > 0 && cfg.pool_count <= ENG_CONFIG_MAX_POOLS);
     eng_entity none = {FM_HANDLE_NULL};
     CHECK(fm_handle_is_null(none.h));
     eng_desc desc = FM_ZERO_INIT;
@@ -391,25 +489,40 @@ static void test_engine_runs_headless(void) {
     desc.scale = 0.05;
     eng_run_result out;
     char err[256] = "";
-    eng_telemetry *t = eng_run_headless(&desc, 3, &out, err, sizeof err);
-    CHECK(t != NULL && out.frames == 3 && eng_telemetry_frame_count(t) == 3);
-    CHECK(eng_telemetry_source_count(t) > 0 && eng_telemetry_source_count(t) <=
-                                                   ENG_TELEMETRY_MAX_SOURCES);
+    fm_telemetry *t = eng_run_headless(&desc, 3, &out, err, sizeof err);
+    CHECK(t != NULL && out.frames == 3 && fm_telemetry_frame_count(t) == 3);
+    CHECK(fm_telemetry_source_count(t) > 0 && fm_telemetry_source_count(t) <=
+                                                   FM_TELEMETRY_MAX_SOURCES);
     /* Every sample and frame field is a CSV column. */
-    const eng_sample *s = eng_telemetry_sample(t, 2, 0);
-    const eng_frame_record *f = eng_telemetry_frame(t, 2);
+    const fm_telemetry_sample *s = fm_telemetry_get_sample(t, 2, 0);
+    const fm_telemetry_frame *f = fm_telemetry_get_frame(t, 2);
     CHECK(s != NULL && f != NULL && f->frame_ns > 0);
     int columns = 0;
+    const char *all = FM_TELEMETRY_CSV_COLUMNS "," FM_TELEMETRY_CSV_COLUMNS_ADDED;
 #define COLUMN(field, desc)                                                                        \
-    columns += strstr(ENG_CSV_COLUMNS, #field) != NULL && desc[0] != 0 && sizeof s->field == 8;
-    ENG_SAMPLE_FIELDS(COLUMN)
+    columns += strstr(all, #field) != NULL && desc[0] != 0 && sizeof s->field == 8;
+    FM_TELEMETRY_SAMPLE_FIELDS(COLUMN)
 #undef COLUMN
 #define COLUMN(field, desc)                                                                        \
-    columns += strstr(ENG_CSV_COLUMNS, #field) != NULL && desc[0] != 0 && sizeof f->field == 8;
-    ENG_FRAME_FIELDS(COLUMN)
+    columns += strstr(all, #field) != NULL && desc[0] != 0 && sizeof f->field == 8;
+    FM_TELEMETRY_FRAME_FIELDS(COLUMN)
 #undef COLUMN
-    CHECK(columns == 18 && strcmp(eng_backend_name(ENG_BACKEND_POOL), "pool") == 0);
-    eng_telemetry_destroy(t);
+    CHECK(columns == 20 && strcmp(eng_backend_name(ENG_BACKEND_POOL), "pool") == 0);
+    fm_telemetry_destroy(t);
+    /* The classic eager pool: its inline alloc and free, a doubling growth. */
+    eng_classic_pool *cp = eng_classic_pool_create(24, 2);
+    CHECK(cp != NULL);
+    if (cp) {
+        void *a = eng_classic_pool_alloc(cp), *b = eng_classic_pool_alloc(cp);
+        void *c = eng_classic_pool_alloc(cp); /* the third grows a block of 4 */
+        eng_classic_pool_stats st;
+        eng_classic_pool_get_stats(cp, &st);
+        CHECK(a && b && c && st.grow_events == 1 && st.capacity == 6 &&
+              eng_classic_pool_free_count(cp) == 3);
+        eng_classic_pool_free(cp, b);
+        CHECK(eng_classic_pool_alloc(cp) == b);
+        eng_classic_pool_destroy(cp);
+    }
 #ifdef FM_TEST_OVERLAY
     CHECK(ovl_text_width("framemem", 1.0f) > 0.0f && OVL_GROWTH_RGB == 0xFF00FFu);
     CHECK(OVL_TEXT_LINE_HEIGHT > 0 && OVL_PALETTE_SIZE > 0);
@@ -424,10 +537,13 @@ int main(int argc, char **argv) {
     test_tags_count_growth_and_refuse_past_the_budget();
     test_arenas_allocate_zeroed_typed_memory_and_rewind();
     test_closures_events_and_deferred_calls();
+    test_pool_timing_and_profiler_hooks();
     test_clock_errors_and_helpers();
     char path[FM_FILE_PATH_MAX];
     snprintf(path, sizeof path, "%s.txt", argv[0]);
     test_file_written_whole_and_read_back(path);
+    snprintf(path, sizeof path, "%s.csv", argv[0]);
+    test_telemetry_and_config_of_a_callers_pools(path);
     test_engine_runs_headless();
     fm_set_error_handler(NULL, NULL);
     printf("%s: %s, " INLINE_PATHS ", %d failed check(s)\n", argv[0],

@@ -8,7 +8,8 @@
 # sanitizers: it links the library as a caller's build would).
 function(fm_add_header_test target source ctest_name)
   add_executable(${target} ${source})
-  target_link_libraries(${target} PRIVATE framemem_engine framemem_file framemem fm_warnings)
+  target_link_libraries(${target} PRIVATE framemem_engine framemem_telemetry framemem_file framemem
+    fm_warnings)
   target_compile_options(${target} PRIVATE -pedantic)
   if(TARGET framemem_overlay)
     target_link_libraries(${target} PRIVATE framemem_overlay)
@@ -29,12 +30,13 @@ if(TARGET framemem_engine)
       set_target_properties(test_headers_cxx${std} PROPERTIES
         CXX_STANDARD ${std} CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
     endforeach()
-  else()
+  elseif(NOT CMAKE_CROSSCOMPILING)
     message(WARNING "no C++ compiler: the C++ header tests (headers_cxx17, headers_cxx20) "
                     "are not built; tools/dev installs g++")
   endif()
 
-  if(NOT FM_SANITIZE)
+  # The host's compilers against the library: native builds only.
+  if(NOT FM_SANITIZE AND NOT CMAKE_CROSSCOMPILING)
     set(fm_check ${CMAKE_CURRENT_SOURCE_DIR}/headers/check_headers.sh)
     set(fm_flags "-O0 -g")
     if(CMAKE_BUILD_TYPE STREQUAL "Release")
@@ -43,7 +45,8 @@ if(TARGET framemem_engine)
     # The library's public definitions (FM_TRACK_SITES in Debug builds).
     set(fm_defs $<TARGET_PROPERTY:framemem,INTERFACE_COMPILE_DEFINITIONS>)
     set(fm_flags "${fm_flags} $<$<BOOL:${fm_defs}>:-D$<JOIN:${fm_defs}, -D>>")
-    set(fm_libs $<TARGET_FILE:framemem_engine> $<TARGET_FILE:framemem_file>
+    set(fm_libs $<TARGET_FILE:framemem_engine> $<TARGET_FILE:framemem_telemetry>
+                $<TARGET_FILE:framemem_file>
                 $<TARGET_FILE:framemem>)
     set(fm_overlay 0)
     if(TARGET framemem_overlay)
@@ -55,6 +58,8 @@ if(TARGET framemem_engine)
               bash ${fm_check} compilers ${PROJECT_SOURCE_DIR} "${fm_flags}" ${fm_libs})
     add_test(NAME headers_msvc_mode COMMAND bash ${fm_check} msvc ${PROJECT_SOURCE_DIR})
     add_test(NAME headers_atomic_mappings COMMAND bash ${fm_check} atomic ${PROJECT_SOURCE_DIR})
+    add_test(NAME headers_pool_h_length
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_pool_h_length.sh ${PROJECT_SOURCE_DIR})
     set_tests_properties(headers_other_compilers headers_msvc_mode headers_atomic_mappings
       PROPERTIES TIMEOUT 300)
   endif()

@@ -16,6 +16,7 @@ cmake -S "$consumer" -B "$tmp/fp" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
     -DCMAKE_C_COMPILER="$cc" >/dev/null
 cmake --build "$tmp/fp" >/dev/null
 "$tmp/fp/consumer"
+"$tmp/fp/consumer_telemetry"
 
 libdir=$(find "$tmp/prefix" -name framemem.pc -printf '%h\n' | head -n 1)
 # Optimised (NDEBUG: the inline fast paths), with nothing but pkg-config's flags.
@@ -27,16 +28,17 @@ cmake -S "$consumer" -B "$tmp/sub" -DFM_CONSUMER_SOURCE_DIR="$src" \
     -DCMAKE_C_COMPILER="$cc" >/dev/null
 cmake --build "$tmp/sub" >/dev/null
 "$tmp/sub/consumer"
+"$tmp/sub/consumer_telemetry"
 
 # ------------------------------------------------------- shared libraries
 cmake -S "$src" -B "$tmp/shared-build" -DFM_SHARED=ON -DFM_BUILD_TESTS=OFF -DFM_BUILD_DEMO=OFF \
     -DFM_BUILD_TOOLS=OFF -DFM_WERROR=ON -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" \
     >/dev/null
-cmake --build "$tmp/shared-build" -j 2 --target framemem framemem_file >/dev/null
+cmake --build "$tmp/shared-build" -j 2 --target framemem framemem_file framemem_telemetry >/dev/null
 cmake --install "$tmp/shared-build" --prefix "$tmp/shared" >/dev/null
 libdir=$(find "$tmp/shared" -name framemem.pc -printf '%h\n' | head -n 1)
 libdir=${libdir%/pkgconfig}
-for lib in libframemem libframemem_file; do
+for lib in libframemem libframemem_file libframemem_telemetry; do
     soname=$(readelf -d "$libdir/$lib.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
     if [ "$soname" != "$lib.so.0" ] || [ ! -e "$libdir/$lib.so.0" ]; then
         echo "$lib.so: SONAME '$soname' (want $lib.so.0, installed beside it)" >&2
@@ -54,6 +56,10 @@ cmake -S "$consumer" -B "$tmp/shared-fp" -DCMAKE_PREFIX_PATH="$tmp/shared" \
 cmake --build "$tmp/shared-fp" >/dev/null
 needs_shared "$tmp/shared-fp/consumer"
 "$tmp/shared-fp/consumer"
+# Its libframemem_telemetry.so.0 needs libframemem_file.so.0, which the
+# program's RUNPATH does not cover (it is not the program's own NEEDED): an
+# installed prefix outside the loader's paths is named, as a game's would be.
+LD_LIBRARY_PATH=$libdir "$tmp/shared-fp/consumer_telemetry"
 
 pc_flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs framemem)
 [[ " $pc_flags " == *" -DFM_DLL "* ]] ||

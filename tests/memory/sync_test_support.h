@@ -13,7 +13,7 @@
 
 #include "fm_test.h"
 
-#include <pthread.h>
+#include "fm_test_thread.h"
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +24,7 @@
 typedef struct sync_errors {
     atomic_int count;
     atomic_int by_code[FM_ERROR_COUNT];
-    pthread_mutex_t lock;
+    fm_test_mutex lock;
     char last_message[512];
 } sync_errors;
 
@@ -32,21 +32,21 @@ static inline void sync_errors_handler(fm_error err, const char *message, void *
     sync_errors *e = user;
     atomic_fetch_add(&e->count, 1);
     if ((unsigned)err < FM_ERROR_COUNT) atomic_fetch_add(&e->by_code[err], 1);
-    pthread_mutex_lock(&e->lock);
+    fm_test_mutex_lock(&e->lock);
     snprintf(e->last_message, sizeof e->last_message, "%s", message ? message : "");
-    pthread_mutex_unlock(&e->lock);
+    fm_test_mutex_unlock(&e->lock);
 }
 
 static inline void sync_errors_install(sync_errors *e) {
     memset(e, 0, sizeof *e);
-    pthread_mutex_init(&e->lock, NULL);
+    fm_test_mutex_init(&e->lock);
     fm_set_error_handler(sync_errors_handler, e);
     fm_clear_error();
 }
 
 static inline void sync_errors_remove(sync_errors *e) {
     fm_set_error_handler(NULL, NULL);
-    pthread_mutex_destroy(&e->lock);
+    fm_test_mutex_destroy(&e->lock);
 }
 
 /* Asserts that the reports since `before` were exactly n of code. */
@@ -64,11 +64,11 @@ static inline void sync_expect_errors(sync_errors *e, int before, fm_error code,
 #define SYNC_MAX_THREADS 16
 
 static inline void sync_run(int n, void *(*fn)(void *), void *args, size_t arg_size) {
-    pthread_t t[SYNC_MAX_THREADS];
+    fm_test_thread t[SYNC_MAX_THREADS];
     assert_true(n > 0 && n <= SYNC_MAX_THREADS);
     for (int i = 0; i < n; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * arg_size), 0);
-    for (int i = 0; i < n; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(fm_test_thread_create(&t[i], fn, (char *)args + (size_t)i * arg_size), 0);
+    for (int i = 0; i < n; i++) assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
 }
 
 /* xorshift64*: per-thread random streams. */

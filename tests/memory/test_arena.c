@@ -20,9 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#include <psapi.h>
+#endif
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -158,7 +161,11 @@ static void *pieces_alloc(piece_list *l, fm_arena *arena, size_t size, size_t al
 static int piece_cmp(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)((const piece *)a)->ptr;
     uintptr_t y = (uintptr_t)((const piece *)b)->ptr;
-    return (x > y) - (x < y);
+    if (x != y) return (x > y) - (x < y);
+    /* A size-0 piece shares its address with the next: it goes first
+     * (qsort need not keep the order it was given: msvcrt's does not). */
+    size_t m = ((const piece *)a)->size, n = ((const piece *)b)->size;
+    return (m > n) - (m < n);
 }
 
 /* Every piece holds its pattern and no two overlap. */
@@ -1323,6 +1330,15 @@ static void test_arena_decommit_keeping_more_than_committed_releases_nothing(voi
     destroy_clean(env, arena);
 }
 
+#ifdef _WIN32
+/* The working set: the pages of the process in memory. */
+static bool resident_bytes(size_t *out) {
+    PROCESS_MEMORY_COUNTERS pmc;
+    if (!K32GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof pmc)) return false;
+    *out = pmc.WorkingSetSize;
+    return true;
+}
+#else
 static bool resident_bytes(size_t *out) {
     FILE *f = fopen("/proc/self/statm", "r");
     if (!f) return false;
@@ -1333,6 +1349,7 @@ static bool resident_bytes(size_t *out) {
     *out = (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
     return true;
 }
+#endif
 
 static void test_arena_decommit_returns_pages_to_the_os(void **state) {
     fm_test_env *env = *state;

@@ -161,7 +161,11 @@ static void verify_contents(const model *m, int op) {
 static int live_cmp(const void *a, const void *b) {
     uintptr_t x = (uintptr_t)((const live_alloc *)a)->ptr;
     uintptr_t y = (uintptr_t)((const live_alloc *)b)->ptr;
-    return (x > y) - (x < y);
+    if (x != y) return (x > y) - (x < y);
+    /* A size-0 allocation shares its address with the next: it goes first
+     * (qsort need not keep the order it was given: msvcrt's does not). */
+    size_t m = ((const live_alloc *)a)->size, n = ((const live_alloc *)b)->size;
+    return (m > n) - (m < n);
 }
 
 /* Contents, no overlap, owns, and the counters. */

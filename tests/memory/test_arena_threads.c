@@ -18,7 +18,6 @@
 
 #include "framemem/framemem.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,11 +232,11 @@ static void run_stress(const stress_case *c) {
         int errors_before = atomic_load(&errors.count);
         atomic_store(&g_stop, false);
         reader r = {.arena = arena};
-        pthread_t rt;
-        assert_int_equal(pthread_create(&rt, NULL, stats_reader, &r), 0);
+        fm_test_thread rt;
+        assert_int_equal(fm_test_thread_create(&rt, stats_reader, &r), 0);
         sync_run(c->threads, alloc_worker, w, sizeof *w);
         atomic_store(&g_stop, true);
-        assert_int_equal(pthread_join(rt, NULL), 0);
+        assert_int_equal(fm_test_thread_join(rt, NULL), 0);
         assert_int_equal(r.problems, 0);
 
         totals t = check_workers(w, c->threads, arena);
@@ -434,7 +433,7 @@ static void test_lockfree_chained_rewind_between_parallel_phases_keeps_the_first
 /* ============================================================ frame arenas */
 
 typedef struct frame_run {
-    pthread_barrier_t start, end;
+    fm_test_barrier start, end;
     int frames;
     worker *w;
 } frame_run;
@@ -447,11 +446,11 @@ typedef struct frame_thread {
 static void *frame_worker(void *arg) {
     frame_thread *ft = arg;
     for (int f = 0; f < ft->run->frames; f++) {
-        pthread_barrier_wait(&ft->run->start);
+        fm_test_barrier_wait(&ft->run->start);
         worker *w = &ft->run->w[(f % 2) * SYNC_MAX_THREADS + ft->index];
         w->tid = (f << 4) | ft->index; /* tags differ per frame too */
         alloc_worker(w);
-        pthread_barrier_wait(&ft->run->end);
+        fm_test_barrier_wait(&ft->run->end);
     }
     return NULL;
 }
@@ -480,21 +479,21 @@ static void run_frames(backing_mode mode, int threads) {
         memcpy(&run.w[b * SYNC_MAX_THREADS], set, (size_t)threads * sizeof *set);
         free(set);
     }
-    pthread_barrier_init(&run.start, NULL, (unsigned)threads + 1);
-    pthread_barrier_init(&run.end, NULL, (unsigned)threads + 1);
+    fm_test_barrier_init(&run.start, (unsigned)threads + 1);
+    fm_test_barrier_init(&run.end, (unsigned)threads + 1);
     frame_thread ft[SYNC_MAX_THREADS];
-    pthread_t tid[SYNC_MAX_THREADS];
+    fm_test_thread tid[SYNC_MAX_THREADS];
     for (int i = 0; i < threads; i++) {
         ft[i] = (frame_thread){&run, i};
-        assert_int_equal(pthread_create(&tid[i], NULL, frame_worker, &ft[i]), 0);
+        assert_int_equal(fm_test_thread_create(&tid[i], frame_worker, &ft[i]), 0);
     }
     uint64_t expect_allocs = 0, prev_used = 0;
     for (int f = 0; f < frames; f++) {
         worker *cur = &run.w[(f % 2) * SYNC_MAX_THREADS];
         worker *prev = &run.w[((f + 1) % 2) * SYNC_MAX_THREADS];
         reset_results(cur, threads);
-        pthread_barrier_wait(&run.start);
-        pthread_barrier_wait(&run.end);
+        fm_test_barrier_wait(&run.start);
+        fm_test_barrier_wait(&run.end);
         totals t = check_workers(cur, threads, fm_frame_arena_current(fa));
         assert_int_equal(t.failed, 0);
         if (f > 0) (void)check_workers(prev, threads, NULL); /* last frame still intact */
@@ -513,9 +512,9 @@ static void run_frames(backing_mode mode, int threads) {
         /* The arena coming round was reset (empty) once every arena served. */
         if (f >= 1) assert_int_equal(s.used, 0);
     }
-    for (int i = 0; i < threads; i++) assert_int_equal(pthread_join(tid[i], NULL), 0);
-    pthread_barrier_destroy(&run.start);
-    pthread_barrier_destroy(&run.end);
+    for (int i = 0; i < threads; i++) assert_int_equal(fm_test_thread_join(tid[i], NULL), 0);
+    fm_test_barrier_destroy(&run.start);
+    fm_test_barrier_destroy(&run.end);
     for (int b = 0; b < 2; b++)
         for (int i = 0; i < threads; i++) free(run.w[b * SYNC_MAX_THREADS + i].recs);
     free(run.w);
@@ -554,7 +553,7 @@ static held g_held;
 static void hold_in_alloc(fm_test_allocator *a) {
     (void)a;
     atomic_store(&g_held.inside, 1);
-    while (!atomic_load(&g_held.release)) sched_yield();
+    while (!atomic_load(&g_held.release)) fm_test_thread_yield();
 }
 
 static void *alloc_one_big(void *arg) {
@@ -567,22 +566,22 @@ static void *frame_alloc_one_big(void *arg) {
 
 /* Runs fn(arg) on a new thread and returns once that thread is parked inside
  * its next block request from backing (so it is inside an allocation). */
-static pthread_t park_in_alloc(fm_test_allocator *backing, void *(*fn)(void *), void *arg) {
+static fm_test_thread park_in_alloc(fm_test_allocator *backing, void *(*fn)(void *), void *arg) {
     atomic_store(&g_held.inside, 0);
     atomic_store(&g_held.release, 0);
     backing->hook = hold_in_alloc;
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
-    while (!atomic_load(&g_held.inside)) sched_yield();
+    fm_test_thread t;
+    assert_int_equal(fm_test_thread_create(&t, fn, arg), 0);
+    while (!atomic_load(&g_held.inside)) fm_test_thread_yield();
     backing->hook = NULL;
     return t;
 }
 
 /* Lets the parked thread finish; its allocation must succeed. */
-static void unpark(pthread_t t) {
+static void unpark(fm_test_thread t) {
     atomic_store(&g_held.release, 1);
     void *big;
-    assert_int_equal(pthread_join(t, &big), 0);
+    assert_int_equal(fm_test_thread_join(t, &big), 0);
     assert_non_null(big);
 }
 
@@ -603,7 +602,7 @@ static void test_lockfree_reset_during_an_allocation_is_refused_in_debug_builds(
     assert_non_null(first);
     fm_arena_mark mark = fm_arena_get_mark(arena);
     fm_arena_stats before = stats_of(arena);
-    pthread_t t = park_in_alloc(&backing, alloc_one_big, arena);
+    fm_test_thread t = park_in_alloc(&backing, alloc_one_big, arena);
     fm_clear_error();
     fm_arena_reset(arena);
     assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
@@ -646,7 +645,7 @@ static void test_lockfree_frame_advance_during_an_allocation_is_refused_in_debug
     uint8_t *first = fm_frame_alloc(fa, 100, 0);
     assert_non_null(first);
     memset(first, 0x5A, 100);
-    pthread_t t = park_in_alloc(&backing, frame_alloc_one_big, fa);
+    fm_test_thread t = park_in_alloc(&backing, frame_alloc_one_big, fa);
     fm_frame_arena_advance(fa);
     sync_expect_errors(&errors, 0, FM_ERR_INVALID_ARG, 1);
     assert_true(fm_test_contains(errors.last_message, "busy_frames"));

@@ -7,7 +7,7 @@
 #include "framemem/framemem.h"
 
 #include <ctype.h>
-#include <pthread.h>
+#include "fm_test_thread.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,9 +205,9 @@ static void test_last_error_is_per_thread(void **state) {
     assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
 
     thread_probe probe = {.seen_at_start = FM_ERR_LEAK};
-    pthread_t thread;
-    assert_int_equal(pthread_create(&thread, NULL, thread_probe_main, &probe), 0);
-    assert_int_equal(pthread_join(thread, NULL), 0);
+    fm_test_thread thread;
+    assert_int_equal(fm_test_thread_create(&thread, thread_probe_main, &probe), 0);
+    assert_int_equal(fm_test_thread_join(thread, NULL), 0);
 
     assert_int_equal(probe.seen_at_start, FM_OK);
     assert_string_equal(probe.message_at_start, "");

@@ -23,7 +23,6 @@
 
 #include "framemem/framemem.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,13 +63,13 @@ static const size_t k_sizes[] = {sizeof(tagged), 48, 100, 200}; /* four size cla
 
 /* A mutex-protected ring: closures made on one thread travel to another. */
 typedef struct mailbox {
-    pthread_mutex_t lock;
+    fm_test_mutex lock;
     fm_closure **items;
     size_t cap, head, count;
 } mailbox;
 
 static void mailbox_init(mailbox *m, size_t cap) {
-    pthread_mutex_init(&m->lock, NULL);
+    fm_test_mutex_init(&m->lock);
     m->items = calloc(cap, sizeof *m->items);
     assert_non_null(m->items);
     m->cap = cap;
@@ -78,27 +77,27 @@ static void mailbox_init(mailbox *m, size_t cap) {
 }
 
 static bool mailbox_put(mailbox *m, fm_closure *c) {
-    pthread_mutex_lock(&m->lock);
+    fm_test_mutex_lock(&m->lock);
     bool ok = m->count < m->cap;
     if (ok) m->items[(m->head + m->count++) % m->cap] = c;
-    pthread_mutex_unlock(&m->lock);
+    fm_test_mutex_unlock(&m->lock);
     return ok;
 }
 
 static fm_closure *mailbox_take(mailbox *m) {
-    pthread_mutex_lock(&m->lock);
+    fm_test_mutex_lock(&m->lock);
     fm_closure *c = NULL;
     if (m->count) {
         c = m->items[m->head];
         m->head = (m->head + 1) % m->cap;
         m->count--;
     }
-    pthread_mutex_unlock(&m->lock);
+    fm_test_mutex_unlock(&m->lock);
     return c;
 }
 
 static void mailbox_destroy(mailbox *m) {
-    pthread_mutex_destroy(&m->lock);
+    fm_test_mutex_destroy(&m->lock);
     free(m->items);
 }
 
@@ -152,7 +151,7 @@ static void *pool_worker(void *arg) {
                 /* Full: finish what came in meanwhile, so no one waits on us. */
                 fm_closure *in = mailbox_take(mine);
                 if (in) finish_one(r, in);
-                else sched_yield();
+                else fm_test_thread_yield();
             }
             kept[n_kept++] = c;
             made++;
@@ -168,7 +167,7 @@ static void *pool_worker(void *arg) {
         if (in) {
             finish_one(r, in);
         } else if (made == r->per_thread) {
-            sched_yield();
+            fm_test_thread_yield();
         }
     }
     return NULL;
@@ -259,10 +258,10 @@ static void run_shared_count(fm_sync sync, int threads) {
     atomic_int calls = 0, bad = 0;
     shared_ref s = {.c = make_tagged(cp, 7, 7, sizeof(tagged), &calls, &bad), .rounds = 2000};
     assert_non_null(s.c);
-    pthread_t t[SYNC_MAX_THREADS];
+    fm_test_thread t[SYNC_MAX_THREADS];
     for (int i = 0; i < threads; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, retain_release_worker, &s), 0);
-    for (int i = 0; i < threads; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(fm_test_thread_create(&t[i], retain_release_worker, &s), 0);
+    for (int i = 0; i < threads; i++) assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
     assert_int_equal(atomic_load(&s.freed), 0);
     assert_int_equal(atomic_load(&calls), threads * s.rounds);
     assert_int_equal(atomic_load(&bad), 0);
@@ -342,7 +341,7 @@ static void *subscriber(void *arg) {
         fm_closure *c = make_tagged(r->cp, 1, (uint32_t)i, i % 2 ? 24 : 100, &r->calls, &r->bad);
         fm_handle h = fm_event_subscribe(r->ev, c);
         fm_closure_release(c); /* the event holds it now */
-        if (i % 3 == 0) sched_yield();
+        if (i % 3 == 0) fm_test_thread_yield();
         if (fm_handle_is_null(h) || !fm_event_unsubscribe(r->ev, h)) atomic_fetch_add(&r->bad, 1);
         if (fm_event_unsubscribe(r->ev, h)) atomic_fetch_add(&r->bad, 1); /* stale now */
 
@@ -386,10 +385,10 @@ static void run_event(int threads) {
         steady[i] = fm_event_subscribe(ev, c);
         fm_closure_release(c);
     }
-    pthread_t t[SYNC_MAX_THREADS];
+    fm_test_thread t[SYNC_MAX_THREADS];
     for (int i = 0; i < threads; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, i % 2 ? subscriber : emitter, &r), 0);
-    for (int i = 0; i < threads; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(fm_test_thread_create(&t[i], i % 2 ? subscriber : emitter, &r), 0);
+    for (int i = 0; i < threads; i++) assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
 
     int emits = (threads / 2) * r.rounds;
     assert_int_equal(atomic_load(&r.bad), 0);
@@ -431,7 +430,7 @@ static void park_fn(void *capture, void *arg) {
     (void)arg;
     parked *p = *(parked **)capture;
     atomic_store(&p->inside, 1);
-    while (!atomic_load(&p->go)) sched_yield();
+    while (!atomic_load(&p->go)) fm_test_thread_yield();
 }
 
 static void *emit_once(void *arg) {
@@ -453,15 +452,15 @@ static void test_mutex_event_destroy_during_another_threads_emit_is_refused(void
     fm_closure *c = fm_closure_make(cp, park_fn, &pp, sizeof pp);
     assert_false(fm_handle_is_null(fm_event_subscribe(ev, c)));
     fm_closure_release(c);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, emit_once, ev), 0);
-    while (!atomic_load(&p.inside)) sched_yield();
+    fm_test_thread t;
+    assert_int_equal(fm_test_thread_create(&t, emit_once, ev), 0);
+    while (!atomic_load(&p.inside)) fm_test_thread_yield();
     fm_event_destroy(ev); /* refused: the event and its subscriber stay */
     sync_expect_errors(&errors, 0, FM_ERR_INVALID_ARG, 1);
     assert_true(fm_test_contains(errors.last_message, "busy_event"));
     assert_int_equal(fm_event_count(ev), 1); /* the lock is free during the call */
     atomic_store(&p.go, 1);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(fm_test_thread_join(t, NULL), 0);
     fm_event_destroy(ev);
     fm_closure_pool_stats st;
     fm_closure_pool_get_stats(cp, &st);
@@ -520,7 +519,7 @@ static void *pusher(void *arg) {
         fm_closure *c = fm_closure_make(r->cp, ordered_fn, &o, sizeof o);
         if (!c || !fm_defer(r->q, c, 0)) atomic_fetch_add(&r->refused, 1);
         fm_closure_release(c); /* the queue holds it */
-        if (i % 64 == 0) sched_yield();
+        if (i % 64 == 0) fm_test_thread_yield();
     }
     atomic_fetch_add(&r->pushers_done, 1);
     return NULL;
@@ -542,14 +541,14 @@ static void run_defer(fm_sync sync, int threads) {
     assert_non_null(log.seen);
     for (int i = 0; i < SYNC_MAX_THREADS; i++) log.last_seq[i] = UINT32_MAX;
     defer_thread dt[SYNC_MAX_THREADS];
-    pthread_t t[SYNC_MAX_THREADS];
+    fm_test_thread t[SYNC_MAX_THREADS];
     for (int i = 0; i < pushers; i++) {
         dt[i] = (defer_thread){&r, (uint32_t)i};
-        assert_int_equal(pthread_create(&t[i], NULL, pusher, &dt[i]), 0);
+        assert_int_equal(fm_test_thread_create(&t[i], pusher, &dt[i]), 0);
     }
     uint32_t ran = 0;
     while (atomic_load(&r.pushers_done) < pushers) ran += fm_defer_run(q);
-    for (int i = 0; i < pushers; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+    for (int i = 0; i < pushers; i++) assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
     ran += fm_defer_run(q);
     int total = pushers * r.per_thread;
     assert_int_equal(atomic_load(&r.refused), 0);
@@ -602,9 +601,9 @@ static void run_beside_a_run(fm_sync sync) {
     fm_closure *park = fm_closure_make(cp, park_fn, &pp, sizeof pp);
     assert_true(fm_defer(q, park, 0));
     fm_closure_release(park);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, run_queue_once, q), 0);
-    while (!atomic_load(&p.inside)) sched_yield();
+    fm_test_thread t;
+    assert_int_equal(fm_test_thread_create(&t, run_queue_once, q), 0);
+    while (!atomic_load(&p.inside)) fm_test_thread_yield();
     assert_int_equal(fm_defer_run(q), 0);
     sync_expect_errors(&errors, 0, FM_ERR_INVALID_ARG, 1);
     assert_true(fm_test_contains(errors.last_message, "busy_queue"));
@@ -616,7 +615,7 @@ static void run_beside_a_run(fm_sync sync) {
     fm_closure_release(later);
     atomic_store(&p.go, 1);
     void *ran;
-    assert_int_equal(pthread_join(t, &ran), 0);
+    assert_int_equal(fm_test_thread_join(t, &ran), 0);
     assert_int_equal((uintptr_t)ran, 1);        /* the parked one only */
     assert_int_equal(atomic_load(&calls), 0);   /* deferred during the run: waits */
     assert_int_equal(fm_defer_pending(q), 1);

@@ -134,9 +134,8 @@ static void *recycler_alloc(size_t size, size_t align, void *user) {
             return p;
         }
     }
-    void *p = NULL;
-    if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) != 0)
-        return NULL;
+    void *p = fm_test_aligned_alloc(align < sizeof(void *) ? sizeof(void *) : align, size);
+    if (!p) return NULL;
     memset(p, 0xA5, size);
     r->live++;
     return p;
@@ -146,7 +145,7 @@ static void recycler_free(void *ptr, size_t size, void *user) {
     recycler *r = user;
     r->live--;
     if (r->cached == RECYCLER_CACHE) {
-        free(ptr);
+        fm_test_aligned_free(ptr);
         return;
     }
     r->cache[r->cached].ptr = ptr;
@@ -155,7 +154,7 @@ static void recycler_free(void *ptr, size_t size, void *user) {
 }
 
 static void recycler_release(recycler *r) {
-    for (int i = 0; i < r->cached; i++) free(r->cache[i].ptr);
+    for (int i = 0; i < r->cached; i++) fm_test_aligned_free(r->cache[i].ptr);
     r->cached = 0;
 }
 

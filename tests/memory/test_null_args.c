@@ -3,8 +3,10 @@
  * checked against the headers of memory/include/framemem. */
 #include "fm_null_table.h"
 
+#include "framemem/config.h"
 #include "framemem/file.h"
 #include "framemem/framemem.h"
+#include "framemem/telemetry.h"
 
 #include <string.h>
 
@@ -75,6 +77,7 @@ static bool untouched(const void *p, size_t n) {
     X(fm_pool_new_at, FM_ERR_INVALID_ARG,                                        \
       return fm_pool_new_at(NULL, __FILE__, __LINE__) == NULL;)                 \
     X(fm_pool_reserve, FM_ERR_INVALID_ARG, return !fm_pool_reserve(NULL, 100);)  \
+    X(fm_pool_grow_ahead, FM_ERR_INVALID_ARG, return !fm_pool_grow_ahead(NULL, 100);) \
     X(fm_pool_trim, FM_ERR_INVALID_ARG, return fm_pool_trim(NULL) == 0;)         \
     X(fm_pool_reset, FM_ERR_INVALID_ARG, fm_pool_reset(NULL);                     \
       return fm_pool_owns(g.pool, g.item);)                                     \
@@ -87,6 +90,8 @@ static bool untouched(const void *p, size_t n) {
       return g.calls == 0;)                                                     \
     X(fm_pool_get_stats, FM_ERR_INVALID_ARG,                                     \
       OUT_ZEROED(fm_pool_stats, fm_pool_get_stats(NULL, &out_)))                \
+    X(fm_pool_chunk_occupancy, FM_ERR_INVALID_ARG, uint32_t live_[2] = {7, 7};       \
+      return fm_pool_chunk_occupancy(NULL, live_, 2) == 0 && live_[0] == 7;)        \
     X(fm_pool_get_desc, FM_ERR_INVALID_ARG, fm_pool_desc d = fm_pool_get_desc(NULL); \
       return fm_test_all_zero(&d, sizeof d);)                                   \
     X(fm_pool_name, FM_ERR_INVALID_ARG, return strcmp(fm_pool_name(NULL), "(null)") == 0;) \
@@ -182,21 +187,99 @@ static bool untouched(const void *p, size_t n) {
     X(fm_file_commit, FM_ERR_INVALID_ARG, char err_[64] = "";                    \
       return !fm_file_commit(NULL, err_, sizeof err_) && err_[0] != 0;)          \
     X(fm_file_abort, FM_OK, fm_file_abort(NULL); return true;)                   \
-    X(fm_file_data_release, FM_OK, fm_file_data_release(NULL); return true;)
+    X(fm_file_data_release, FM_OK, fm_file_data_release(NULL); return true;)    \
+    /* telemetry.h (framemem_telemetry): a NULL desc means the defaults */     \
+    X(fm_telemetry_create, FM_OK, fm_telemetry *t_ = fm_telemetry_create(NULL); \
+      bool ok_ = t_ && fm_telemetry_capacity(t_) == 600; fm_telemetry_destroy(t_); return ok_;) \
+    X(fm_telemetry_destroy, FM_OK, fm_telemetry_destroy(NULL); return true;)     \
+    X(fm_telemetry_add_pool, FM_ERR_INVALID_ARG, return fm_telemetry_add_pool(NULL, g.pool) == -1;) \
+    X(fm_telemetry_add_arena, FM_ERR_INVALID_ARG,                                \
+      return fm_telemetry_add_arena(NULL, g.arena) == -1;)                      \
+    X(fm_telemetry_add_frame_arena, FM_ERR_INVALID_ARG,                          \
+      return fm_telemetry_add_frame_arena(NULL, g.frame) == -1;)                \
+    X(fm_telemetry_add_closure_pool, FM_ERR_INVALID_ARG,                         \
+      return fm_telemetry_add_closure_pool(NULL, g.closures) == -1;)            \
+    X(fm_telemetry_add_tag, FM_ERR_INVALID_ARG, return fm_telemetry_add_tag(NULL, g.tag) == -1;) \
+    X(fm_telemetry_add_counters, FM_ERR_INVALID_ARG, fm_telemetry_counters c_ = {0}; \
+      return fm_telemetry_add_counters(NULL, "c", &c_) == -1;)                  \
+    X(fm_telemetry_add_source, FM_ERR_INVALID_ARG,                               \
+      return fm_telemetry_add_source(NULL, "s", FM_TELEMETRY_POOL, 8, 1) == -1;) \
+    X(fm_telemetry_set_source_shape, FM_ERR_INVALID_ARG,                         \
+      fm_telemetry_set_source_shape(NULL, 0, FM_TELEMETRY_BACKEND_POOL, 8, 1); return true;) \
+    X(fm_telemetry_set_source_limits, FM_ERR_INVALID_ARG,                        \
+      fm_telemetry_set_source_limits(NULL, 0, 1, 2); return true;)              \
+    X(fm_telemetry_detach, FM_ERR_INVALID_ARG, fm_telemetry_detach(NULL, 0); return true;) \
+    X(fm_telemetry_source_count, FM_ERR_INVALID_ARG, return fm_telemetry_source_count(NULL) == 0;) \
+    X(fm_telemetry_get_source, FM_ERR_INVALID_ARG,                               \
+      return fm_telemetry_get_source(NULL, 0) == NULL;)                         \
+    X(fm_telemetry_find_source, FM_ERR_INVALID_ARG,                              \
+      return fm_telemetry_find_source(NULL, "held") == -1;)                     \
+    X(fm_telemetry_frame_begin, FM_ERR_INVALID_ARG, fm_telemetry_frame_begin(NULL); return true;) \
+    X(fm_telemetry_add_alloc_ns, FM_ERR_INVALID_ARG,                             \
+      fm_telemetry_add_alloc_ns(NULL, 0, 5); return true;)                      \
+    X(fm_telemetry_grow_ahead, FM_ERR_INVALID_ARG, return fm_telemetry_grow_ahead(NULL) == 0;) \
+    X(fm_telemetry_frame_end, FM_ERR_INVALID_ARG, fm_telemetry_frame_end(NULL); return true;) \
+    X(fm_telemetry_push, FM_ERR_INVALID_ARG, fm_telemetry_frame r_ = {0};        \
+      fm_telemetry_push(NULL, &r_, NULL); return true;)                         \
+    X(fm_telemetry_frame_count, FM_ERR_INVALID_ARG, return fm_telemetry_frame_count(NULL) == 0;) \
+    X(fm_telemetry_capacity, FM_ERR_INVALID_ARG, return fm_telemetry_capacity(NULL) == 0;) \
+    X(fm_telemetry_frames_pushed, FM_ERR_INVALID_ARG,                            \
+      return fm_telemetry_frames_pushed(NULL) == 0;)                            \
+    X(fm_telemetry_get_frame, FM_ERR_INVALID_ARG, return fm_telemetry_get_frame(NULL, 0) == NULL;) \
+    X(fm_telemetry_get_sample, FM_ERR_INVALID_ARG,                               \
+      return fm_telemetry_get_sample(NULL, 0, 0) == NULL;)                      \
+    X(fm_telemetry_set_render_ns, FM_ERR_INVALID_ARG,                            \
+      fm_telemetry_set_render_ns(NULL, 5); return true;)                        \
+    X(fm_telemetry_clear, FM_ERR_INVALID_ARG, fm_telemetry_clear(NULL); return true;) \
+    X(fm_telemetry_write_csv, FM_ERR_INVALID_ARG, char err_[96] = "";            \
+      return !fm_telemetry_write_csv(NULL, "null_args.csv", err_, sizeof err_) && err_[0];) \
+    X(fm_telemetry_write_csv_file, FM_ERR_INVALID_ARG,                           \
+      return !fm_telemetry_write_csv_file(NULL, stderr);)                       \
+    X(fm_telemetry_stream_csv, FM_ERR_INVALID_ARG, fm_telemetry_stream_csv(NULL, NULL); return true;) \
+    X(fm_telemetry_stream_end, FM_ERR_INVALID_ARG, fm_telemetry_stream_end(NULL); return true;) \
+    X(fm_telemetry_write_trace, FM_ERR_INVALID_ARG, char err_[96] = "";          \
+      return !fm_telemetry_write_trace(NULL, "null_args.json", err_, sizeof err_) && err_[0];) \
+    /* config.h (framemem_telemetry) */                                         \
+    X(fm_config_destroy, FM_OK, fm_config_destroy(NULL); return true;)           \
+    X(fm_config_problem_count, FM_ERR_INVALID_ARG, return fm_config_problem_count(NULL) == 0;) \
+    X(fm_config_problems, FM_ERR_INVALID_ARG, return strcmp(fm_config_problems(NULL), "") == 0;) \
+    X(fm_config_apply_pool, FM_ERR_INVALID_ARG, fm_pool_desc d_ = {.name = "held", .item_size = 8}; \
+      return fm_config_apply_pool(NULL, &d_) == -1 && d_.initial_capacity == 0;) \
+    X(fm_config_apply_arena, FM_ERR_INVALID_ARG, fm_arena_desc d_ = {.name = "held"}; \
+      return fm_config_apply_arena(NULL, &d_) == -1 && d_.reserve_bytes == 0;)  \
+    X(fm_config_apply_frame_arena, FM_ERR_INVALID_ARG, fm_frame_arena_desc d_ = {0}; \
+      return fm_config_apply_frame_arena(NULL, &d_) == -1 && d_.arena.reserve_bytes == 0;) \
+    X(fm_config_apply_tag, FM_ERR_INVALID_ARG, fm_tag_desc d_ = {.name = "held"}; \
+      return fm_config_apply_tag(NULL, &d_) == -1 && d_.hard_limit_bytes == 0;) \
+    X(fm_config_apply, FM_ERR_INVALID_ARG, fm_pool_desc d_ = {.name = "held", .item_size = 8}; \
+      return fm_config_apply(NULL, &d_) == -1;)                                 \
+    X(fm_config_report_unused, FM_ERR_INVALID_ARG, return fm_config_report_unused(NULL) == 0;) \
+    X(fm_config_write_tuned, FM_ERR_INVALID_ARG, char err_[96] = "";             \
+      return !fm_config_write_tuned(NULL, "null_args.ini", 1.25, err_, sizeof err_) && err_[0];) \
+    X(fm_config_write_tuned_runs, FM_ERR_INVALID_ARG, char err_[96] = "";        \
+      const fm_telemetry *runs_[1] = {NULL};                                    \
+      return !fm_config_write_tuned_runs(NULL, runs_, 1, 1.25, "null_args.ini", err_, sizeof err_) && \
+             err_[0];)
 
 FM_NULL_TABLE(MEMORY_NULL_CASES, memory_null_cases);
 
 /* Public functions that take no object: error codes and names, the error
- * handler, policy names, alignment and handle arithmetic, the clock. */
+ * handler, policy names, alignment and handle arithmetic, the clock, the
+ * profiler hooks (fm_set_hooks(NULL) removes them: test_hooks.c). */
 static const char *const memory_no_object[] = {
     "fm_error_name",  "fm_error_str",     "fm_error_is_warning", "fm_last_error", "fm_clear_error",
     "fm_last_error_message", "fm_set_error_handler", "fm_report_error", "fm_sync_name",
     "fm_growth_name", "fm_align_up",      "fm_is_aligned",     "fm_handle_is_null",
     "fm_handle_equal", "fm_clock_now",    "fm_clock_init",     "fm_clock_to_ns",
-    "fm_clock_ticks_per_sec", "fm_clock_source", "fm_pool_map_bytes",
+    "fm_clock_ticks_per_sec", "fm_clock_source", "fm_pool_map_bytes", "fm_set_hooks",
+    "fm_hooks_frame_end",
     /* file.h: paths, buffers and out-structs, no object */
     "fm_file_begin", "fm_file_write_whole", "fm_file_read", "fm_file_skip_bom",
     "fm_file_check_input", "fm_file_check_outputs", "fm_file_stdout_ok",
+    /* telemetry.h, config.h: readers of paths and buffers, arithmetic, names */
+    "fm_telemetry_read_csv", "fm_telemetry_read_csv_mem", "fm_telemetry_suggest_capacity",
+    "fm_telemetry_clock_overhead_ns", "fm_telemetry_kind_name", "fm_telemetry_backend_name",
+    "fm_config_load", "fm_config_load_mem", "fm_config_tuned_capacity",
 };
 
 #define N_CASES (sizeof memory_null_cases / sizeof memory_null_cases[0])
@@ -258,6 +341,19 @@ static void test_every_memory_function_reports_a_null_object_and_returns_its_fai
     destroy_objects(env);
 }
 
+/* The second object of a call is checked too: a NULL stream. */
+static void test_telemetry_csv_to_a_null_stream_is_refused_and_reported(void **state) {
+    fm_test_env *env = *state;
+    fm_telemetry *t = fm_telemetry_create(&(fm_telemetry_desc){.frames = 4});
+    assert_non_null(t);
+    int before = env->errors.count;
+    assert_false(fm_telemetry_write_csv_file(t, NULL));
+    assert_int_equal(env->errors.count, before + 1);
+    assert_int_equal(fm_last_error(), FM_ERR_INVALID_ARG);
+    assert_true(fm_test_contains(env->errors.message, "stream"));
+    fm_telemetry_destroy(t);
+}
+
 static void test_null_table_has_a_row_for_every_public_function_of_memory(void **state) {
     (void)state;
     fm_test_assert_null_table_complete(FM_SOURCE_DIR "/memory/include/framemem", memory_null_cases,
@@ -293,6 +389,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fm_test_setup, fm_test_teardown)
         T(test_every_memory_function_reports_a_null_object_and_returns_its_failure_value),
+        T(test_telemetry_csv_to_a_null_stream_is_refused_and_reported),
         T(test_null_table_has_a_row_for_every_public_function_of_memory),
 #if !defined(FM__INLINE)
         T(test_fast_path_macros_report_a_null_object_outside_optimised_builds),

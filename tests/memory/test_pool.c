@@ -815,6 +815,50 @@ static void test_pool_free_of_far_away_pointer_is_reported_as_foreign(void **sta
     misuse_end(env, &m);
 }
 
+/* The memory map: each chunk's live items, summing to the pool's live
+ * count, the parked slot and the current chunk included; max truncates. */
+static void test_pool_chunk_occupancy_counts_each_chunks_live_items(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "map", .item_size = 40});
+    uint32_t per = (uint32_t)stats_of(pool).items_per_chunk;
+    uint32_t n = per * 2 + per / 2; /* chunks 0 and 1 full, 2 half */
+    void **items = calloc(n, sizeof *items);
+    assert_non_null(items);
+    for (uint32_t i = 0; i < n; i++) assert_non_null(items[i] = fm_pool_alloc(pool));
+    for (uint32_t i = 0; i < per / 4; i++) (fm_pool_free)(pool, items[per + i]); /* chunk 1 */
+    (fm_pool_free)(pool, items[3]); /* chunk 0: parked */
+    uint32_t chunks = (uint32_t)stats_of(pool).chunk_count; /* geometric growth: some empty */
+    assert_true(chunks >= 3 && chunks <= 8);
+    uint32_t live[8] = {0};
+    assert_int_equal(fm_pool_chunk_occupancy(pool, live, 8), chunks);
+    assert_int_equal(fm_pool_chunk_occupancy(pool, NULL, 0), chunks);
+    uint64_t sum = 0;
+    for (uint32_t c = 0; c < chunks; c++) {
+        assert_true(live[c] <= per);
+        sum += live[c];
+    }
+    assert_int_equal(sum, stats_of(pool).live);
+    /* which chunk is which follows the chunk table: the counts, sorted */
+    uint32_t want[8] = {per - 1, per - per / 4, per / 2}, got[8];
+    memcpy(got, live, sizeof got);
+    for (uint32_t i = 0; i < chunks; i++)
+        for (uint32_t j = i + 1; j < chunks; j++) {
+            if (got[j] < got[i]) { uint32_t x = got[i]; got[i] = got[j]; got[j] = x; }
+            if (want[j] < want[i]) { uint32_t x = want[i]; want[i] = want[j]; want[j] = x; }
+        }
+    assert_memory_equal(got, want, chunks * sizeof *got);
+    uint32_t one[2] = {0, 12345};
+    assert_int_equal(fm_pool_chunk_occupancy(pool, one, 1), chunks);
+    assert_int_equal(one[0], live[0]);
+    assert_int_equal(one[1], 12345); /* not written past max */
+    for (uint32_t i = 0; i < n; i++)
+        if (i != 3 && (i < per || i >= per + per / 4)) (fm_pool_free)(pool, items[i]);
+    assert_int_equal(fm_pool_chunk_occupancy(pool, live, 8), chunks);
+    for (uint32_t c = 0; c < chunks; c++) assert_int_equal(live[c], 0);
+    free(items);
+    fm_pool_destroy(pool);
+}
+
 /* A single free outside the current chunk parks the slot (see pool.c) so
  * the next alloc takes it back: LIFO across chunks. Misuse of a parked
  * item is reported, its handle is stale, the counts stay exact and the pool
@@ -1548,6 +1592,103 @@ static void test_pool_reserve_on_fixed_pool_above_capacity_fails_and_changes_not
     assert_int_equal(after.live, 0);
     assert_int_equal(env->alloc.live_bytes, bytes);
     destroy_clean(env, pool);
+}
+
+/* ============================================================= grow-ahead */
+
+/* fm_pool_grow_ahead grows only when fewer than min_free items are free, to
+ * live + 2 x min_free; its growths are counted apart from the growths inside
+ * allocations and from reserve's (all three are in grow_events). */
+static void test_pool_grow_ahead_grows_short_pools_and_counts_it_apart(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "ahead", .item_size = 48});
+    live_set live;
+    live_init(&live, 48);
+    fm_pool_stats s0 = stats_of(pool);
+    while (stats_of(pool).live < s0.capacity + 1) live_alloc(&live, pool); /* one in-alloc growth */
+    fm_pool_stats s1 = stats_of(pool);
+    assert_int_equal(s1.grow_events, 1);
+    assert_int_equal(s1.alloc_grow_events, 1);
+    assert_true(s1.alloc_grow_ns > 0 || s1.grow_ns_total == 0);
+    assert_int_equal(s1.alloc_grow_ns, s1.grow_ns_total);
+    assert_int_equal(s1.ahead_grow_events, 0);
+    /* enough room: nothing */
+    uint64_t free_now = s1.capacity - s1.live;
+    assert_true(fm_pool_grow_ahead(pool, (uint32_t)free_now));
+    assert_true(fm_pool_grow_ahead(pool, 0));
+    fm_pool_stats s2 = stats_of(pool);
+    assert_stats_same(&s1, &s2, 0);
+    /* short of room: grows to live + 2 x min_free */
+    uint32_t want = (uint32_t)free_now + 1;
+    assert_true(fm_pool_grow_ahead(pool, want));
+    fm_pool_stats s3 = stats_of(pool);
+    assert_true(s3.capacity >= s3.live + 2 * (uint64_t)want);
+    assert_int_equal(s3.ahead_grow_events, 1);
+    assert_int_equal(s3.alloc_grow_events, 1);
+    assert_int_equal(s3.grow_events, 2);
+    /* each count converted from ticks on its own: within a ns of rounding each */
+    uint64_t parts = s3.ahead_grow_ns + s3.alloc_grow_ns;
+    assert_true(parts + 2 >= s3.grow_ns_total && parts <= s3.grow_ns_total + 2);
+    /* reserve's growth is neither */
+    assert_true(fm_pool_reserve(pool, (uint32_t)s3.capacity + 1));
+    fm_pool_stats s4 = stats_of(pool);
+    assert_int_equal(s4.grow_events, 3);
+    assert_int_equal(s4.ahead_grow_events, 1);
+    assert_int_equal(s4.alloc_grow_events, 1);
+    /* the room is served without growth inside an allocation */
+    while (stats_of(pool).live < s4.capacity) live_alloc(&live, pool);
+    assert_int_equal(stats_of(pool).alloc_grow_events, 1);
+    live_verify_all(&live);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    assert_int_equal(env->errors.count, 0);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+/* Limits: a FIXED pool short of room refuses (FM_ERR_POOL_FULL, nothing
+ * changed); max_capacity caps the growth (at the cap: nothing to do); a
+ * refusing allocator leaves the pool as it was. */
+static void test_pool_grow_ahead_respects_fixed_max_capacity_and_refusals(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *fixed = create_counted(env, (fm_pool_desc){.name = "fixed_ahead", .item_size = 48,
+                                                         .growth = FM_GROWTH_FIXED,
+                                                         .initial_capacity = 100});
+    fm_pool_stats f0 = stats_of(fixed);
+    assert_true(fm_pool_grow_ahead(fixed, (uint32_t)f0.capacity)); /* room enough */
+    assert_int_equal(env->errors.count, 0);
+    assert_false(fm_pool_grow_ahead(fixed, (uint32_t)f0.capacity + 1));
+    assert_int_equal(fm_last_error(), FM_ERR_POOL_FULL);
+    assert_int_equal(env->errors.count, 1);
+    assert_true(fm_test_contains(env->errors.message, "fixed_ahead"));
+    fm_pool_stats f1 = stats_of(fixed);
+    assert_stats_same(&f0, &f1, 0);
+    destroy_clean(env, fixed);
+
+    fm_pool *capped = create_counted(env, (fm_pool_desc){.name = "capped_ahead", .item_size = 48,
+                                                          .max_capacity = 3000});
+    fm_pool_stats c0 = stats_of(capped);
+    assert_true(fm_pool_grow_ahead(capped, 2000));
+    fm_pool_stats c1 = stats_of(capped);
+    assert_int_equal(c1.capacity, 3000); /* live + 4000, capped */
+    assert_int_equal(c1.ahead_grow_events, 1);
+    assert_true(fm_pool_grow_ahead(capped, 4000)); /* at the cap: nothing more to do */
+    fm_pool_stats c2 = stats_of(capped);
+    assert_stats_same(&c1, &c2, 0);
+    assert_true(c0.capacity < 3000);
+    destroy_clean(env, capped);
+
+    fm_pool *refused = create_counted(env, (fm_pool_desc){.name = "refused_ahead", .item_size = 48});
+    fm_pool_stats r0 = stats_of(refused);
+    int errors = env->errors.count;
+    fm_test_allocator_fail_nth(&env->alloc, 1);
+    assert_false(fm_pool_grow_ahead(refused, 100000));
+    assert_int_equal(fm_last_error(), FM_ERR_OUT_OF_MEMORY);
+    assert_int_equal(env->errors.count, errors + 1);
+    fm_pool_stats r1 = stats_of(refused);
+    assert_stats_same(&r0, &r1, 0);
+    assert_int_equal(fm_pool_check(refused), FM_OK);
+    destroy_clean(env, refused);
 }
 
 static void test_pool_reserve_above_max_capacity_fails(void **state) {
@@ -2468,6 +2609,7 @@ int main(void) {
         T(test_pool_free_of_far_away_pointer_is_reported_as_foreign),
         T(test_pool_free_of_pointer_near_null_is_reported_as_foreign),
         T(test_pool_chunk_lookup_with_many_chunks_trim_and_regrowth),
+        T(test_pool_chunk_occupancy_counts_each_chunks_live_items),
         T(test_pool_free_outside_the_current_chunk_is_served_next),
         T(test_pool_free_of_interior_pointer_is_reported),
         T(test_pool_delete_of_bad_pointers_never_runs_the_dtor),
@@ -2483,6 +2625,8 @@ int main(void) {
         T(test_pool_every_item_honours_alignments_up_to_4096),
         T(test_pool_items_of_every_size_hold_their_whole_contents),
         T(test_pool_reserve_grows_capacity_at_least_to_the_request),
+        T(test_pool_grow_ahead_grows_short_pools_and_counts_it_apart),
+        T(test_pool_grow_ahead_respects_fixed_max_capacity_and_refusals),
         T(test_pool_reserve_on_fixed_pool_above_capacity_fails_and_changes_nothing),
         T(test_pool_reserve_above_max_capacity_fails),
         T(test_pool_reserve_with_prefault_works),

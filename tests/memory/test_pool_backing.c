@@ -10,14 +10,18 @@
  * (tests/memory/thread_tests.cmake) also routes the library's own calls of
  * malloc, calloc, realloc, posix_memalign, aligned_alloc and free through
  * heap_calls below: a byte taken from the C heap behind the allocator's back
- * fails the tests too.
+ * fails the tests too. On Windows (MinGW) the same holds for malloc, calloc,
+ * realloc, free, _aligned_malloc and _aligned_free called from statically
+ * linked code, libgcc's emulated TLS included (whose first use in a thread
+ * mallocs, inside the thread-cache path if the library used it).
  */
-#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#define _POSIX_C_SOURCE 200809L
 #include "fm_test.h"
 
 #include "framemem/pool.h"
 
-#include <pthread.h>
+#include "fm_test_thread.h"
+#include "platform/thread.h"
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -26,20 +30,43 @@
 /* Calls of the C heap made outside the counting allocator (which takes its
  * blocks from the heap itself, with in_backing set). */
 static atomic_long heap_calls;
-static _Thread_local int in_backing;
+/* The library's spelling of a thread-local: on MinGW a _Thread_local would
+ * be emulated, and its first use in each thread would call malloc itself. */
+static FM__THREAD_LOCAL int in_backing_tls;
+#define in_backing FM__TLS(in_backing_tls)
+
+#if defined(FM_TEST_WRAP_HEAP) && defined(_WIN32)
+/* Windows: the C heap of the library is _aligned_malloc's. */
+void *__real__aligned_malloc(size_t size, size_t align);
+void __real__aligned_free(void *p);
+void *__wrap__aligned_malloc(size_t size, size_t align);
+void __wrap__aligned_free(void *p);
+void *__wrap__aligned_malloc(size_t size, size_t align) {
+    if (!in_backing) atomic_fetch_add(&heap_calls, 1);
+    return __real__aligned_malloc(size, align);
+}
+void __wrap__aligned_free(void *p) {
+    if (p && !in_backing) atomic_fetch_add(&heap_calls, 1);
+    __real__aligned_free(p);
+}
+#endif
 
 #ifdef FM_TEST_WRAP_HEAP
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t size);
+#ifndef _WIN32
 int __real_posix_memalign(void **out, size_t align, size_t size);
 void *__real_aligned_alloc(size_t align, size_t size);
+#endif
 void __real_free(void *p);
 void *__wrap_malloc(size_t size);
 void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *p, size_t size);
+#ifndef _WIN32
 int __wrap_posix_memalign(void **out, size_t align, size_t size);
 void *__wrap_aligned_alloc(size_t align, size_t size);
+#endif
 void __wrap_free(void *p);
 
 static void heap_call(void) {
@@ -57,6 +84,7 @@ void *__wrap_realloc(void *p, size_t size) {
     heap_call();
     return __real_realloc(p, size);
 }
+#ifndef _WIN32
 int __wrap_posix_memalign(void **out, size_t align, size_t size) {
     heap_call();
     return __real_posix_memalign(out, align, size);
@@ -65,6 +93,7 @@ void *__wrap_aligned_alloc(size_t align, size_t size) {
     heap_call();
     return __real_aligned_alloc(align, size);
 }
+#endif
 void __wrap_free(void *p) {
     if (p) heap_call();
     __real_free(p);
@@ -95,8 +124,8 @@ enum { THREADS = 4, ITEMS = 100 };
 
 typedef struct worker {
     fm_pool *pool;
-    pthread_barrier_t *used; /* every worker has used the pool */
-    pthread_barrier_t *go;   /* the workers may exit */
+    fm_test_barrier *used; /* every worker has used the pool */
+    fm_test_barrier *go;   /* the workers may exit */
     bool failed;
 } worker;
 
@@ -110,8 +139,8 @@ static void *worker_main(void *arg) {
         if (!items[i]) w->failed = true;
     }
     for (int i = 0; i < ITEMS; i++) fm_pool_free(w->pool, items[i]);
-    if (w->used) pthread_barrier_wait(w->used);
-    if (w->go) pthread_barrier_wait(w->go);
+    if (w->used) fm_test_barrier_wait(w->used);
+    if (w->go) fm_test_barrier_wait(w->go);
     return NULL;
 }
 
@@ -145,16 +174,16 @@ static void test_thread_caches_are_the_pools_allocations_and_destroy_frees_them_
         uint64_t reserved = fm_test_pool_stats(pool).bytes_reserved;
         long heap = atomic_load(&heap_calls);
 
-        pthread_barrier_t used, go;
-        pthread_barrier_init(&used, NULL, THREADS + 1);
-        pthread_barrier_init(&go, NULL, THREADS + 1);
+        fm_test_barrier used, go;
+        fm_test_barrier_init(&used, THREADS + 1);
+        fm_test_barrier_init(&go, THREADS + 1);
         worker w[THREADS];
-        pthread_t t[THREADS];
+        fm_test_thread t[THREADS];
         for (int i = 0; i < THREADS; i++) {
             w[i] = (worker){pool, &used, &go, false};
-            assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+            assert_int_equal(fm_test_thread_create(&t[i], worker_main, &w[i]), 0);
         }
-        pthread_barrier_wait(&used);
+        fm_test_barrier_wait(&used);
 
         fm_pool_stats s = fm_test_pool_stats(pool);
         assert_int_equal(s.live, 0);
@@ -168,16 +197,16 @@ static void test_thread_caches_are_the_pools_allocations_and_destroy_frees_them_
         fm_pool_destroy(pool); /* the workers are alive, their entries in place */
         fm_test_allocator_assert_clean(&env->alloc);
 
-        pthread_barrier_wait(&go);
+        fm_test_barrier_wait(&go);
         for (int i = 0; i < THREADS; i++) {
-            assert_int_equal(pthread_join(t[i], NULL), 0);
+            assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
             assert_false(w[i].failed);
         }
         fm_test_allocator_assert_clean(&env->alloc);
         assert_int_equal(atomic_load(&heap_calls), heap);
         assert_int_equal(env->errors.count, 0);
-        pthread_barrier_destroy(&used);
-        pthread_barrier_destroy(&go);
+        fm_test_barrier_destroy(&used);
+        fm_test_barrier_destroy(&go);
     }
 }
 
@@ -191,13 +220,13 @@ static void test_entries_of_exited_threads_go_back_to_the_pools_allocator(void *
         uint64_t reserved = fm_test_pool_stats(pool).bytes_reserved;
         long heap = atomic_load(&heap_calls);
         worker w[THREADS];
-        pthread_t t[THREADS];
+        fm_test_thread t[THREADS];
         for (int i = 0; i < THREADS; i++) {
             w[i] = (worker){pool, NULL, NULL, false};
-            assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+            assert_int_equal(fm_test_thread_create(&t[i], worker_main, &w[i]), 0);
         }
         for (int i = 0; i < THREADS; i++) {
-            assert_int_equal(pthread_join(t[i], NULL), 0);
+            assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
             assert_false(w[i].failed);
         }
         fm_pool_stats s = fm_test_pool_stats(pool);
@@ -250,9 +279,9 @@ static void test_a_refused_thread_entry_is_reported_and_the_call_goes_on_without
         uint64_t refused = env->alloc.failed_calls;
         fm_test_allocator_fail_nth(&env->alloc, 1); /* the thread's entry */
         worker w = {pool, NULL, NULL, false};
-        pthread_t t;
-        assert_int_equal(pthread_create(&t, NULL, refused_main, &w), 0);
-        assert_int_equal(pthread_join(t, NULL), 0);
+        fm_test_thread t;
+        assert_int_equal(fm_test_thread_create(&t, refused_main, &w), 0);
+        assert_int_equal(fm_test_thread_join(t, NULL), 0);
         assert_false(w.failed);
         assert_int_equal(env->alloc.failed_calls - refused, 1);
         assert_int_equal(env->errors.by_code[FM_ERR_OUT_OF_MEMORY], 1);
@@ -260,8 +289,8 @@ static void test_a_refused_thread_entry_is_reported_and_the_call_goes_on_without
         assert_int_equal(fm_pool_check(pool), FM_OK);
 
         fm_test_allocator_recover(&env->alloc);
-        assert_int_equal(pthread_create(&t, NULL, recovered_main, &w), 0);
-        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_int_equal(fm_test_thread_create(&t, recovered_main, &w), 0);
+        assert_int_equal(fm_test_thread_join(t, NULL), 0);
         assert_false(w.failed);
         fm_pool_stats s = fm_test_pool_stats(pool);
         assert_int_equal(s.live, 0);
@@ -324,9 +353,9 @@ static void test_a_thread_past_its_table_of_entries_serves_the_further_pools_unc
             .allocator = backing(&env->alloc),
         });
     long heap = atomic_load(&heap_calls);
-    pthread_t t; /* a fresh thread: its table is empty */
-    assert_int_equal(pthread_create(&t, NULL, many_main, m), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    fm_test_thread t; /* a fresh thread: its table is empty */
+    assert_int_equal(fm_test_thread_create(&t, many_main, m), 0);
+    assert_int_equal(fm_test_thread_join(t, NULL), 0);
     assert_false(m->failed);
     assert_int_equal(atomic_load(&heap_calls), heap);
     for (int i = 0; i < FM__TC_POOLS + 2; i++) fm_pool_destroy(m->pools[i]);

@@ -16,7 +16,7 @@
 
 #include "framemem/framemem.h"
 
-#include <pthread.h>
+#include "fm_test_thread.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1326,9 +1326,9 @@ static void test_pool_batch_calls_from_a_non_owner_thread_are_refused_in_debug_b
     stranger_arg arg = {.pool = pool, .live = live};
     fm_pool_stats before = stats_of(pool);
     fm_test_errors_reset(&env->errors);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, stranger_main, &arg), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    fm_test_thread t;
+    assert_int_equal(fm_test_thread_create(&t, stranger_main, &arg), 0);
+    assert_int_equal(fm_test_thread_join(t, NULL), 0);
 #ifdef THREAD_CHECKS
     assert_int_equal(arg.got, 0);
     for (size_t i = 0; i < 4; i++) assert_null(arg.out[i]);

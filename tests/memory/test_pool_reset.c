@@ -10,8 +10,6 @@
 #include "framemem/pool.h"
 #include "internal.h" /* fm__pool_set_gen_budget: a renumbering a test can reach */
 
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -431,7 +429,12 @@ static void test_pool_reset_leaves_meta_words_alone_except_under_cached_policies
 /* The next level fills the chunks again without a page fault. */
 static void test_pool_refill_after_reset_takes_no_page_fault(void **state) {
     fm_test_env *env = *state;
-    if (fm_test_under_valgrind()) skip(); /* Valgrind's own memory faults in */
+    if (fm_test_under_valgrind()) {
+        print_message("[ did not apply ] page faults refilling a pool after its reset: "
+                      "Valgrind's own memory faults in\n");
+        skip();
+    }
+    if (!fm_test_page_faults_counted("page faults refilling a pool after its reset")) return;
     fm_pool *pool = fm_pool_create(&(fm_pool_desc){.name = "faults", .item_size = 200,
                                                    .initial_capacity = 4000});
     assert_non_null(pool);
@@ -462,7 +465,7 @@ enum { THREADS = 4, PHASE1 = 500, PHASE2 = 300, MAIN2 = 1000 };
 
 typedef struct worker {
     fm_pool *pool;
-    pthread_barrier_t *barrier;
+    fm_test_barrier *barrier;
     void **after; /* PHASE2 items allocated after the reset */
 } worker;
 
@@ -476,11 +479,11 @@ static void *worker_run(void *arg) {
     for (size_t i = 0; i < PHASE1; i += 2)
         if (items[i]) fm_pool_free(w->pool, items[i]);
     free(items);
-    pthread_barrier_wait(w->barrier); /* main resets */
-    pthread_barrier_wait(w->barrier);
+    fm_test_barrier_wait(w->barrier); /* main resets */
+    fm_test_barrier_wait(w->barrier);
     for (size_t i = 0; i < PHASE2; i++) w->after[i] = fm_pool_alloc(w->pool);
-    pthread_barrier_wait(w->barrier); /* main looks */
-    pthread_barrier_wait(w->barrier);
+    fm_test_barrier_wait(w->barrier); /* main looks */
+    fm_test_barrier_wait(w->barrier);
     for (size_t i = 0; i < PHASE2; i++) fm_pool_free(w->pool, w->after[i]);
     return NULL;
 }
@@ -496,19 +499,19 @@ static void test_pool_reset_drops_every_threads_cached_slots(void **state) {
         fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "threads", .item_size = 24,
                                                            .initial_capacity = 4096,
                                                            .sync = cached[ci]});
-        pthread_barrier_t barrier;
-        pthread_barrier_init(&barrier, NULL, THREADS + 1);
-        pthread_t t[THREADS];
+        fm_test_barrier barrier;
+        fm_test_barrier_init(&barrier, THREADS + 1);
+        fm_test_thread t[THREADS];
         worker w[THREADS];
         void **all = malloc((THREADS * PHASE2 + MAIN2) * sizeof *all);
         assert_non_null(all);
         for (int i = 0; i < THREADS; i++) {
             w[i] = (worker){.pool = pool, .barrier = &barrier, .after = all + i * PHASE2};
-            assert_int_equal(pthread_create(&t[i], NULL, worker_run, &w[i]), 0);
+            assert_int_equal(fm_test_thread_create(&t[i], worker_run, &w[i]), 0);
         }
         void **mine = alloc_many(pool, 100);
         for (size_t i = 0; i < 100; i += 2) fm_pool_free(pool, mine[i]);
-        pthread_barrier_wait(&barrier);
+        fm_test_barrier_wait(&barrier);
         fm_pool_stats before = stats_of(pool);
         assert_int_equal(before.live, THREADS * PHASE1 / 2 + 50);
         fm_pool_reset(pool);
@@ -517,10 +520,10 @@ static void test_pool_reset_drops_every_threads_cached_slots(void **state) {
         assert_int_equal(after.total_frees, after.total_allocs);
         assert_int_equal(after.capacity, before.capacity);
         assert_int_equal(fm_pool_check(pool), FM_OK);
-        pthread_barrier_wait(&barrier);
+        fm_test_barrier_wait(&barrier);
         for (size_t i = 0; i < MAIN2; i++)
             assert_non_null(all[THREADS * PHASE2 + i] = fm_pool_alloc(pool));
-        pthread_barrier_wait(&barrier);
+        fm_test_barrier_wait(&barrier);
         size_t n = THREADS * PHASE2 + MAIN2;
         assert_int_equal(stats_of(pool).live, n);
         void **sorted = malloc(n * sizeof *sorted);
@@ -530,13 +533,13 @@ static void test_pool_reset_drops_every_threads_cached_slots(void **state) {
         for (size_t i = 0; i < n; i++) assert_non_null(sorted[i]);
         for (size_t i = 0; i + 1 < n; i++) assert_ptr_not_equal(sorted[i], sorted[i + 1]);
         assert_int_equal(stats_of(pool).grow_events, before.grow_events);
-        pthread_barrier_wait(&barrier);
-        for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+        fm_test_barrier_wait(&barrier);
+        for (int i = 0; i < THREADS; i++) fm_test_thread_join(t[i], NULL);
         for (size_t i = 0; i < MAIN2; i++) fm_pool_free(pool, all[THREADS * PHASE2 + i]);
         assert_int_equal(stats_of(pool).live, 0);
         assert_int_equal(fm_pool_check(pool), FM_OK);
         assert_int_equal(env->errors.count, 0);
-        pthread_barrier_destroy(&barrier);
+        fm_test_barrier_destroy(&barrier);
         free(sorted);
         free(mine);
         free(all);
@@ -577,13 +580,13 @@ static void test_pool_reset_under_mutex_runs_while_other_threads_resolve(void **
         void **items = alloc_many(pool, N);
         for (size_t i = 0; i < N; i++) hs[i] = fm_pool_handle(pool, items[i]);
         resolver r = {.pool = pool, .handles = hs, .n = N};
-        pthread_t t;
-        assert_int_equal(pthread_create(&t, NULL, resolve_run, &r), 0);
-        while (atomic_load(&r.found) + atomic_load(&r.gone) < N) sched_yield();
+        fm_test_thread t;
+        assert_int_equal(fm_test_thread_create(&t, resolve_run, &r), 0);
+        while (atomic_load(&r.found) + atomic_load(&r.gone) < N) fm_test_thread_yield();
         fm_pool_reset(pool);
         for (size_t i = 0; i < N; i++) assert_null(fm_pool_resolve(pool, hs[i]));
         atomic_store(&r.stop, true);
-        pthread_join(t, NULL);
+        fm_test_thread_join(t, NULL);
         free(items);
     }
     assert_int_equal(stats_of(pool).resets, LEVELS);
@@ -663,5 +666,6 @@ int main(void) {
         T(test_pool_trim_after_reset_releases_the_emptied_chunks),
 #undef T
     };
+    fm_test_filter_from_env();
     return cmocka_run_group_tests_name("pool_reset", tests, NULL, NULL);
 }

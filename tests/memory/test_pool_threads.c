@@ -13,12 +13,11 @@
  * with nothing changed under each policy, invalid sync values, and for
  * FM_SYNC_NONE the owner rule (wrong-thread reports in debug builds only).
  */
-#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#define _POSIX_C_SOURCE 200809L
 #include "sync_test_support.h"
 
 #include "framemem/pool.h"
 
-#include <sched.h>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -118,28 +117,28 @@ static void assert_quiet_pool(fm_pool *pool, uint64_t allocs) {
 
 enum { QUEUE_CAP = 256 };
 typedef struct queue {
-    pthread_mutex_t lock;
+    fm_test_mutex lock;
     item *items[QUEUE_CAP];
     int head, count;
 } queue;
 
 static bool queue_push(queue *q, item *it) {
-    pthread_mutex_lock(&q->lock);
+    fm_test_mutex_lock(&q->lock);
     bool ok = q->count < QUEUE_CAP;
     if (ok) q->items[(q->head + q->count++) % QUEUE_CAP] = it;
-    pthread_mutex_unlock(&q->lock);
+    fm_test_mutex_unlock(&q->lock);
     return ok;
 }
 
 static item *queue_pop(queue *q) {
-    pthread_mutex_lock(&q->lock);
+    fm_test_mutex_lock(&q->lock);
     item *it = NULL;
     if (q->count) {
         it = q->items[q->head];
         q->head = (q->head + 1) % QUEUE_CAP;
         q->count--;
     }
-    pthread_mutex_unlock(&q->lock);
+    fm_test_mutex_unlock(&q->lock);
     return it;
 }
 
@@ -213,7 +212,7 @@ static void run_stress(fm_sync sync, int threads, int ops) {
                                              .allocator = fm_test_allocator_get(&backing)});
     s->threads = threads;
     s->ops = ops;
-    for (int i = 0; i < threads; i++) pthread_mutex_init(&s->queues[i].lock, NULL);
+    for (int i = 0; i < threads; i++) fm_test_mutex_init(&s->queues[i].lock);
     stress_arg args[MAX_THREADS];
     for (int i = 0; i < threads; i++) args[i] = (stress_arg){s, i};
     sync_run(threads, stress_main, args, sizeof args[0]);
@@ -221,7 +220,7 @@ static void run_stress(fm_sync sync, int threads, int ops) {
     for (int i = 0; i < threads; i++) {
         item *it;
         while ((it = queue_pop(&s->queues[i])) != NULL) item_give_back(s->pool, it);
-        pthread_mutex_destroy(&s->queues[i].lock);
+        fm_test_mutex_destroy(&s->queues[i].lock);
     }
     fm_pool_flush_thread_cache(s->pool);
     assert_int_equal(atomic_load(&s->failed), 0);
@@ -358,20 +357,20 @@ static void test_pool_threads_exit_returns_cached_slots_to_the_pool(void **state
  * pool made (likely at the same address): the old entries are never used. */
 typedef struct idle_arg {
     fm_pool **pool;
-    pthread_barrier_t *step;
+    fm_test_barrier *step;
     int rounds;
 } idle_arg;
 
 static void *idle_main(void *p) {
     idle_arg *a = p;
     for (int r = 0; r < a->rounds; r++) {
-        pthread_barrier_wait(a->step); /* pool r exists */
+        fm_test_barrier_wait(a->step); /* pool r exists */
         item *it = fm_pool_alloc(*a->pool);
         if (it) {
             it->check = 7;
             fm_pool_free(*a->pool, it);
         }
-        pthread_barrier_wait(a->step); /* main destroys pool r */
+        fm_test_barrier_wait(a->step); /* main destroys pool r */
     }
     return NULL;
 }
@@ -381,18 +380,18 @@ static void test_pool_threads_destroy_with_idle_caches_and_recreate_at_same_addr
     enum { ROUNDS = 6, WORKERS = 3 };
     for (int p = 0; p < POLICIES; p++) {
         fm_pool *pool = NULL;
-        pthread_barrier_t step;
-        pthread_barrier_init(&step, NULL, WORKERS + 1);
+        fm_test_barrier step;
+        fm_test_barrier_init(&step, WORKERS + 1);
         idle_arg arg = {&pool, &step, ROUNDS};
-        pthread_t t[WORKERS];
-        for (int i = 0; i < WORKERS; i++) assert_int_equal(pthread_create(&t[i], NULL, idle_main, &arg), 0);
+        fm_test_thread t[WORKERS];
+        for (int i = 0; i < WORKERS; i++) assert_int_equal(fm_test_thread_create(&t[i], idle_main, &arg), 0);
         for (int r = 0; r < ROUNDS; r++) {
             fm_test_allocator backing;
             fm_test_allocator_init(&backing);
             pool = make_pool(shared_policies[p],
                              (fm_pool_desc){.allocator = fm_test_allocator_get(&backing)});
-            pthread_barrier_wait(&step);
-            pthread_barrier_wait(&step);
+            fm_test_barrier_wait(&step);
+            fm_test_barrier_wait(&step);
             fm_pool_stats s = fm_test_pool_stats(pool);
             assert_int_equal(s.live, 0);
             assert_int_equal(s.total_allocs, WORKERS);
@@ -401,8 +400,8 @@ static void test_pool_threads_destroy_with_idle_caches_and_recreate_at_same_addr
             fm_test_allocator_assert_clean(&backing);
             fm_test_allocator_release(&backing);
         }
-        for (int i = 0; i < WORKERS; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
-        pthread_barrier_destroy(&step);
+        for (int i = 0; i < WORKERS; i++) assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
+        fm_test_barrier_destroy(&step);
     }
 }
 
@@ -433,7 +432,7 @@ static void *producer_main(void *p) {
     resolve_shared *s = a->s;
     uint64_t rng = 77u + (uint64_t)a->index;
     int ops = scaled(6000);
-    while (atomic_load(&s->resolvers_ready) < 2) sched_yield();
+    while (atomic_load(&s->resolvers_ready) < 2) fm_test_thread_yield();
     for (int op = 0; op < ops; op++) {
         int e = a->index + s->producers * (int)(sync_rand(&rng) % (ENTRIES / s->producers));
         /* Free the entry's item, then publish its handle as dead. */
@@ -484,16 +483,16 @@ static void test_pool_threads_resolve_racing_free_gives_the_item_or_null(void **
         s->pool = make_pool(shared_policies[p], (fm_pool_desc){.initial_capacity = 1});
         s->producers = 2;
         resolve_arg args[4];
-        pthread_t t[4];
+        fm_test_thread t[4];
         for (int i = 0; i < 4; i++) {
             args[i] = (resolve_arg){s, i};
-            assert_int_equal(pthread_create(&t[i], NULL, i < 2 ? producer_main : resolver_main,
+            assert_int_equal(fm_test_thread_create(&t[i], i < 2 ? producer_main : resolver_main,
                                             &args[i]),
                              0);
         }
-        for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+        for (int i = 0; i < 2; i++) assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
         atomic_store(&s->stop, 1);
-        for (int i = 2; i < 4; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+        for (int i = 2; i < 4; i++) assert_int_equal(fm_test_thread_join(t[i], NULL), 0);
         assert_int_equal(atomic_load(&s->wrong), 0);
         assert_true(atomic_load(&s->hits) + atomic_load(&s->misses) > 0);
         for (int e = 0; e < ENTRIES; e++) {
@@ -952,7 +951,7 @@ enum { PINGPONG_ITEMS = 100, PINGPONG_ROUNDS = 60 };
 typedef struct pingpong {
     fm_pool *pool;
     queue queues[2];
-    pthread_barrier_t step;
+    fm_test_barrier step;
 } pingpong;
 
 typedef struct pingpong_arg {
@@ -975,13 +974,13 @@ static void *pingpong_main(void *p) {
             item_taken(pp->pool, it, (uint32_t)a->index, serial++);
             if (!queue_push(&pp->queues[1 - a->index], it)) atomic_fetch_add(&bad_checksums, 1);
         }
-        pthread_barrier_wait(&pp->step);
+        fm_test_barrier_wait(&pp->step);
         item *it;
         while ((it = queue_pop(&pp->queues[a->index])) != NULL) {
             if (it->owner != (uint32_t)(1 - a->index)) atomic_fetch_add(&bad_checksums, 1);
             item_give_back(pp->pool, it);
         }
-        pthread_barrier_wait(&pp->step);
+        fm_test_barrier_wait(&pp->step);
     }
     return NULL; /* the exit returns this thread's cache */
 }
@@ -992,8 +991,8 @@ static void test_pool_threads_thread_cache_cross_thread_frees_between_two_thread
     pingpong *pp = calloc(1, sizeof *pp);
     assert_non_null(pp);
     pp->pool = make_pool(FM_SYNC_THREAD_CACHE, (fm_pool_desc){.name = "pingpong"});
-    for (int i = 0; i < 2; i++) pthread_mutex_init(&pp->queues[i].lock, NULL);
-    pthread_barrier_init(&pp->step, NULL, 2);
+    for (int i = 0; i < 2; i++) fm_test_mutex_init(&pp->queues[i].lock);
+    fm_test_barrier_init(&pp->step, 2);
     pingpong_arg args[2] = {{pp, 0}, {pp, 1}};
     sync_run(2, pingpong_main, args, sizeof args[0]);
     int rounds = fm_test_under_valgrind() ? PINGPONG_ROUNDS / 6 : PINGPONG_ROUNDS;
@@ -1002,8 +1001,8 @@ static void test_pool_threads_thread_cache_cross_thread_frees_between_two_thread
      * thread is served again from what they used. */
     fm_pool_stats s = fm_test_pool_stats(pp->pool);
     assert_true(s.capacity <= 2 * s.items_per_chunk);
-    pthread_barrier_destroy(&pp->step);
-    for (int i = 0; i < 2; i++) pthread_mutex_destroy(&pp->queues[i].lock);
+    fm_test_barrier_destroy(&pp->step);
+    for (int i = 0; i < 2; i++) fm_test_mutex_destroy(&pp->queues[i].lock);
     fm_pool_destroy(pp->pool);
     free(pp);
 }
@@ -1024,7 +1023,7 @@ static void *same_addr_alloc(size_t size, size_t align, void *user) {
         return sa->buf;
     }
     size_t al = align < sizeof(void *) ? sizeof(void *) : align;
-    return aligned_alloc(al, (size + al - 1) / al * al);
+    return fm_test_aligned_alloc(al, (size + al - 1) / al * al);
 }
 
 static void same_addr_free(void *ptr, size_t size, void *user) {
@@ -1032,7 +1031,7 @@ static void same_addr_free(void *ptr, size_t size, void *user) {
     same_addr *sa = user;
     sa->live_blocks--;
     if (ptr == sa->buf) sa->used = false;
-    else free(ptr);
+    else fm_test_aligned_free(ptr);
 }
 
 static same_addr same_addr_state;
@@ -1126,7 +1125,7 @@ static void test_pool_threads_thread_cache_double_free_is_reported_in_every_buil
 typedef struct dup_arg {
     fm_pool *pool;
     void *item;
-    pthread_barrier_t *step;
+    fm_test_barrier *step;
     int mode;
     void *got;
 } dup_arg;
@@ -1134,8 +1133,8 @@ typedef struct dup_arg {
 static void *dup_main(void *p) {
     dup_arg *a = p;
     fm_pool_free(a->pool, a->item); /* the second free: succeeds */
-    pthread_barrier_wait(a->step);  /* the main thread takes the item again */
-    pthread_barrier_wait(a->step);
+    fm_test_barrier_wait(a->step);  /* the main thread takes the item again */
+    fm_test_barrier_wait(a->step);
     if (a->mode == 0) {
         a->got = fm_pool_alloc(a->pool); /* its copy is in use: another slot */
         fm_pool_free(a->pool, a->got);
@@ -1161,16 +1160,16 @@ static void test_pool_threads_thread_cache_slot_in_two_caches_is_never_served_tw
 #endif
         sync_errors errs;
         sync_errors_install(&errs);
-        pthread_barrier_t step;
-        pthread_barrier_init(&step, NULL, 2);
+        fm_test_barrier step;
+        fm_test_barrier_init(&step, 2);
         dup_arg arg = {pool, x, &step, mode, NULL};
-        pthread_t t;
-        assert_int_equal(pthread_create(&t, NULL, dup_main, &arg), 0);
-        pthread_barrier_wait(&step);
+        fm_test_thread t;
+        assert_int_equal(fm_test_thread_create(&t, dup_main, &arg), 0);
+        fm_test_barrier_wait(&step);
         void *again = fm_pool_alloc(pool); /* the top of this thread's cache */
         assert_ptr_equal(again, x);
-        pthread_barrier_wait(&step);
-        assert_int_equal(pthread_join(t, NULL), 0);
+        fm_test_barrier_wait(&step);
+        assert_int_equal(fm_test_thread_join(t, NULL), 0);
         sync_expect_errors(&errs, 0, FM_ERR_DOUBLE_FREE, 1);
         assert_true(fm_test_contains(errs.last_message, "two frees"));
         sync_errors_remove(&errs);
@@ -1200,7 +1199,7 @@ static void test_pool_threads_thread_cache_slot_in_two_caches_is_never_served_tw
         }
         for (uint64_t i = 0; i < cap; i++) fm_pool_free(pool, all[i]);
         free(all);
-        pthread_barrier_destroy(&step);
+        fm_test_barrier_destroy(&step);
         fm_pool_destroy(pool);
     }
 }

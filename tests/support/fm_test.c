@@ -16,10 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#include <fcntl.h>
+#include <io.h>
+#include <process.h>
+#include <psapi.h>
+#else
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <unistd.h>
+#endif
 
 /* -------------------------------------------------------- counting allocator */
 
@@ -142,6 +154,59 @@ bool fm_test_contains(const char *haystack, const char *needle) {
     return haystack && needle && strstr(haystack, needle) != NULL;
 }
 
+#ifdef _WIN32
+void fm_test_limit_file_size(size_t max_bytes) {
+    (void)max_bytes;
+    _exit(125);
+}
+
+int fm_test_run_full_disk(size_t max_bytes, int (*fn)(void *arg), void *arg) {
+    (void)max_bytes, (void)fn, (void)arg;
+    print_message("[ did not apply ] a full disk: Windows has no per-process file-size limit "
+                  "(RLIMIT_FSIZE) and no fork to set one in\n");
+    skip();
+    return -1;
+}
+
+bool fm_test_make_dir(char *dir, size_t dir_size, const char *prefix) {
+    char tmp[MAX_PATH + 1];
+    DWORD n = GetTempPathA(sizeof tmp, tmp);
+    if (n == 0 || n > MAX_PATH) return false;
+    static unsigned seq;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int k = snprintf(dir, dir_size, "%s%s_%lu_%u", tmp, prefix,
+                         (unsigned long)GetCurrentProcessId(), seq++);
+        if (k <= 0 || (size_t)k >= dir_size) return false;
+        if (CreateDirectoryA(dir, NULL)) return true;
+        if (GetLastError() != ERROR_ALREADY_EXISTS) return false;
+    }
+    return false;
+}
+
+/* Depth first; read-only files are made writable before they go. */
+int fm_test_remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int rc = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        DWORD attrs = GetFileAttributesA(path);
+        if (attrs != INVALID_FILE_ATTRIBUTES && (attrs & FILE_ATTRIBUTE_DIRECTORY) &&
+            !(attrs & FILE_ATTRIBUTE_REPARSE_POINT)) {
+            rc |= fm_test_remove_dir(path);
+        } else if (attrs != INVALID_FILE_ATTRIBUTES && (attrs & FILE_ATTRIBUTE_DIRECTORY)) {
+            rc |= RemoveDirectoryA(path) ? 0 : -1; /* a link to a folder */
+        } else {
+            SetFileAttributesA(path, FILE_ATTRIBUTE_NORMAL);
+            rc |= DeleteFileA(path) ? 0 : -1;
+        }
+    }
+    closedir(d);
+    return RemoveDirectoryA(dir) ? rc : -1;
+}
+#else
 void fm_test_limit_file_size(size_t max_bytes) {
     struct rlimit rl = {.rlim_cur = (rlim_t)max_bytes, .rlim_max = (rlim_t)max_bytes};
     if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(125);
@@ -173,6 +238,7 @@ int fm_test_remove_dir(const char *dir) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd);
 }
+#endif
 
 const char *fm_test_path(const char *dir, const char *name) {
     static char bufs[8][600];
@@ -247,11 +313,72 @@ bool fm_test_under_valgrind(void) {
 }
 
 uint64_t fm_test_minor_faults(void) {
+#ifdef _WIN32
+    /* Every page fault, soft ones included: what a first touch takes. */
+    PROCESS_MEMORY_COUNTERS pmc;
+    if (!K32GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof pmc)) return 0;
+    return (uint64_t)pmc.PageFaultCount;
+#else
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (uint64_t)ru.ru_minflt;
+#endif
 }
 
+void fm_test_filter_from_env(void) {
+    const char *pattern = getenv("FM_TEST_FILTER");
+    if (pattern && pattern[0]) cmocka_set_test_filter(pattern);
+}
+
+bool fm_test_feature_missing(const char *what, const char *why) {
+    const char *emulator = getenv("FM_TEST_EMULATOR");
+    if (!emulator || !emulator[0]) {
+        print_error("%s: %s (a native run must have it)\n", what, why);
+        fail();
+    }
+    print_message("[ did not apply ] %s: %s (under %s)\n", what, why, emulator);
+    return true;
+}
+
+bool fm_test_page_faults_counted(const char *what) {
+    /* A fresh mapping of PAGES pages, each touched once: a counter that
+     * sees first touches rises by at least PAGES. Too small for a huge page
+     * (THP "always" would fault it in as one). */
+    enum { PAGES = 64 };
+    static int known = -1;
+    static uint64_t seen;
+    if (known < 0) {
+#ifdef _WIN32
+        SYSTEM_INFO si;
+        GetSystemInfo(&si);
+        size_t page = si.dwPageSize, bytes = PAGES * page;
+        uint8_t *p = VirtualAlloc(NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+        if (!p) fail_msg("VirtualAlloc of the page-fault probe failed");
+#else
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = PAGES * page;
+        uint8_t *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) fail_msg("mmap of the page-fault probe failed");
+#endif
+        uint64_t before = fm_test_minor_faults();
+        for (size_t i = 0; i < PAGES; i++) ((volatile uint8_t *)p)[i * page] = 1;
+        seen = fm_test_minor_faults() - before;
+#ifdef _WIN32
+        VirtualFree(p, 0, MEM_RELEASE);
+#else
+        munmap(p, bytes);
+#endif
+        known = seen >= PAGES;
+    }
+    if (known) return true;
+    char why[160];
+    snprintf(why, sizeof why,
+             "the process's page-fault count rose by %llu while %d fresh pages were touched",
+             (unsigned long long)seen, PAGES);
+    fm_test_feature_missing(what, why);
+    return false;
+}
+
+#ifndef _WIN32
 static unsigned fm_test__valgrind_errors(void) {
 #ifdef FM_TEST_HAVE_VALGRIND
     return (unsigned)VALGRIND_COUNT_ERRORS;
@@ -259,7 +386,31 @@ static unsigned fm_test__valgrind_errors(void) {
     return 0;
 #endif
 }
+#endif
 
+#ifdef _WIN32
+fm_test_child fm_test_run_child(void (*fn)(void)) {
+    fm_test_child r;
+    memset(&r, 0, sizeof r);
+    int fds[2];
+    assert_int_equal(_pipe(fds, sizeof r.output, _O_BINARY), 0);
+    fflush(NULL);
+    int saved = _dup(2);
+    assert_true(saved >= 0);
+    assert_int_equal(_dup2(fds[1], 2), 0);
+    fn();
+    fflush(stderr);
+    _dup2(saved, 2);
+    _close(saved);
+    _close(fds[1]);
+    int got = 0, n;
+    while ((n = _read(fds[0], r.output + got, (unsigned)(sizeof r.output - 1 - (size_t)got))) > 0)
+        got += n;
+    r.output[got] = '\0';
+    _close(fds[0]);
+    return r;
+}
+#else
 fm_test_child fm_test_run_child(void (*fn)(void)) {
     fm_test_child r;
     memset(&r, 0, sizeof r);
@@ -288,6 +439,7 @@ fm_test_child fm_test_run_child(void (*fn)(void)) {
     assert_int_equal(waitpid(pid, &r.status, 0), pid);
     return r;
 }
+#endif
 
 bool fm_test_child_caught(const fm_test_child *r) {
     if (strstr(r->output, "use-after-poison")) return true;
@@ -348,4 +500,96 @@ void fm_test_shuffle(void **a, size_t n, uint32_t seed) {
         a[i - 1] = a[j];
         a[j] = t;
     }
+}
+
+/* ----------------------------------------------------------- special files */
+
+#ifdef _WIN32
+bool fm_test_make_fifo(const char *path, const char *what) {
+    (void)path;
+    print_message("[ did not apply ] %s: Windows has no FIFOs in the file system\n", what);
+    return false;
+}
+
+bool fm_test_make_symlink(const char *target, const char *at, const char *what) {
+    /* 0x2: SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE (developer mode). */
+    if (CreateSymbolicLinkA(at, target, 0x2)) {
+        if (fm_test_is_symlink(at)) return true;
+        /* Wine's CreateSymbolicLink is a stub that makes nothing. */
+        print_message("[ did not apply ] %s: CreateSymbolicLink reported success but no "
+                      "link exists (Wine's is a stub)\n",
+                      what);
+        return false;
+    }
+    DWORD e = GetLastError();
+    assert_true(e == ERROR_PRIVILEGE_NOT_HELD || e == ERROR_INVALID_PARAMETER ||
+                e == ERROR_NOT_SUPPORTED || e == ERROR_CALL_NOT_IMPLEMENTED);
+    print_message("[ did not apply ] %s: CreateSymbolicLink refused (error %lu: no privilege "
+                  "for symbolic links here)\n",
+                  what, (unsigned long)e);
+    return false;
+}
+
+void fm_test_make_hardlink(const char *target, const char *at) {
+    assert_true(CreateHardLinkA(at, target, NULL));
+}
+
+bool fm_test_is_symlink(const char *path) {
+    DWORD a = GetFileAttributesA(path);
+    return a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_REPARSE_POINT);
+}
+
+bool fm_test_is_fifo(const char *path) {
+    (void)path;
+    return false;
+}
+
+int fm_test_mkdir(const char *path) { return CreateDirectoryA(path, NULL) ? 0 : -1; }
+
+bool fm_test_mode_bits(const char *what) {
+    print_message("[ did not apply ] %s: Windows files have no permission bits\n", what);
+    return false;
+}
+
+void fm_test_alarm(unsigned seconds) { (void)seconds; }
+#else
+bool fm_test_make_fifo(const char *path, const char *what) {
+    (void)what;
+    if (mkfifo(path, 0644) != 0 && errno != EEXIST) fail_msg("mkfifo %s: %s", path, strerror(errno));
+    return true;
+}
+
+bool fm_test_make_symlink(const char *target, const char *at, const char *what) {
+    (void)what;
+    assert_int_equal(symlink(target, at), 0);
+    return true;
+}
+
+void fm_test_make_hardlink(const char *target, const char *at) {
+    assert_int_equal(link(target, at), 0);
+}
+
+bool fm_test_is_symlink(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+bool fm_test_is_fifo(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+int fm_test_mkdir(const char *path) { return mkdir(path, 0755); }
+
+bool fm_test_mode_bits(const char *what) {
+    (void)what;
+    return true;
+}
+
+void fm_test_alarm(unsigned seconds) { alarm(seconds); }
+#endif
+
+bool fm_test_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }

@@ -50,9 +50,23 @@ bool fm_test_under_valgrind(void);
 #ifndef FM_TEST_TSAN
 #define FM_TEST_TSAN 0
 #endif
-/// Minor page faults of this process so far (getrusage): a page touched for
-/// the first time.
+/// Minor page faults of this process so far (getrusage; Windows: every page
+/// fault, from GetProcessMemoryInfo): a page touched for the first time.
 uint64_t fm_test_minor_faults(void);
+/// Whether fm_test_minor_faults sees this process's first touches of fresh
+/// pages one by one (probed once, on a fresh mapping). Where it does not,
+/// fm_test_feature_missing says so for what, and the result is false.
+bool fm_test_page_faults_counted(const char *what);
+/// Runs only the cases whose names match the environment's FM_TEST_FILTER
+/// (cmocka's wildcards * and ?), when it is set: ctest's repeats of a
+/// suite's thread cases (tests/memory/thread_tests.cmake). Call before
+/// cmocka_run_group_tests.
+void fm_test_filter_from_env(void);
+/// A kernel feature a check needs is missing: under an emulator
+/// (FM_TEST_EMULATOR, set by cross builds) prints "[ did not apply ] WHAT:
+/// why (under EMULATOR)" and returns true; on a native run, where the
+/// feature must be there, cmocka-fails.
+bool fm_test_feature_missing(const char *what, const char *why);
 /// Tells Valgrind that the test reads [p, p + n) on purpose (released memory
 /// whose fill pattern it checks); nothing without Valgrind.
 void fm_test_allow_read(const void *p, size_t n);
@@ -66,7 +80,16 @@ typedef struct fm_test_child {
 } fm_test_child;
 
 /// Runs fn in a forked child with stderr captured; the child exits 0 after fn.
+/// Windows has no fork: fn runs in this process with stderr captured, which
+/// only builds without sanitizers or Valgrind reach (there fn's reads are
+/// harmless and it reports what it read).
 fm_test_child fm_test_run_child(void (*fn)(void));
+#ifdef _WIN32
+#define WIFEXITED(status) ((void)(status), 1)
+#define WEXITSTATUS(status) (status)
+#else
+#include <sys/wait.h>
+#endif
 /// true when the child's memory error was caught: an ASan "use-after-poison"
 /// report, or a Valgrind error counted while fn ran.
 bool fm_test_child_caught(const fm_test_child *r);
@@ -158,8 +181,10 @@ void fm_test_limit_file_size(size_t max_bytes);
 /// Runs fn(arg) in a forked child under fm_test_limit_file_size(max_bytes)
 /// and returns its result (the child's exit code; 128 + signal if killed).
 /// fn must not use cmocka's asserts (it reports through its return value).
+/// Windows has neither fork nor a file-size limit: the calling test is
+/// skipped there, saying so.
 int fm_test_run_full_disk(size_t max_bytes, int (*fn)(void *arg), void *arg);
-/// Makes a fresh folder "/tmp/PREFIX_XXXXXX" and puts its path in dir
+/// Makes a fresh folder "/tmp/PREFIX_XXXXXX" (Windows: in %TEMP%) and puts its path in dir
 /// (dir_size bytes); false when it cannot.
 bool fm_test_make_dir(char *dir, size_t dir_size, const char *prefix);
 /// Removes dir and everything in it; 0 when done.
@@ -171,6 +196,39 @@ void fm_test_expect_contains(const char *text, const char *want);
 /// Files in dir whose names contain ".tmp" (a writer's leftovers); -1 when
 /// dir cannot be read.
 int fm_test_count_temp_files(const char *dir);
+/* Special files where the OS has them. Where it has not (Windows: no FIFOs
+ * in the file system, no permission bits, symbolic links only with a
+ * privilege), the maker prints "[ did not apply ] WHAT: why" and returns
+ * false, and the test goes on without that case. */
+
+/// A FIFO at path (cmocka-asserts mkfifo); false on Windows.
+bool fm_test_make_fifo(const char *path, const char *what);
+/// A symbolic link at `at` naming target (cmocka-asserts); false where the OS
+/// refused for want of a privilege.
+bool fm_test_make_symlink(const char *target, const char *at, const char *what);
+/// A hard link at `at` to the file target; cmocka-asserts.
+void fm_test_make_hardlink(const char *target, const char *at);
+/// true when path itself (not what it names) is a symbolic link.
+bool fm_test_is_symlink(const char *path);
+/// true when path is a FIFO.
+bool fm_test_is_fifo(const char *path);
+/// true when path is a folder.
+bool fm_test_is_dir(const char *path);
+/// Makes a folder (mode 0755 where modes exist); 0 on success.
+int fm_test_mkdir(const char *path);
+/// true where files carry POSIX permission bits; otherwise says WHAT did
+/// not apply and returns false.
+bool fm_test_mode_bits(const char *what);
+/// A SIGALRM in seconds (0: cancel) so a blocking test fails instead of
+/// hanging; nothing on Windows, where ctest's timeout is the guard.
+void fm_test_alarm(unsigned seconds);
+/// A character device every system has ("/dev/zero"; Windows: "NUL").
+#ifdef _WIN32
+#define FM_TEST_DEVICE "NUL"
+#else
+#define FM_TEST_DEVICE "/dev/zero"
+#endif
+
 /// Writes text to path (replacing it); cmocka-asserts success.
 void fm_test_write_text(const char *path, const char *text);
 /// true when the file at path holds exactly text.

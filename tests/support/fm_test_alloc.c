@@ -8,7 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#include <malloc.h>
+#else
 #include <sys/mman.h>
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FM_TEST__ASAN 1
@@ -26,11 +32,7 @@
 #define FM_TEST__UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-#define FM_TEST__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define FM_TEST__PRINTF(f, a)
-#endif
+#define FM_TEST__PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 
 /* Alignments above this come from mmap. */
 #define FM_TEST__MMAP_ALIGN ((size_t)1 << 20)
@@ -64,6 +66,39 @@ static size_t fm_test__real_align(size_t align) {
     return align < sizeof(void *) ? sizeof(void *) : align;
 }
 
+#ifdef _WIN32
+/* Windows cannot give back part of a reservation: reserve more, release it
+ * and reserve again at the aligned address inside it. */
+static void *fm_test__map_aligned(size_t size, size_t align) {
+    size = fm_test__pages(size);
+    if (size > SIZE_MAX - align) return NULL;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        uint8_t *raw = VirtualAlloc(NULL, size + align, MEM_RESERVE, PAGE_NOACCESS);
+        if (!raw) return NULL;
+        uint8_t *p = (uint8_t *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+        VirtualFree(raw, 0, MEM_RELEASE);
+        if (VirtualAlloc(p, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE) == p) return p;
+    }
+    return NULL;
+}
+static void fm_test__unmap(void *p, size_t size) {
+    (void)size;
+    VirtualFree(p, 0, MEM_RELEASE);
+}
+
+void *fm_test_aligned_alloc(size_t align, size_t size) {
+    return _aligned_malloc(size ? size : 1, align);
+}
+void fm_test_aligned_free(void *p) { _aligned_free(p); }
+#else
+static void fm_test__unmap(void *p, size_t size) { munmap(p, size); }
+
+void *fm_test_aligned_alloc(size_t align, size_t size) {
+    void *p = NULL;
+    return posix_memalign(&p, align, size ? size : 1) == 0 ? p : NULL;
+}
+void fm_test_aligned_free(void *p) { free(p); }
+
 /* size bytes aligned to align from the OS; the slack around the aligned part
  * goes straight back, so munmap(p, pages(size)) frees it all. */
 static void *fm_test__map_aligned(size_t size, size_t align) {
@@ -78,19 +113,19 @@ static void *fm_test__map_aligned(size_t size, size_t align) {
     if (tail) munmap(p + size, tail);
     return p;
 }
+#endif
 
 static void *fm_test__raw_alloc(size_t size, size_t align) {
     size_t real = fm_test__real_align(align);
     if (real > FM_TEST__MMAP_ALIGN) return fm_test__map_aligned(size ? size : 1, real);
-    void *p = NULL;
-    return posix_memalign(&p, real, size ? size : 1) == 0 ? p : NULL;
+    return fm_test_aligned_alloc(real, size);
 }
 
 static void fm_test__raw_free(void *p, size_t size, size_t align) {
     if (fm_test__real_align(align) > FM_TEST__MMAP_ALIGN)
-        munmap(p, fm_test__pages(size ? size : 1));
+        fm_test__unmap(p, fm_test__pages(size ? size : 1));
     else
-        free(p);
+        fm_test_aligned_free(p);
 }
 
 /* ----------------------------------------------------------------- cache */
@@ -190,9 +225,9 @@ static void *fm_test__alloc_locked(fm_test_allocator *a, size_t size, size_t ali
 static void *fm_test__alloc(size_t size, size_t align, void *user) {
     fm_test_allocator *a = user;
     if (a->hook) a->hook(a);
-    pthread_mutex_lock(&a->lock);
+    fm_test_mutex_lock(&a->lock);
     void *p = fm_test__alloc_locked(a, size, align);
-    pthread_mutex_unlock(&a->lock);
+    fm_test_mutex_unlock(&a->lock);
     return p;
 }
 
@@ -221,16 +256,16 @@ static void fm_test__free_locked(fm_test_allocator *a, void *ptr, size_t size) {
 
 static void fm_test__free(void *ptr, size_t size, void *user) {
     fm_test_allocator *a = user;
-    pthread_mutex_lock(&a->lock);
+    fm_test_mutex_lock(&a->lock);
     fm_test__free_locked(a, ptr, size);
-    pthread_mutex_unlock(&a->lock);
+    fm_test_mutex_unlock(&a->lock);
 }
 
 /* ------------------------------------------------------------- lifetime */
 
 void fm_test_allocator_init(fm_test_allocator *a) {
     memset(a, 0, sizeof *a);
-    pthread_mutex_init(&a->lock, NULL);
+    fm_test_mutex_init(&a->lock);
 }
 
 /* Frees the blocks still live (a failed test's leftovers). */
@@ -247,12 +282,12 @@ void fm_test_allocator_release(fm_test_allocator *a) {
         fm_test__raw_free(a->cached[i].ptr, a->cached[i].size, a->cached[i].align);
     }
     free(a->blocks);
-    pthread_mutex_destroy(&a->lock);
+    fm_test_mutex_destroy(&a->lock);
     memset(a, 0, sizeof *a);
 }
 
 void fm_test_allocator_reset(fm_test_allocator *a) {
-    pthread_mutex_lock(&a->lock);
+    fm_test_mutex_lock(&a->lock);
     fm_test__free_leftovers(a);
     a->live_bytes = a->live_blocks = a->peak_bytes = 0;
     a->alloc_calls = a->failed_calls = a->free_calls = a->errors = 0;
@@ -260,7 +295,7 @@ void fm_test_allocator_reset(fm_test_allocator *a) {
     a->fail_at = 0;
     a->fail_after = false;
     a->max_block = a->max_live = a->fatal_above = 0;
-    pthread_mutex_unlock(&a->lock);
+    fm_test_mutex_unlock(&a->lock);
 }
 
 fm_allocator fm_test_allocator_get(fm_test_allocator *a) {
@@ -268,29 +303,29 @@ fm_allocator fm_test_allocator_get(fm_test_allocator *a) {
 }
 
 void fm_test_allocator_fail_nth(fm_test_allocator *a, uint64_t n) {
-    pthread_mutex_lock(&a->lock);
+    fm_test_mutex_lock(&a->lock);
     a->fail_at = a->alloc_calls + n;
     a->fail_after = false;
-    pthread_mutex_unlock(&a->lock);
+    fm_test_mutex_unlock(&a->lock);
 }
 
 void fm_test_allocator_fail_from(fm_test_allocator *a, uint64_t n) {
-    pthread_mutex_lock(&a->lock);
+    fm_test_mutex_lock(&a->lock);
     a->fail_at = a->alloc_calls + n;
     a->fail_after = true;
-    pthread_mutex_unlock(&a->lock);
+    fm_test_mutex_unlock(&a->lock);
 }
 
 void fm_test_allocator_recover(fm_test_allocator *a) {
-    pthread_mutex_lock(&a->lock);
+    fm_test_mutex_lock(&a->lock);
     a->fail_at = 0;
     a->fail_after = false;
-    pthread_mutex_unlock(&a->lock);
+    fm_test_mutex_unlock(&a->lock);
 }
 
 bool fm_test_allocator_clean(fm_test_allocator *a) {
-    pthread_mutex_lock(&a->lock);
+    fm_test_mutex_lock(&a->lock);
     bool clean = !a->live_bytes && !a->live_blocks && !a->errors;
-    pthread_mutex_unlock(&a->lock);
+    fm_test_mutex_unlock(&a->lock);
     return clean;
 }

@@ -35,7 +35,7 @@
 #ifndef FM_TEST_ALLOC_H
 #define FM_TEST_ALLOC_H
 
-#include <pthread.h>
+#include "fm_test_thread.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,10 +83,15 @@ typedef struct fm_test_allocator {
     size_t block_cap;
 
     /* internals */
-    pthread_mutex_t lock;
+    fm_test_mutex lock;
     fm_test_block cached[FM_TEST_CACHE_BLOCKS];
     size_t cached_count, cached_bytes;
 } fm_test_allocator;
+
+/// size bytes aligned to align (a power of two, at least sizeof(void *)) from
+/// the C heap; freed by fm_test_aligned_free.
+void *fm_test_aligned_alloc(size_t align, size_t size);
+void fm_test_aligned_free(void *p);
 
 /// Zeroes every counter and switch and sets up the lock; call once before use.
 void fm_test_allocator_init(fm_test_allocator *a);

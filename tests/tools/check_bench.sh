@@ -51,11 +51,27 @@ has_row churn "malloc/free | 1024 B | random free, 10,000 live |"
 has_row bulk "fm_pool geometric, default initial |"
 has_row bulk "glibc malloc/free |"
 has_row regrowth "malloc(1024) |"
+has_row telemetry "fm_telemetry_frame_end, 16 pools |"
+has_row telemetry "16 fm_pool_get_stats calls (baseline) |"
+section telemetry | grep -q "target < 2000 ns: " || err "telemetry: no verdict line"
 has_row sparse "fm_pool; frees by fm_free (base pointer) |"
 has_row sparse "zone: first fit, free-by-tag |"
 has_row sparse "fm_pool_reset |"
 section sparse | grep -q "^- fm_pool_reset of 1000 live items, no dtor, under 5 µs: " ||
     err "sparse: no verdict line for the reset target"
+has_row timing "per item, desc.timing SAMPLED |"
+# Issue 20's targets, after the experiments: a verdict for each of the three.
+targets=$(awk '/^Targets \(issue 20\), this run:$/ {on = 1; next} on && /^- / {print} on && !/^- / {exit}' <<<"$out")
+[ "$(grep -c ': \(met\|NOT met\)$' <<<"$targets")" = 3 ] ||
+    err "no 'Targets (issue 20)' block with three verdicts: $targets"
+grep -q '^- fm_telemetry_frame_end with 16 sources under 2 µs per frame: [0-9]* ns' <<<"$targets" ||
+    err "issue 20: no telemetry target line"
+grep -q "^- the timing mode's overhead and error beside the engine's batch timing: " <<<"$targets" ||
+    err "issue 20: no timing target line"
+# --only takes several names; an unknown one among them exits 2.
+"$bench" --quick --no-pin --only telemetry,nosuch >/dev/null 2>&1
+[ $? = 2 ] || err "--only with an unknown name did not exit 2"
+has_row timing "batched, each batch clocked by the caller (engine/src/store.c) |"
 
 if [ "$expect_libc" = 1 ]; then
     grep -q '^- malloc in fm-bench: libc\.so' <<<"$out" || err "fm-bench's malloc is not glibc's"

@@ -16,10 +16,11 @@ cd "$work" || exit 1
 fail=0
 err() { echo "FAIL: $*" >&2; fail=1; }
 
-# --- known runs (tests/tools/data): particles peaks at 1000 live (run2's
-# peak_live), chunks of 64 items, 7 in-allocation growths; entities peaks at
-# 301 (run2, malloc backend) with chunks of 256 items from run1. The engine's
-# defaults: particles 1024, entities 64.
+# --- known runs (tests/tools/data, CSVs the engine wrote before issue 20):
+# particles peaks at 1000 live (run2's peak_live), chunks of 64 items, 7
+# in-allocation growths; entities peaks at 301 (run2, malloc backend) with
+# chunks of 256 items from run1. Without --config the capacities before are
+# the program's own.
 expect_ini() { # file, pool, capacity
     awk -v s="[pool.$2]" -v want="initial_capacity = $3" '
         $0 == s { on = 1; next } /^\[/ { on = 0 } on && $0 == want { found = 1 }
@@ -29,7 +30,7 @@ expect_ini() { # file, pool, capacity
     err "fm-tune on the known runs exited $? ($(cat stderr.txt))"
 expect_ini tuned.ini particles 1280 # 1000 x 1.25 = 1250 -> 20 chunks of 64
 expect_ini tuned.ini entities 512   # 301 x 1.25 = 377 -> 2 chunks of 256
-grep -qF "| particles | 32 | 64 | 1024 | 128 | 1024 | 1000 | 1280 | 7 | 560.0 | 40.0 | +8.0 |" table.txt ||
+grep -qF "| particles | 32 | 64 | - (the program's) | 128 | 1024 | 1000 | 1280 | 7 | 560.0 | 40.0 | +8.0 |" table.txt ||
     err "before/after row of particles wrong: $(grep particles table.txt)"
 grep -q "^\[pool\.frame\]" tuned.ini && err "the arena 'frame' got a pool section"
 
@@ -56,17 +57,24 @@ awk '/^\[pool.particles\]/ { on = 1; next } /^\[/ { on = 0 } on && /^growth = li
 "$tune" --config tuned.ini --out again.ini "$data/run1.csv" >/dev/null 2>stderr.txt ||
     err "the tuned file does not load back: $(cat stderr.txt)"
 
-# A pool the engine's config does not know: reported, not written.
-sed 's/,particles,/,bullets,/' "$data/run1.csv" >unknown.csv
-"$tune" --out unknown.ini unknown.csv >/dev/null 2>stderr.txt || err "unknown.csv: exit $?"
-grep -q "pool 'bullets' of the runs is not in the engine's config: not written" stderr.txt ||
-    err "no warning for the unknown pool: $(cat stderr.txt)"
-grep -q '^\[pool.bullets\]' unknown.ini && err "the unknown pool was written"
-sed 's/,particles,/,bullets,/; s/,entities,/,shells,/' "$data/run1.csv" >none.csv
-"$tune" --out none.ini none.csv >/dev/null 2>&1
+# Any program's pools: whatever their names, each gets its section.
+sed 's/,particles,/,bullets,/' "$data/run1.csv" >renamed.csv
+"$tune" --out renamed.ini renamed.csv >/dev/null 2>stderr.txt || err "renamed.csv: exit $?"
+expect_ini renamed.ini bullets 704 # run1 alone: peak 520 x 1.25 -> 11 chunks of 64
+grep -q '^\[pool.particles\]' renamed.ini && err "a pool the run does not have was written"
+# Runs without a pool (only an arena): nothing to tune, exit 2.
+awk -F, 'NR == 1 || $3 == "arena"' "$data/run1.csv" >arena_only.csv
+"$tune" --out none.ini arena_only.csv >/dev/null 2>stderr.txt
 rc=$?
-[ $rc = 2 ] || err "no known pool: exit $rc, expected 2"
-[ -e none.ini ] && err "no known pool: none.ini was written"
+[ $rc = 2 ] || err "no pool: exit $rc, expected 2"
+grep -q "no pool in the runs" stderr.txt || err "no pool: message '$(cat stderr.txt)'"
+[ -e none.ini ] && err "no pool: none.ini was written"
+# A config's sections no run recorded are kept, as they are.
+printf '[pool.spare]\ninitial_capacity = 77\n[tag.level]\nhard_limit_bytes = 4096\n' >extra.ini
+"$tune" --config extra.ini --out kept.ini "$data/run1.csv" >/dev/null 2>stderr.txt ||
+    err "--config extra.ini: exit $? ($(cat stderr.txt))"
+expect_ini kept.ini spare 77
+grep -q '^hard_limit_bytes = 4096$' kept.ini || err "kept.ini lost the tag's limit"
 
 # A bad --config: exit 2 with its file:line, nothing written.
 printf '[pool.particles]\ninitial_capacity = abc\n' >bad.ini
@@ -85,7 +93,7 @@ awk -F, -v OFS=, -v m=$max 'NR > 1 && $2 == "particles" { $9 = m; $13 = m; $14 =
 "$tune" --out extreme.ini extreme.csv >table.txt 2>stderr.txt ||
     err "extreme.csv: exit $? ($(cat stderr.txt))"
 expect_ini extreme.ini particles 268435456
-grep -qF "| particles | 32 | 64 | 1024 | 128 | 512 | $max | 268435456 (the config's limit) | $max |" table.txt ||
+grep -qF "| particles | 32 | 64 | - (the program's) | 128 | 512 | $max | 268435456 (the config's limit) | $max |" table.txt ||
     err "extreme row wrong: $(grep particles table.txt)"
 grep -q "warning: pool 'particles': peak live $max x 1.25 is more than initial_capacity takes: capped at 268435456" stderr.txt ||
     err "no warning for the capped pool: $(cat stderr.txt)"
@@ -181,9 +189,10 @@ expect_ini bom_ini.ini particles 1100 # current.ini's max_capacity applied
 
 # A full disk (files limited to 1 KiB, SIGXFSZ ignored: writes fail with
 # EFBIG): exit 1 with the file and the reason, the old file kept, no
-# temporary file left.
+# temporary file left. (The config's 30 sections, kept, pass 1 KiB.)
 printf 'old\n' >full.ini
-( ulimit -f 1 && trap '' XFSZ && exec "$tune" --out full.ini "$data/run1.csv" "$data/run2.csv" ) \
+for i in $(seq 30); do printf '[pool.spare%d]\ninitial_capacity = %d\n' "$i" "$i"; done >spares.ini
+( ulimit -f 1 && trap '' XFSZ && exec "$tune" --config spares.ini --out full.ini "$data/run1.csv" "$data/run2.csv" ) \
     >/dev/null 2>msg.txt
 rc=$?
 [ $rc = 1 ] || err "full disk: exit $rc, expected 1 ($(cat msg.txt))"

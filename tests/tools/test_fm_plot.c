@@ -29,7 +29,7 @@
 
 #include "fm_test.h"
 
-#include "engine/telemetry.h"
+#include "framemem/telemetry.h"
 #include "overlay/overlay.h"
 
 static char dir[64];
@@ -189,11 +189,11 @@ static void test_extreme_values_are_drawn(void **state) {
     fclose(f);
     assert_int_equal(run("--out '%s' '%s'", out_png, csv), 0);
     char err[256];
-    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(csv, err, sizeof err);
     assert_non_null(t);
     ovl_layout lo;
     ovl_layout_compute(&(SDL_FRect){0, 0, 1280, 720}, t, &(ovl_desc){.frames = 3, .title = "t"}, &lo);
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(t);
     int w = 0, h = 0, comp = 0;
     unsigned char *px = stbi_load(out_png, &w, &h, &comp, 4);
     assert_non_null(px);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "framemem/file.h"
+#include "framemem/pool.h"
 
 /* --------------------------------------------------------------- options */
 
@@ -51,7 +52,55 @@ void bulk_run(const bench_opts *opts);
 void batch_run(const bench_opts *opts);
 void scene_run(const bench_opts *opts);
 void sync_run(const bench_opts *opts);
+void telemetry_run(const bench_opts *opts);
 void sparse_run(const bench_opts *opts);
+void timing_run(const bench_opts *opts);
+
+/* ------------------------------------------------ issue 20's targets */
+
+/* What the telemetry and timing experiments measured in this run; main.c
+ * prints the targets with their verdicts after the experiments. */
+typedef struct bench_issue20 {
+    bool telemetry;                       /* telemetry_run ran */
+    uint64_t frame_end_pools_ns;          /* fm_telemetry_frame_end, 16 pools, median */
+    uint64_t frame_end_mixed_ns;          /* 16 sources of every kind */
+    bool timing;                          /* timing_run ran */
+    double sampled_over, sampled_pct;     /* per item: overhead ns per alloc+free, % */
+    double every_over, every_pct;
+    double sampled_ratio, every_ratio;    /* timed / wall of the same loops */
+    double batch_pool_over, batch_pool_ratio;     /* batched, desc.timing */
+    double batch_engine_over, batch_engine_ratio; /* batched, the engine's batch timing */
+} bench_issue20;
+extern bench_issue20 bench_i20;
+/// Prints "Targets (issue 20), this run:" and a verdict per target.
+void bench_issue20_targets(void);
+
+/* ------------------------------------------- particles (batch, timing) */
+
+/* The calls the particle frames of batch.c make. */
+typedef enum bench_calls {
+    BENCH_CALLS_SINGLE,          /* fm_pool_alloc / fm_pool_free per item, as callers write
+                                    them (inline in optimised builds) */
+    BENCH_CALLS_SINGLE_LIBRARY,  /* (fm_pool_alloc) / (fm_pool_free): the library's functions */
+    BENCH_CALLS_SINGLE_CLOCKED,  /* per item, each call between two fm_clock_now of the caller */
+    BENCH_CALLS_BATCHED,         /* fm_pool_alloc_n / fm_pool_free_n */
+    BENCH_CALLS_BATCHED_CLOCKED, /* each batch between two fm_clock_now, as engine/src/store.c */
+    BENCH_CALLS_MALLOC,          /* glibc malloc / free per item */
+} bench_calls;
+
+typedef struct bench_particles {
+    double alloc_ns, free_ns; /* per item: the clock around the frames' alloc and free loops */
+    uint64_t items;           /* allocations in the counted frames */
+    double timed_ns;          /* per item, counted frames: the pool's alloc_ns_total +
+                                 free_ns_total (desc.timing), or the caller's clock (CLOCKED) */
+    uint64_t timed_calls;     /* the pool's timed_calls in the counted frames */
+} bench_particles;
+
+/// The batch experiment's particles (batch.c): live 32-byte items dying in
+/// scattered batches, 300 frames, the first 100 not counted, with these
+/// calls on a pool of this sync and timing (prefaulted, never growing).
+bench_particles bench_particles_run(bench_calls calls, fm_sync sync, fm_pool_timing timing,
+                                    uint32_t live);
 
 /* ----------------------------------------------- keeping work observable */
 

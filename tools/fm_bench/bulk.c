@@ -20,7 +20,7 @@
 #endif
 
 #include "alloc_loops.h"
-#include "eager_pool.h"
+#include "engine/classic_pool.h"
 #include "framemem/clock.h"
 #include "framemem/pool.h"
 #include "peers.h"
@@ -60,11 +60,11 @@ static BENCH_NOINLINE uint64_t bulk_pool_free(fm_pool *pool, uint32_t n, void **
     return fm_clock_now() - t0;
 }
 
-static BENCH_NOINLINE uint64_t bulk_unchecked_alloc(eager_pool *pool, uint32_t n, void **items) {
+static BENCH_NOINLINE uint64_t bulk_unchecked_alloc(eng_classic_pool *pool, uint32_t n, void **items) {
     uint64_t t0 = fm_clock_now();
     for (uint32_t i = 0; i < n; i++) {
-        unsigned char *p = eager_pool_alloc(pool);
-        if (!p) bench_die("bulk: eager_pool_alloc returned NULL");
+        unsigned char *p = eng_classic_pool_alloc(pool);
+        if (!p) bench_die("bulk: eng_classic_pool_alloc returned NULL");
         p[0] = (unsigned char)i;
         BENCH_ESCAPE(p);
         items[i] = p;
@@ -72,9 +72,9 @@ static BENCH_NOINLINE uint64_t bulk_unchecked_alloc(eager_pool *pool, uint32_t n
     return fm_clock_now() - t0;
 }
 
-static BENCH_NOINLINE uint64_t bulk_unchecked_free(eager_pool *pool, uint32_t n, void **items) {
+static BENCH_NOINLINE uint64_t bulk_unchecked_free(eng_classic_pool *pool, uint32_t n, void **items) {
     uint64_t t0 = fm_clock_now();
-    for (uint32_t i = 0; i < n; i++) eager_pool_free(pool, items[i]);
+    for (uint32_t i = 0; i < n; i++) eng_classic_pool_free(pool, items[i]);
     return fm_clock_now() - t0;
 }
 
@@ -105,12 +105,12 @@ static void bulk_once(bulk_kind kind, uint32_t n, void **items, double *out, fm_
         fm_pool_destroy(pool);
     } else if (kind == BULK_UNCHECKED) {
         rss0 = bench_rss_bytes();
-        eager_pool *pool = eager_pool_create(BENCH_BULK_ITEM, 0);
-        if (!pool) bench_die("bulk: eager_pool_create failed");
+        eng_classic_pool *pool = eng_classic_pool_create(BENCH_BULK_ITEM, 0);
+        if (!pool) bench_die("bulk: eng_classic_pool_create failed");
         ta = bulk_unchecked_alloc(pool, n, items);
         rss1 = bench_rss_bytes();
         tf = bulk_unchecked_free(pool, n, items);
-        eager_pool_destroy(pool);
+        eng_classic_pool_destroy(pool);
     } else {
         rss0 = bench_rss_bytes();
         ta = bench_loop_bulk_alloc(BENCH_BULK_ITEM, n, items);

@@ -13,7 +13,7 @@
  *   preallocated array, alloc = pop head, free = push head, inlined, no
  *   checks, no counters, no NULL test; what an engine programmer writes in
  *   ten lines, and the physical lower bound of any pool;
- * - the unchecked pool (eager_pool.h, Boost pool<>'s algorithm): the same
+ * - the unchecked pool (engine/classic_pool.h, Boost pool<>'s algorithm): the same
  *   list, grown by malloc'd blocks linked in when added, inline fast path,
  *   no checks;
  * - glibc malloc/free.
@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "alloc_loops.h"
-#include "eager_pool.h"
+#include "engine/classic_pool.h"
 #include "framemem/clock.h"
 #include "framemem/pool.h"
 #include "peers.h"
@@ -176,26 +176,26 @@ static BENCH_NOINLINE uint64_t random_bare(bare_list *l, void **live, const uint
     return fm_clock_now() - t0;
 }
 
-static BENCH_NOINLINE uint64_t pairs_unchecked(eager_pool *pool, uint32_t n) {
+static BENCH_NOINLINE uint64_t pairs_unchecked(eng_classic_pool *pool, uint32_t n) {
     uint64_t t0 = fm_clock_now();
     for (uint32_t i = 0; i < n; i++) {
-        unsigned char *p = eager_pool_alloc(pool);
-        if (!p) alloc_failed("eager_pool_alloc");
+        unsigned char *p = eng_classic_pool_alloc(pool);
+        if (!p) alloc_failed("eng_classic_pool_alloc");
         p[0] = (unsigned char)i;
         BENCH_ESCAPE(p);
-        eager_pool_free(pool, p);
+        eng_classic_pool_free(pool, p);
     }
     return fm_clock_now() - t0;
 }
 
-static BENCH_NOINLINE uint64_t random_unchecked(eager_pool *pool, void **live,
+static BENCH_NOINLINE uint64_t random_unchecked(eng_classic_pool *pool, void **live,
                                                 const uint32_t *idx, uint32_t n) {
     uint64_t t0 = fm_clock_now();
     for (uint32_t i = 0; i < n; i++) {
         uint32_t j = idx[i];
-        eager_pool_free(pool, live[j]);
-        unsigned char *p = eager_pool_alloc(pool);
-        if (!p) alloc_failed("eager_pool_alloc");
+        eng_classic_pool_free(pool, live[j]);
+        unsigned char *p = eng_classic_pool_alloc(pool);
+        if (!p) alloc_failed("eng_classic_pool_alloc");
         p[0] = (unsigned char)i;
         BENCH_ESCAPE(p);
         live[j] = p;
@@ -230,14 +230,14 @@ typedef struct churn_alloc {
     churn_kind kind;
     size_t item_size;
     fm_pool *pool;
-    eager_pool *unchecked;
+    eng_classic_pool *unchecked;
     bare_list bare;
 } churn_alloc;
 
 static const char *kind_call(churn_kind k) {
     switch (k) {
     case CHURN_FM_POOL: return "fm_pool_alloc";
-    case CHURN_UNCHECKED: return "eager_pool_alloc";
+    case CHURN_UNCHECKED: return "eng_classic_pool_alloc";
     case CHURN_BARE: return "bare_alloc";
     case CHURN_MALLOC: break;
     }
@@ -251,8 +251,8 @@ static void churn_alloc_open(churn_alloc *a, const churn_variant *v) {
     switch (v->kind) {
     case CHURN_FM_POOL: a->pool = churn_pool_create(v->item_size); break;
     case CHURN_UNCHECKED:
-        a->unchecked = eager_pool_create(v->item_size, 0);
-        if (!a->unchecked) alloc_failed("eager_pool_create");
+        a->unchecked = eng_classic_pool_create(v->item_size, 0);
+        if (!a->unchecked) alloc_failed("eng_classic_pool_create");
         break;
     case CHURN_BARE: bare_init(&a->bare, v->item_size, CHURN_LIVE); break;
     case CHURN_MALLOC: break;
@@ -264,7 +264,7 @@ static void *churn_alloc_one(churn_alloc *a) {
     void *p = NULL;
     switch (a->kind) {
     case CHURN_FM_POOL: p = fm_pool_alloc(a->pool); break;
-    case CHURN_UNCHECKED: p = eager_pool_alloc(a->unchecked); break;
+    case CHURN_UNCHECKED: p = eng_classic_pool_alloc(a->unchecked); break;
     case CHURN_BARE: p = a->bare.head ? bare_alloc(&a->bare) : NULL; break;
     case CHURN_MALLOC: p = malloc(a->item_size); break;
     }
@@ -275,7 +275,7 @@ static void *churn_alloc_one(churn_alloc *a) {
 static void churn_free_one(churn_alloc *a, void *p) {
     switch (a->kind) {
     case CHURN_FM_POOL: fm_pool_free(a->pool, p); break;
-    case CHURN_UNCHECKED: eager_pool_free(a->unchecked, p); break;
+    case CHURN_UNCHECKED: eng_classic_pool_free(a->unchecked, p); break;
     case CHURN_BARE: bare_free(&a->bare, p); break;
     case CHURN_MALLOC: free(p); break;
     }
@@ -319,11 +319,11 @@ static void churn_alloc_close(churn_alloc *a, const churn_variant *v) {
         size_t cap = 0;
         for (uint64_t s = 32; cap < (v->pattern == CHURN_PAIRS ? 1 : CHURN_LIVE); s <<= 1)
             cap += (size_t)s;
-        size_t got = eager_pool_free_count(a->unchecked);
+        size_t got = eng_classic_pool_free_count(a->unchecked);
         if (got != cap)
             bench_die("churn: unchecked pool holds %zu free slots after the run, expected %zu",
                       got, cap);
-        eager_pool_destroy(a->unchecked);
+        eng_classic_pool_destroy(a->unchecked);
         break;
     }
     case CHURN_BARE: {
@@ -445,7 +445,7 @@ void churn_run(const bench_opts *opts) {
     printf("\n## churn\n\n");
     printf("%u operations per run, median of %d runs, variants interleaved run by run. "
            "fm_pool: FM_SYNC_NONE, geometric growth, default initial capacity, inline fast "
-           "path with its checks and counters. Unchecked pool: eager_pool.h, Boost pool<>'s "
+           "path with its checks and counters. Unchecked pool: engine/classic_pool.h, Boost pool<>'s "
            "algorithm (malloc'd blocks from 32 items, doubling, every slot linked in when "
            "the block is added), inline pop/push, no checks. Bare free list: an intrusive "
            "singly linked list over one preallocated array of %d slots, inline pop/push, "
@@ -585,13 +585,13 @@ static BENCH_NOINLINE void fm_bench_cg_bare_pairs(bare_list *l, uint32_t n) {
     }
 }
 
-static BENCH_NOINLINE void fm_bench_cg_unchecked_pairs(eager_pool *pool, uint32_t n) {
+static BENCH_NOINLINE void fm_bench_cg_unchecked_pairs(eng_classic_pool *pool, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
-        unsigned char *p = eager_pool_alloc(pool);
-        if (!p) alloc_failed("eager_pool_alloc");
+        unsigned char *p = eng_classic_pool_alloc(pool);
+        if (!p) alloc_failed("eng_classic_pool_alloc");
         p[0] = (unsigned char)i;
         BENCH_ESCAPE(p);
-        eager_pool_free(pool, p);
+        eng_classic_pool_free(pool, p);
     }
 }
 
@@ -607,8 +607,8 @@ int churn_callgrind(uint32_t pairs) {
     fm_pool *pool = churn_pool_create(16);
     bare_list bare;
     bare_init(&bare, 16, 64);
-    eager_pool *unchecked = eager_pool_create(16, 0);
-    if (!unchecked) alloc_failed("eager_pool_create");
+    eng_classic_pool *unchecked = eng_classic_pool_create(16, 0);
+    if (!unchecked) alloc_failed("eng_classic_pool_create");
     /* Warm every allocator (first chunk, malloc's arena and tcache, lazy PLT
      * binding) outside the measured functions. */
     pairs_pool(pool, 1);
@@ -631,9 +631,9 @@ int churn_callgrind(uint32_t pairs) {
     fm_pool_stats st;
     fm_pool_get_stats(pool, &st);
     fm_pool_destroy(pool);
-    size_t bare_slots = bare_count(&bare), unchecked_slots = eager_pool_free_count(unchecked);
+    size_t bare_slots = bare_count(&bare), unchecked_slots = eng_classic_pool_free_count(unchecked);
     free(bare.slots);
-    eager_pool_destroy(unchecked);
+    eng_classic_pool_destroy(unchecked);
     printf("callgrind-churn: %u pairs of 16-byte items through fm_pool as callers compile "
            "it, fm_pool's out-of-line functions, fm_pool_alloc_n/free_n in batches of 64, "
            "malloc/free, the bare free list, the "

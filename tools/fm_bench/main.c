@@ -1,7 +1,7 @@
 /*
  * fm_bench/main.c: fm-bench, every framemem benchmark in one program.
  *
- *   fm-bench [--list] [--only NAME] [--quick] [--repeat N] [--csv DIR] [--no-pin]
+ *   fm-bench [--list] [--only NAME[,NAME...]] [--quick] [--repeat N] [--csv DIR] [--no-pin]
  *            [--no-peers]
  *
  * Prints a header (machine, compiler, build, clock) and one markdown section
@@ -48,19 +48,38 @@ static const bench_experiment experiments[] = {
      "16-byte alloc+free pairs under each sync policy (NONE, MUTEX, THREAD_CACHE, LOCKFREE) "
      "vs glibc malloc: 1 thread, 2 threads on their own pools, 2 threads on one shared pool",
      sync_run},
+    {"telemetry",
+     "fm_telemetry_frame_end with 16 sources (pools; every kind) and fm_telemetry_grow_ahead "
+     "vs 16 fm_pool_get_stats calls, ns per frame",
+     telemetry_run},
     {"sparse",
      "a game's pattern: 9 small pools, 0..10 allocations per frame each, frees by base "
      "pointer (fm_free), a level reset (fm_pool_reset), vs glibc and a first-fit zone "
      "with free-by-tag; first allocations of fresh pools; fm_pool_of",
      sparse_run},
+    {"timing",
+     "a pool's timing of its own calls (desc.timing SAMPLED, EVERY_CALL) vs calls clocked by "
+     "hand and the engine's batch timing: overhead per alloc+free and timed vs wall time",
+     timing_run},
 };
 enum { EXPERIMENTS = sizeof experiments / sizeof experiments[0] };
+
+/* name is one of the comma-separated names in list. */
+static bool only_names(const char *list, const char *name) {
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && strncmp(p, name, n) == 0) return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: fm-bench [options]\n"
             "  --list        print the experiment names and exit\n"
-            "  --only NAME   run one experiment (see --list)\n"
+            "  --only NAMES  run these experiments (comma-separated; see --list)\n"
             "  --quick       CI smoke run: small counts, a few seconds\n"
             "  --repeat N    runs per variant, interleaved A B C A B C; figures are\n"
             "                medians (default 5, or 1 with --quick)\n"
@@ -142,13 +161,18 @@ int main(int argc, char **argv) {
     if (callgrind_allocs) return frame_callgrind((uint32_t)callgrind_allocs);
     if (callgrind_callbacks) return callbacks_callgrind((uint32_t)callgrind_callbacks);
 
-    if (only) {
+    /* Every name of a comma-separated --only is an experiment's. */
+    for (const char *p = only; p && *p;) {
+        size_t n = strcspn(p, ",");
         int e = 0;
-        while (e < EXPERIMENTS && strcmp(experiments[e].name, only) != 0) e++;
+        while (e < EXPERIMENTS &&
+               !(strlen(experiments[e].name) == n && strncmp(experiments[e].name, p, n) == 0))
+            e++;
         if (e == EXPERIMENTS) {
-            fprintf(stderr, "fm-bench: no experiment named '%s' (--list shows them)\n", only);
+            fprintf(stderr, "fm-bench: no experiment named '%.*s' (--list shows them)\n", (int)n, p);
             return 2;
         }
+        p += n + (p[n] == ',');
     }
 
     /* Best effort: a migration between CPUs inside a timed sample would cost
@@ -157,9 +181,19 @@ int main(int argc, char **argv) {
     bench_print_header(&opts);
     bench_peers_print_info(&opts);
     for (int e = 0; e < EXPERIMENTS; e++) {
-        if (only && strcmp(experiments[e].name, only) != 0) continue;
+        if (only && !only_names(only, experiments[e].name)) continue;
         experiments[e].run(&opts);
         /* Tables nobody can read: stop at once. */
+        char err[256];
+        if (!fm_file_stdout_ok(err, sizeof err)) {
+            fprintf(stderr, "fm-bench: %s\n", err);
+            return 1;
+        }
+    }
+    /* Issue 20's targets, from the telemetry and timing experiments of this
+     * run (--only telemetry,timing runs just those). */
+    if (bench_i20.telemetry || bench_i20.timing) {
+        bench_issue20_targets();
         char err[256];
         if (!fm_file_stdout_ok(err, sizeof err)) {
             fprintf(stderr, "fm-bench: %s\n", err);

@@ -5,7 +5,7 @@
  * memset of 1 KiB, as Boost object_pool's construct does) so page faults
  * count where they fall; each alloc+memset is timed on its own with
  * fm_clock. Variants: fm_pool with several initial capacities and growth
- * policies, the classic eager pool (eager_pool.h) and malloc itself. Pools
+ * policies, the classic eager pool (engine/classic_pool.h) and malloc itself. Pools
  * are created before the clock starts (creation is its own column) and
  * destroyed between variants.
  *
@@ -33,7 +33,7 @@
 #endif
 
 #include "alloc_loops.h"
-#include "eager_pool.h"
+#include "engine/classic_pool.h"
 #include "framemem/clock.h"
 #include "framemem/pool.h"
 #include "peers.h"
@@ -103,7 +103,7 @@ enum { GROUP_REST, GROUP_OPEN, GROUP_NEXT, GROUPS };
 
 /* Everything one run of one variant reports; all times in ns. */
 typedef struct regrow_result {
-    uint64_t create_ns;  /* fm_pool_create / eager_pool_create */
+    uint64_t create_ns;  /* fm_pool_create / eng_classic_pool_create */
     uint64_t reserve_ns; /* fm_pool_reserve before the run (reserve variant) */
     bench_latency lat;
     uint64_t grow_ns;     /* growth during the timed allocations */
@@ -147,15 +147,15 @@ static BENCH_NOINLINE void timed_pool(fm_pool *pool, uint32_t n, uint64_t *ticks
     }
 }
 
-static BENCH_NOINLINE void timed_eager(eager_pool *pool, uint32_t n, uint64_t *ticks,
+static BENCH_NOINLINE void timed_eager(eng_classic_pool *pool, uint32_t n, uint64_t *ticks,
                                        void **items, const char *variant) {
     for (uint32_t i = 0; i < n; i++) {
         uint64_t t0 = fm_clock_now();
-        void *p = eager_pool_alloc(pool);
+        void *p = eng_classic_pool_alloc(pool);
         if (p) memset(p, 0, REGROW_ITEM);
         BENCH_ESCAPE(p);
         uint64_t t1 = fm_clock_now();
-        if (!p) regrow_failed(variant, "eager_pool_alloc");
+        if (!p) regrow_failed(variant, "eng_classic_pool_alloc");
         ticks[i] = t1 - t0;
         items[i] = p;
     }
@@ -223,17 +223,19 @@ static void run_fm_pool(const regrow_variant *v, uint32_t n, uint64_t *ticks, vo
 static void run_eager(const regrow_variant *v, uint32_t n, uint64_t *ticks, void **items,
                       regrow_result *out) {
     uint64_t t0 = fm_clock_now();
-    eager_pool *pool = eager_pool_create(REGROW_ITEM, v->initial);
+    eng_classic_pool *pool = eng_classic_pool_create(REGROW_ITEM, v->initial);
     out->create_ns = fm_clock_to_ns(fm_clock_now() - t0);
-    if (!pool) regrow_failed(v->name, "eager_pool_create");
+    if (!pool) regrow_failed(v->name, "eng_classic_pool_create");
     uint64_t faults = bench_minor_faults();
     timed_eager(pool, n, ticks, items, v->name);
     out->minor_faults = bench_minor_faults() - faults;
-    out->grow_ns = fm_clock_to_ns(eager_pool_grow_ticks(pool));
-    out->grow_ns_max = fm_clock_to_ns(eager_pool_grow_ticks_max(pool));
-    out->grow_events = eager_pool_grow_events(pool);
-    for (uint32_t i = 0; i < n; i++) eager_pool_free(pool, items[i]);
-    eager_pool_destroy(pool);
+    eng_classic_pool_stats st;
+    eng_classic_pool_get_stats(pool, &st);
+    out->grow_ns = fm_clock_to_ns(st.grow_ticks);
+    out->grow_ns_max = fm_clock_to_ns(st.grow_ticks_max);
+    out->grow_events = st.grow_events;
+    for (uint32_t i = 0; i < n; i++) eng_classic_pool_free(pool, items[i]);
+    eng_classic_pool_destroy(pool);
 }
 
 /* The layout of fm_pool's 1 KiB items, read off a probe pool: chunk size,

@@ -114,23 +114,23 @@ static scene_result scene_once(const scene_variant *v, uint32_t frames, fm_file_
         preempted[i] = ru.ru_nivcsw != ivcsw;
         ivcsw = ru.ru_nivcsw;
     }
-    const eng_telemetry *t = eng_get_telemetry(e);
-    uint32_t n = eng_telemetry_frame_count(t);
+    const fm_telemetry *t = eng_get_telemetry(e);
+    uint32_t n = fm_telemetry_frame_count(t);
     uint64_t *alloc = bench_xmalloc(n * sizeof *alloc), *frame = bench_xmalloc(n * sizeof *frame);
     scene_result r = {0};
     uint64_t allocs = 0, batches = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const eng_frame_record *f = eng_telemetry_frame(t, i);
+        const fm_telemetry_frame *f = fm_telemetry_get_frame(t, i);
         alloc[i] = f->alloc_total_ns;
         frame[i] = f->frame_ns;
         if (preempted[i]) r.preempted++;
         else if (alloc[i] > r.alloc_max_quiet) r.alloc_max_quiet = alloc[i];
         r.grow_in_alloc += f->grow_events;
         r.grow_ahead += f->ahead_grow_events;
-        for (uint32_t s = 0; s < eng_telemetry_source_count(t); s++) {
-            const eng_source_info *si = eng_telemetry_source(t, s);
-            if (si->kind != ENG_SOURCE_POOL) continue;
-            const eng_sample *x = eng_telemetry_sample(t, i, s);
+        for (uint32_t s = 0; s < fm_telemetry_source_count(t); s++) {
+            const fm_telemetry_source *si = fm_telemetry_get_source(t, s);
+            if (si->kind != FM_TELEMETRY_POOL) continue;
+            const fm_telemetry_sample *x = fm_telemetry_get_sample(t, i, s);
             allocs += x->allocs;
             /* The engine times each non-empty alloc batch and free batch of
              * a store once (its rare clean-up paths aside). */

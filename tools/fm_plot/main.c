@@ -27,7 +27,7 @@
 
 #include <SDL.h>
 
-#include "engine/telemetry.h"
+#include "framemem/telemetry.h"
 #include "framemem/file.h"
 #include "overlay/overlay.h"
 #include "overlay/png.h"
@@ -84,47 +84,48 @@ static bool parse_range(const char *s, uint64_t *lo, uint64_t *hi) {
 
 /* A telemetry object holding only the frames of t numbered lo..hi, with t's
  * sources; NULL (message printed) when none is in range or out of memory. */
-static eng_telemetry *select_frames(const eng_telemetry *t, uint64_t lo, uint64_t hi,
+static fm_telemetry *select_frames(const fm_telemetry *t, uint64_t lo, uint64_t hi,
                                     const char *path) {
-    uint32_t n = eng_telemetry_frame_count(t), first = UINT32_MAX, count = 0;
+    uint32_t n = fm_telemetry_frame_count(t), first = UINT32_MAX, count = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t f = eng_telemetry_frame(t, i)->frame;
+        uint64_t f = fm_telemetry_get_frame(t, i)->frame;
         if (f < lo || f > hi) continue;
         if (first == UINT32_MAX) first = i;
         count++;
     }
     if (!count) {
         fprintf(stderr, "fm-plot: %s: no frame in %" PRIu64 ":%" PRIu64 " (the file holds frames %" PRIu64 " to %" PRIu64 ")\n",
-                path, lo, hi, eng_telemetry_frame(t, 0)->frame,
-                eng_telemetry_frame(t, n - 1)->frame);
+                path, lo, hi, fm_telemetry_get_frame(t, 0)->frame,
+                fm_telemetry_get_frame(t, n - 1)->frame);
         return NULL;
     }
-    uint32_t sources = eng_telemetry_source_count(t);
-    eng_telemetry *sub = eng_telemetry_create(&(eng_telemetry_desc){
+    uint32_t sources = fm_telemetry_source_count(t);
+    fm_telemetry *sub = fm_telemetry_create(&(fm_telemetry_desc){
         .frames = count, .max_sources = sources ? sources : 1});
-    eng_sample *row = calloc(sources ? sources : 1, sizeof *row);
+    fm_telemetry_sample *row = calloc(sources ? sources : 1, sizeof *row);
     if (!sub || !row) {
         fprintf(stderr, "fm-plot: out of memory\n");
-        eng_telemetry_destroy(sub);
+        fm_telemetry_destroy(sub);
         free(row);
         return NULL;
     }
     for (uint32_t s = 0; s < sources; s++) {
-        const eng_source_info *info = eng_telemetry_source(t, s);
-        eng_telemetry_add_source(sub, info->name, info->kind, info->item_size, info->chunk_items);
-        eng_telemetry_set_source_shape(sub, s, info->backend, info->item_size, info->chunk_items);
+        const fm_telemetry_source *info = fm_telemetry_get_source(t, s);
+        fm_telemetry_add_source(sub, info->name, info->kind, info->item_size, info->chunk_items);
+        fm_telemetry_set_source_shape(sub, s, info->backend, info->item_size, info->chunk_items);
+        fm_telemetry_set_source_limits(sub, s, info->soft_limit, info->hard_limit);
     }
     /* Frames in the file are in order, so the range is contiguous. */
     for (uint32_t i = first; i < first + count; i++) {
-        for (uint32_t s = 0; s < sources; s++) row[s] = *eng_telemetry_sample(t, i, s);
-        eng_telemetry_push(sub, eng_telemetry_frame(t, i), row);
+        for (uint32_t s = 0; s < sources; s++) row[s] = *fm_telemetry_get_sample(t, i, s);
+        fm_telemetry_push(sub, fm_telemetry_get_frame(t, i), row);
     }
     free(row);
     return sub;
 }
 
 /* Draws t onto a w x h RGBA surface and writes it to out as PNG. */
-static int render_png(const eng_telemetry *t, int w, int h, const char *out, const char *title) {
+static int render_png(const fm_telemetry *t, int w, int h, const char *out, const char *title) {
     int rc = 1;
     SDL_Surface *surface = SDL_CreateRGBSurfaceWithFormat(0, w, h, 32, SDL_PIXELFORMAT_RGBA32);
     SDL_Renderer *r = surface ? SDL_CreateSoftwareRenderer(surface) : NULL;
@@ -137,7 +138,7 @@ static int render_png(const eng_telemetry *t, int w, int h, const char *out, con
     SDL_SetRenderDrawColor(r, 16, 16, 20, 255);
     SDL_RenderClear(r);
     SDL_FRect area = {0, 0, (float)w, (float)h};
-    ovl_desc desc = {.frames = eng_telemetry_frame_count(t), .title = title,
+    ovl_desc desc = {.frames = fm_telemetry_frame_count(t), .title = title,
                      .background_alpha = 255};
     if (!ovl_draw(b, r, &area, t, &desc)) {
         fprintf(stderr, "fm-plot: drawing failed: %s\n", SDL_GetError());
@@ -216,24 +217,24 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fm-plot: --out %s; nothing written\n", err);
         return 2;
     }
-    eng_telemetry *t = eng_telemetry_read_csv(csv, err, sizeof err);
+    fm_telemetry *t = fm_telemetry_read_csv(csv, err, sizeof err);
     if (!t) {
         fprintf(stderr, "fm-plot: %s\n", err[0] ? err : csv);
         return 2;
     }
-    eng_telemetry *sub = select_frames(t, lo, hi, csv);
+    fm_telemetry *sub = select_frames(t, lo, hi, csv);
     if (!sub) {
-        eng_telemetry_destroy(t);
+        fm_telemetry_destroy(t);
         return 2;
     }
     char title[256];
-    uint32_t n = eng_telemetry_frame_count(sub);
+    uint32_t n = fm_telemetry_frame_count(sub);
     snprintf(title, sizeof title, "fm-plot %s: frames %" PRIu64 " to %" PRIu64 "%s", csv,
-             eng_telemetry_frame(sub, 0)->frame, eng_telemetry_frame(sub, n - 1)->frame,
+             fm_telemetry_get_frame(sub, 0)->frame, fm_telemetry_get_frame(sub, n - 1)->frame,
              ranged ? " (--frames)" : "");
     int rc = render_png(sub, width, height, out, title);
-    eng_telemetry_destroy(sub);
-    eng_telemetry_destroy(t);
+    fm_telemetry_destroy(sub);
+    fm_telemetry_destroy(t);
     if (rc == 0) printf("wrote %s (%dx%d, %u frames)\n", out, width, height, n);
     SDL_Quit();
     if (!fm_file_stdout_ok(err, sizeof err)) {

@@ -1,32 +1,32 @@
 /*
- * fm_tune/main.c: fm-tune, pool capacities from recorded runs.
+ * fm_tune/main.c: fm-tune, pool capacities from recorded runs of any program.
  *
  *   fm-tune [--headroom H] [--config CURRENT.ini] --out FILE.ini RUN.csv...
  *
- * Reads telemetry CSVs (the engine's or the demo's, eng_telemetry_read_csv)
- * and writes the engine's pool config (engine/config.h) with
- * eng_config_write_tuned: per pool, initial_capacity = the highest live
- * count of any frame of any run (the larger of end-of-frame live and the
- * frame's peak_live) times the headroom, rounded up to whole chunks of the
- * pool's chunk_items (capped at max_capacity): the capacity at which none of
- * those runs would have grown inside an allocation call. Every other setting
- * comes from the current config: the engine's defaults, with --config the
- * file the runs used on top. Prints a before/after table: the configured
- * capacity, the capacity the runs started with and reached, the
- * in-allocation growths the tuned capacity would have avoided, and what it
- * costs in memory. Pools of the runs that the config does not know are
- * reported and not written (the engine would refuse them). Numbers in the
- * CSVs may be anything up to 2^64 - 1: sums saturate, and a capacity past
+ * Reads telemetry CSVs (fm_telemetry_write_csv / stream_csv of any program,
+ * the demo's --csv, or files the engine wrote before issue 20) and writes a
+ * pool config (framemem/config.h) with fm_config_write_tuned_runs: per pool,
+ * initial_capacity = the highest live count of any frame of any run (the
+ * larger of end-of-frame live and the frame's peak_live) times the headroom,
+ * rounded up to whole chunks of the pool's chunk_items (capped at
+ * max_capacity): the capacity at which none of those runs would have grown
+ * inside an allocation call; per arena, a reserve of at least 4x its largest
+ * frame. With --config, the file the runs used: every other key of it is
+ * kept, its max_capacity caps, and its sections no run recorded are written
+ * as they are. Prints a before/after table: the configured capacity, the
+ * capacity the runs started with and reached, the in-allocation growths the
+ * tuned capacity would have avoided, and what it costs in memory. Numbers in
+ * the CSVs may be anything up to 2^64 - 1: sums saturate, and a capacity past
  * what a config takes (2^28) is capped with a warning, never wrapped.
  *
  * Exit codes: 0 written; 2 bad arguments, an unreadable or malformed CSV or
  * --config (messages "file:line: problem"; a FIFO, device or directory is
- * "file: not a regular file"), an --out that is not a regular file or is the
- * same file as an input: nothing written; 1 the output could not be written
- * ("FILE: REASON"; an existing FILE stays as it was) or memory ran out
- * ("out of memory", nothing written). The file is written whole or not at
- * all (framemem/file.h). Runs and pools are engine/ds.h arrays and maps: any
- * number of each.
+ * "file: not a regular file"), runs without a pool, an --out that is not a
+ * regular file or is the same file as an input: nothing written; 1 the
+ * output could not be written ("FILE: REASON"; an existing FILE stays as it
+ * was) or memory ran out ("out of memory", nothing written). The file is
+ * written whole or not at all (framemem/file.h). Runs and pools are
+ * engine/ds.h arrays and maps: any number of each.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -35,23 +35,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/config.h"
 #include "engine/ds.h"
-#include "engine/telemetry.h"
+#include "framemem/config.h"
 #include "framemem/file.h"
+#include "framemem/telemetry.h"
 
 /* One pool over every run. */
 typedef struct tune_pool {
-    char name[ENG_NAME_MAX];
+    char name[FM_TELEMETRY_NAME_MAX];
     uint64_t item_size;
-    uint64_t chunk_items;     /* from a run where the pool backend served it */
+    uint64_t chunk_items;     /* from a run where framemem's pool served it */
     bool chunk_known;
     uint64_t first_capacity;  /* capacity at the end of the first frame recorded */
     uint64_t largest_capacity;
     uint64_t peak_live;
     uint64_t grow_events, grow_ns; /* in-allocation growths over every run */
     uint32_t runs;
-    const eng_pool_config *config; /* NULL: the config has no such pool */
+    uint32_t configured;      /* --config's initial_capacity (0: not set) */
+    uint32_t max_capacity;    /* --config's max_capacity (0: none) */
 } tune_pool;
 
 /* Pools by name, in the order the runs first name them. */
@@ -64,10 +65,10 @@ static void usage(FILE *f) {
     fprintf(f, "usage: fm-tune [--headroom H] [--config CURRENT.ini] --out FILE.ini RUN.csv...\n"
                "  --headroom H  capacity = highest live x H, whole chunks (default 1.25,\n"
                "                1 to 16)\n"
-               "  --config F    the config the runs used, on top of the engine's defaults\n"
-               "                (default: the defaults); its other settings are kept\n"
-               "  --out FILE    the pool config to write (engine/config.h format); it may\n"
-               "                not be an input\n"
+               "  --config F    the config the runs used (default: none); its other\n"
+               "                settings are kept\n"
+               "  --out FILE    the pool config to write (framemem/config.h format); it\n"
+               "                may not be an input\n"
                "exit codes: 0 written; 1 FILE could not be written (an existing one is\n"
                "kept as it was) or memory ran out; 2 bad arguments, an unreadable or\n"
                "malformed input, or an --out that is not a regular file or is an input\n"
@@ -90,21 +91,21 @@ static tune_pool *find_pool(tune_entry **pools, const char *name) {
 }
 
 /* Folds one run into the pools; false when out of memory. */
-static bool add_run(const eng_telemetry *t, tune_entry **pools) {
-    uint32_t frames = eng_telemetry_frame_count(t);
-    for (uint32_t s = 0; s < eng_telemetry_source_count(t); s++) {
-        const eng_source_info *info = eng_telemetry_source(t, s);
-        if (info->kind != ENG_SOURCE_POOL) continue;
+static bool add_run(const fm_telemetry *t, tune_entry **pools) {
+    uint32_t frames = fm_telemetry_frame_count(t);
+    for (uint32_t s = 0; s < fm_telemetry_source_count(t); s++) {
+        const fm_telemetry_source *info = fm_telemetry_get_source(t, s);
+        if (info->kind != FM_TELEMETRY_POOL) continue;
         tune_pool *p = find_pool(pools, info->name);
         if (!p) return false;
         if (info->item_size > p->item_size) p->item_size = info->item_size;
         /* A malloc-backed source reports chunk_items 1: not the pool's. */
-        if (info->backend == ENG_BACKEND_POOL && info->chunk_items > p->chunk_items) {
+        if (info->backend == FM_TELEMETRY_BACKEND_POOL && info->chunk_items > p->chunk_items) {
             p->chunk_items = info->chunk_items;
             p->chunk_known = true;
         }
         for (uint32_t f = 0; f < frames; f++) {
-            const eng_sample *x = eng_telemetry_sample(t, f, s);
+            const fm_telemetry_sample *x = fm_telemetry_get_sample(t, f, s);
             if (f == 0 && p->runs == 0) p->first_capacity = x->capacity;
             if (x->capacity > p->largest_capacity) p->largest_capacity = x->capacity;
             if (x->live > p->peak_live) p->peak_live = x->live;
@@ -126,12 +127,13 @@ static void print_table(const tune_entry *pools, double headroom, size_t runs) {
     printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (ptrdiff_t i = 0; i < shlen(pools); i++) {
         const tune_pool *p = &pools[i].value;
-        /* What eng_config_write_tuned writes for the pool. */
-        eng_tuned_cap why;
-        uint64_t cap = eng_config_tuned_capacity(p->config, p->peak_live, headroom,
-                                                 p->chunk_known ? p->chunk_items : 1, &why);
+        /* What fm_config_write_tuned_runs writes for the pool. */
+        fm_config_tuned why;
+        uint64_t cap = fm_config_tuned_capacity(p->peak_live, headroom,
+                                                p->chunk_known ? p->chunk_items : 1,
+                                                p->max_capacity, &why);
         double kib = (double)cap * (double)p->item_size / 1024.0;
-        if (why == ENG_TUNED_CONFIG_LIMIT)
+        if (why == FM_CONFIG_TUNED_LIMIT)
             fprintf(stderr, "fm-tune: warning: pool '%s': peak live %llu x %.2f is more than "
                             "initial_capacity takes: capped at %llu\n",
                     p->name, (unsigned long long)p->peak_live, headroom, (unsigned long long)cap);
@@ -142,17 +144,17 @@ static void print_table(const tune_entry *pools, double headroom, size_t runs) {
         else
             snprintf(chunk, sizeof chunk, "? (malloc)");
         char configured[48];
-        if (p->config)
-            snprintf(configured, sizeof configured, "%u", p->config->initial_capacity);
+        if (p->configured)
+            snprintf(configured, sizeof configured, "%u", p->configured);
         else
-            snprintf(configured, sizeof configured, "- (not in the config: not written)");
+            snprintf(configured, sizeof configured, "- (the program's)");
         printf("| %s | %llu | %s | %s | %llu | %llu | %llu | %llu%s | %llu | %.1f | %.1f | %+.1f |\n",
                p->name, (unsigned long long)p->item_size, chunk, configured,
                (unsigned long long)p->first_capacity, (unsigned long long)p->largest_capacity,
                (unsigned long long)p->peak_live, (unsigned long long)cap,
-               why == ENG_TUNED_MAX_CAPACITY ? " (max_capacity)"
-               : why == ENG_TUNED_CONFIG_LIMIT ? " (the config's limit)"
-                                               : "",
+               why == FM_CONFIG_TUNED_MAX_CAPACITY ? " (max_capacity)"
+               : why == FM_CONFIG_TUNED_LIMIT      ? " (the config's limit)"
+                                                   : "",
                (unsigned long long)p->grow_events, (double)p->grow_ns / 1000.0, kib, delta);
     }
 }
@@ -176,17 +178,18 @@ static int tune(const char **inputs, const char *config_path, const char *out, d
         fprintf(stderr, "fm-tune: --out %s; nothing written\n", err);
         return 2;
     }
-    static eng_config cfg;
-    eng_config_defaults(&cfg);
+    fm_config *cfg = NULL;
     if (config_path) {
-        static eng_config_diag diag;
-        if (eng_config_load(&cfg, config_path, &diag) != 0) {
-            fprintf(stderr, "fm-tune: --config %s:\n%s\n", config_path, diag.text);
+        cfg = fm_config_load(config_path, NULL, err, sizeof err);
+        if (!cfg || fm_config_problem_count(cfg)) {
+            fprintf(stderr, "fm-tune: --config %s:\n%s\n", config_path,
+                    cfg ? fm_config_problems(cfg) : err);
+            fm_config_destroy(cfg);
             return 2;
         }
     }
     tune_entry *pools = NULL;
-    eng_telemetry **runs = NULL;
+    fm_telemetry **runs = NULL;
     int rc = 0;
     if (!ENG_ARR_RESERVE(runs, ninputs, NULL)) {
         fprintf(stderr, "fm-tune: out of memory\n");
@@ -194,7 +197,7 @@ static int tune(const char **inputs, const char *config_path, const char *out, d
     }
     for (size_t i = 0; i < ninputs; i++) {
         err[0] = '\0';
-        eng_telemetry *t = eng_telemetry_read_csv(inputs[i], err, sizeof err);
+        fm_telemetry *t = fm_telemetry_read_csv(inputs[i], err, sizeof err);
         if (!t) {
             fprintf(stderr, "fm-tune: %s\n", err[0] ? err : inputs[i]);
             rc = 2;
@@ -207,36 +210,35 @@ static int tune(const char **inputs, const char *config_path, const char *out, d
             goto done;
         }
     }
-    size_t known = 0;
-    for (ptrdiff_t i = 0; i < shlen(pools); i++) {
-        tune_pool *p = &pools[i].value;
-        p->config = eng_config_pool(&cfg, p->name);
-        if (p->config) known++;
-        else
-            fprintf(stderr, "fm-tune: warning: pool '%s' of the runs is not in the %s: not "
-                            "written (the engine would refuse it)\n",
-                    p->name, config_path ? "config" : "engine's config");
-    }
-    if (known == 0) {
-        fprintf(stderr, "fm-tune: no pool of the runs is in the %s; nothing to tune\n",
-                config_path ? "config" : "engine's config");
+    if (shlen(pools) == 0) {
+        fprintf(stderr, "fm-tune: no pool in the runs; nothing to tune\n");
         rc = 2;
         goto done;
+    }
+    /* The --config's values: the "before" column and the cap. */
+    for (ptrdiff_t i = 0; cfg && i < shlen(pools); i++) {
+        tune_pool *p = &pools[i].value;
+        fm_pool_desc d = {.name = p->name, .item_size = 1};
+        if (fm_config_apply_pool(cfg, &d) > 0) {
+            p->configured = d.initial_capacity;
+            p->max_capacity = d.max_capacity;
+        }
     }
 
     print_table(pools, headroom, ninputs);
     err[0] = '\0';
-    if (!eng_config_write_tuned(&cfg, (const eng_telemetry *const *)runs, (uint32_t)arrlenu(runs),
-                                headroom, out, err, sizeof err)) {
+    if (!fm_config_write_tuned_runs(cfg, (const fm_telemetry *const *)runs,
+                                    (uint32_t)arrlenu(runs), headroom, out, err, sizeof err)) {
         fprintf(stderr, "fm-tune: --out %s\n", err);
         rc = 1;
         goto done;
     }
     printf("\nwrote %s\n", out);
 done:
-    for (size_t i = 0; i < arrlenu(runs); i++) eng_telemetry_destroy(runs[i]);
+    for (size_t i = 0; i < arrlenu(runs); i++) fm_telemetry_destroy(runs[i]);
     arrfree(runs);
     shfree(pools);
+    fm_config_destroy(cfg);
     return rc;
 }
 

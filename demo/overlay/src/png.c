@@ -9,11 +9,12 @@
 
 #include <stb_image_write.h>
 
-#include "engine/ds.h"
 #include "framemem/file.h"
 
+/* The encoded bytes, in a buffer doubled as it fills (C heap). */
 typedef struct ovl__png_sink {
-    unsigned char *bytes; /* stb_ds array */
+    unsigned char *bytes;
+    size_t size, cap;
     bool failed;
 } ovl__png_sink;
 
@@ -21,28 +22,36 @@ typedef struct ovl__png_sink {
 static void ovl__png_append(void *context, void *data, int size) {
     ovl__png_sink *s = context;
     if (s->failed || size <= 0) return;
-    if (!ENG_ARR_RESERVE(s->bytes, (size_t)size, NULL)) {
-        s->failed = true;
-        return;
+    if ((size_t)size > s->cap - s->size) {
+        size_t cap = s->cap ? s->cap : 4096;
+        while (cap - s->size < (size_t)size && cap <= SIZE_MAX / 2) cap *= 2;
+        unsigned char *grown = cap - s->size >= (size_t)size ? realloc(s->bytes, cap) : NULL;
+        if (!grown) {
+            s->failed = true;
+            return;
+        }
+        s->bytes = grown;
+        s->cap = cap;
     }
-    memcpy(arraddnptr(s->bytes, size), data, (size_t)size);
+    memcpy(s->bytes + s->size, data, (size_t)size);
+    s->size += (size_t)size;
 }
 
 bool ovl_png_encode(ovl_png *out, const void *rgba, int w, int h, int stride) {
     *out = (ovl_png){0};
     ovl__png_sink sink = {0};
     int ok = stbi_write_png_to_func(ovl__png_append, &sink, w, h, 4, rgba, stride);
-    if (!ok || sink.failed || !arrlenu(sink.bytes)) {
-        arrfree(sink.bytes);
+    if (!ok || sink.failed || !sink.size) {
+        free(sink.bytes);
         return false;
     }
-    *out = (ovl_png){.data = sink.bytes, .size = arrlenu(sink.bytes)};
+    *out = (ovl_png){.data = sink.bytes, .size = sink.size};
     return true;
 }
 
 void ovl_png_free(ovl_png *png) {
     if (!png) return;
-    arrfree(png->data);
+    free(png->data);
     *png = (ovl_png){0};
 }
 

@@ -3,13 +3,17 @@
  *
  * An eng object owns a world (entities with typed handles, components in
  * their own pools, particles from pooled emitters, events and timers), a
- * frame arena for per-frame temporaries and the telemetry of every pool and
- * arena it uses. It has no platform dependency: the caller supplies the time
- * step, renders the render list and reports its render time.
+ * frame arena for per-frame temporaries and an fm_telemetry
+ * (framemem/telemetry.h) of every pool and the frame arena, sized from an
+ * fm_config (framemem/config.h): it uses framemem's telemetry, grow-ahead
+ * and config as any game does. It has no platform dependency: the caller
+ * supplies the time step, renders the render list and reports its render
+ * time.
  *
  * Frame: eng_frame_begin (advance the frame arena), eng_update (run due
- * timers, simulate, build the render list), eng_frame_end (sample telemetry,
- * grow ahead). eng_tick does all three. A frame with no eng_update is a
+ * timers, simulate, build the render list), eng_frame_end (grow ahead,
+ * sample telemetry: fm_telemetry_grow_ahead, fm_telemetry_frame_end).
+ * eng_tick does all three. A frame with no eng_update is a
  * paused frame: it is recorded in the telemetry like any other, and the world
  * stands still (no timer runs, the scenes' clocks stop, nothing of the
  * newest update is released), so a pause never changes the simulation.
@@ -19,7 +23,12 @@
  * whatever the backend, growth policy or timing switches.
  *
  * Backends: ENG_BACKEND_POOL serves every item from an fm_pool;
- * ENG_BACKEND_MALLOC from malloc/free, counted and timed the same way.
+ * ENG_BACKEND_MALLOC from malloc/free; ENG_BACKEND_CLASSIC from classic
+ * eager pools (engine/classic_pool.h: Boost object_pool's algorithm, each
+ * pool's first block its config's initial_capacity, then doubling, every new
+ * slot linked at growth: the regrowth hitch). All three are counted and timed
+ * the same way; growth policy, prefault, grow-ahead and max_capacity are
+ * framemem's and do not apply to the other two.
  *
  * Memory: every byte the engine takes (its pools, arenas, closures, tables)
  * comes from desc.allocator; with one set, the frame arena chains blocks from
@@ -48,16 +57,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/config.h"
-#include "engine/telemetry.h"
 #include "framemem/base.h"
+#include "framemem/config.h"
 #include "framemem/pool.h"
+#include "framemem/telemetry.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct eng eng;
+
+/* What serves the world's items: its pools, or for comparison malloc/free
+ * (telemetry: counters sources, backend "malloc") or classic eager pools
+ * (counters sources with their growths, backend "classic"). */
+typedef enum eng_backend {
+    ENG_BACKEND_POOL = 0,
+    ENG_BACKEND_MALLOC,
+    ENG_BACKEND_CLASSIC,
+    ENG_BACKEND_COUNT
+} eng_backend;
+
+/// "pool" / "malloc" / "classic"; "?" out of range.
+const char *eng_backend_name(eng_backend b);
 
 /* An entity: handle into the entity pool (pool + generation); zero is null. */
 FM_HANDLE_TYPE(eng_entity);
@@ -90,10 +112,12 @@ typedef struct eng_render_list {
 typedef struct eng_desc {
     uint64_t seed;            /* 0 = 1 */
     double scale;             /* load multiplier; 0 = 1; clamped to [0.05, 50] */
-    eng_backend backend;      /* POOL (default) or MALLOC */
-    const char *config_path;  /* pool-size INI; NULL = built-in defaults; copied */
+    eng_backend backend;      /* POOL (default), MALLOC or CLASSIC */
+    const char *config_path;  /* pool-size INI (framemem/config.h: [pool.particles],
+                                 [arena.frame], ...); NULL = built-in defaults; copied */
     const char *scene;        /* "standard" (default), "ramp", "bursts"; see eng_scene_names */
-    bool grow_ahead;          /* engine-wide switch (pools opt out in the config) */
+    bool grow_ahead;          /* engine-wide switch (pools opt out in the config:
+                                 grow_ahead = false) */
     bool prefault;            /* engine-wide switch (pools opt out in the config) */
     bool override_growth;     /* every pool uses `growth` instead of its config */
     fm_growth growth;
@@ -159,8 +183,9 @@ void eng_set_backend(eng *e, eng_backend backend);
 /// in err when the file cannot be read (the world is kept as it was); problems
 /// inside the file are in eng_config_problems.
 bool eng_reload_config(eng *e, const char *path, char *err, size_t err_len);
-/// Writes a tuned config from the telemetry's peaks (eng_config_write_tuned
-/// with this engine's config and headroom; headroom <= 0 means 1.25).
+/// Writes a tuned config from the telemetry's peaks (fm_config_write_tuned_runs
+/// over this engine's telemetry, keeping the keys of its config file;
+/// headroom <= 0 means 1.25).
 bool eng_write_tuned_config(eng *e, const char *path, double headroom, char *err,
                             size_t err_len);
 /// Clears the telemetry ring and totals; peaks restart from the live counts.
@@ -173,7 +198,13 @@ typedef struct eng_info {
     uint64_t seed;
     double scale;
     eng_backend backend;
-    bool grow_ahead, prefault;
+    bool grow_ahead, prefault;  /* the engine-wide switches */
+    uint32_t pools;             /* the world's pools */
+    uint32_t grow_ahead_pools;  /* of them, those whose desc (defaults + config)
+                                   asks for grow-ahead (not FIXED): grown ahead
+                                   while the switch is on, on the pool backend */
+    uint32_t prefault_pools;    /* those whose desc asks for prefault: prefaulted
+                                   while the switch is on, on the pool backend */
     bool override_growth;
     fm_growth growth;           /* the override when set, else the particles pool's */
     const char *scene;
@@ -201,16 +232,21 @@ typedef struct eng_info {
 void eng_get_info(const eng *e, eng_info *out);
 /// What the newest of eng_info.failures was; "" when none.
 const char *eng_last_failure(const eng *e);
-const eng_telemetry *eng_get_telemetry(const eng *e);
-eng_telemetry *eng_get_telemetry_mut(eng *e);
-/// The config in use (defaults plus what the file set).
-const eng_config *eng_get_config(const eng *e);
+/// The engine's telemetry: its six pools (or, on the malloc and classic
+/// backends, their counts), the frame arena "frame" and the memory tags the
+/// pools are charged to, "world" (entities and components) and "effects"
+/// (particles), with their budgets (soft limits 1 MiB and 8 MiB; a config's
+/// [tag.world] / [tag.effects] set them), in that order.
+const fm_telemetry *eng_get_telemetry(const eng *e);
+fm_telemetry *eng_get_telemetry_mut(eng *e);
+/// The config file loaded (NULL: none; the built-in defaults).
+const fm_config *eng_get_config(const eng *e);
 /// The pool behind a telemetry source ("particles", ...) with the pool
-/// backend; NULL with the malloc backend or for an unknown name. Valid until
+/// backend; NULL with the malloc or classic backend or for an unknown name. Valid until
 /// the world is rebuilt.
 const fm_pool *eng_get_pool(const eng *e, const char *name);
-/// Problems found in the newest config load, "file:line: message\n" each;
-/// "" when none.
+/// Problems found in the newest config load (a section no pool or arena of
+/// the engine matches among them), "file:line: message\n" each; "" when none.
 const char *eng_config_problems(const eng *e);
 /// NULL-terminated list of scene names.
 const char *const *eng_scene_names(void);
@@ -225,9 +261,9 @@ typedef struct eng_run_result {
 } eng_run_result;
 
 /// Creates an engine from desc, runs `frames` frames at dt = 1/60 and returns
-/// its telemetry (caller destroys it); the engine is gone. NULL with a
-/// message when eng_create fails. out may be NULL.
-eng_telemetry *eng_run_headless(const eng_desc *desc, uint32_t frames, eng_run_result *out,
+/// its telemetry (caller destroys it; its sources detached); the engine is
+/// gone. NULL with a message when eng_create fails. out may be NULL.
+fm_telemetry *eng_run_headless(const eng_desc *desc, uint32_t frames, eng_run_result *out,
                                 char *err, size_t err_len);
 
 #ifdef __cplusplus

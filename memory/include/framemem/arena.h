@@ -133,8 +133,9 @@ FM_API void fm_arena_destroy(fm_arena *arena);
 
 /// size bytes aligned to align (0 = FM_DEFAULT_ALIGN, 16; a power of two up
 /// to 4096), not zeroed; size 0 gives a valid aligned pointer. NULL with
-/// FM_ERR_INVALID_ARG (bad align, the end would pass the address space),
-/// FM_ERR_ARENA_FULL (past reserve_bytes, or the allocator refused a block),
+/// FM_ERR_INVALID_ARG (bad align; a size within 8 KiB + 64 bytes of SIZE_MAX,
+/// which no arena could hold), FM_ERR_ARENA_FULL (past reserve_bytes or the
+/// end of the address space, or the allocator refused a block),
 /// FM_ERR_BUDGET (the commit or block would pass desc.tag's hard limit, tag.h)
 /// or FM_ERR_OUT_OF_MEMORY (the OS refused to commit).
 FM_API void *fm_arena_alloc(fm_arena *arena, size_t size, size_t align);
@@ -200,6 +201,7 @@ typedef struct fm_frame_arena_stats {
     uint64_t committed;      /* sum over the underlying arenas */
     uint64_t total_allocs;
     uint64_t failed_allocs;
+    uint64_t commit_events;  /* sum over the underlying arenas */
     uint32_t history_count;  /* valid entries in history */
     uint64_t history[FM_FRAME_ARENA_HISTORY]; /* bytes of the last finished frames, newest first */
 } fm_frame_arena_stats;

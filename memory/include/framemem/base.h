@@ -171,15 +171,22 @@ FM_API const char *fm_last_error_message(void);
 /// The message passed to fn lives only for the duration of the call. fn also
 /// receives warnings (FM_WARN_*), which leave the last error alone.
 FM_API void fm_set_error_handler(fm_error_fn fn, void *user);
+/* printf-style checking of framemem's formatting functions. MinGW: the
+ * library formats with mingw-w64's C99 printf (__USE_MINGW_ANSI_STDIO), so
+ * formats are checked as GNU's (%zu, %llu), not as msvcrt's. */
+#if defined(__MINGW32__) && defined(__GNUC__) && !defined(__clang__)
+#define FM__PRINTF_LIKE(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__)
+#define FM__PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define FM__PRINTF_LIKE(f, a)
+#endif
+
 /// Reports err as framemem's own failing calls do: sets the calling thread's
 /// last error and message (printf-style) and calls the error handler. For
 /// layers built on framemem (the engine) whose errors belong in the same place.
 /// A warning code (FM_WARN_*) goes to the handler only, as framemem's own do.
-FM_API void fm_report_error(fm_error err, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+FM_API void fm_report_error(fm_error err, const char *fmt, ...) FM__PRINTF_LIKE(2, 3);
 
 /// true for the warning codes (FM_WARN_*): reports of calls that succeeded.
 FM_API bool fm_error_is_warning(fm_error err);

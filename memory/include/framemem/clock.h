@@ -8,9 +8,10 @@
  *     spawn_wave();
  *     uint64_t ns = fm_clock_to_ns(fm_clock_now() - t0);
  *
- * x86-64: rdtsc (the invariant TSC), calibrated once against the OS's
- * monotonic clock; arm64: the virtual counter CNTVCT_EL0 and its frequency
- * register; elsewhere: the monotonic clock in nanoseconds (FM_CLOCK_IS_NS).
+ * x86-64 and i686: rdtsc (the invariant TSC), calibrated once against the
+ * OS's monotonic clock; arm64: the virtual counter CNTVCT_EL0 and its
+ * frequency register; elsewhere: the monotonic clock in nanoseconds
+ * (FM_CLOCK_IS_NS).
  * Calibration runs once per process (about 2 ms, thread-safe) on the first call
  * to fm_clock_to_ns or fm_clock_init; pools call fm_clock_init at create so
  * it never lands inside a timed allocation.

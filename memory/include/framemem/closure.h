@@ -101,6 +101,9 @@ typedef struct fm_closure_pool_stats {
     uint64_t live;        /* closures made and not yet released */
     uint64_t total_made;
     uint64_t refused;     /* makes that returned NULL */
+    uint64_t capacity;    /* closures the class pools hold without growing */
+    uint64_t grow_events; /* class pools' growths inside a make (alloc_grow_events) */
+    uint64_t grow_ns;     /* their nanoseconds */
     size_t class_capture[FM_CLOSURE_MAX_CLASSES]; /* capture bytes of each class */
     uint64_t class_live[FM_CLOSURE_MAX_CLASSES];
 } fm_closure_pool_stats;

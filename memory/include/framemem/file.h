@@ -61,11 +61,7 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
-#define FM_FILE_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define FM_FILE_PRINTF(f, a)
-#endif
+#define FM_FILE_PRINTF(f, a) FM__PRINTF_LIKE(f, a)
 
 /* What FM_API (base.h) is for framemem, for framemem_file's functions. */
 #if defined(FM__BUILDING_FILE)

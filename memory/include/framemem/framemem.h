@@ -5,6 +5,7 @@
 #include "framemem/base.h"
 #include "framemem/clock.h"
 #include "framemem/closure.h"
+#include "framemem/hooks.h"
 #include "framemem/pool.h"
 #include "framemem/tag.h"
 #endif

@@ -1,7 +1,6 @@
 /* platform/os.h: the one interface between framemem and the OS's memory and
- * time. One implementation per OS (os_posix.c so far; a Windows one is to
- * implement the same functions beside it): nothing else in memory/src
- * includes an OS header for these.
+ * time. One implementation per OS (os_posix.c: Linux, macOS, the BSDs;
+ * os_win32.c): nothing else in memory/src includes an OS header for these.
  *
  * Callers ask fm__os_caps() what the OS can do instead of testing for the OS:
  * - has_virtual_reserve: address space can be reserved without memory and
@@ -9,9 +8,8 @@
  *   arenas take every byte from the desc's fm_allocator.
  * - has_partial_release: any page-aligned part of a reservation can be
  *   released on its own (munmap; VirtualFree cannot). A pool's growth maps
- *   its new chunks in one reservation and trims them one by one, which needs
- *   it: an OS without it must reserve each chunk on its own (pool/chunks.c's
- *   growth plan does not test the flag yet; every OS file so far sets it).
+ *   its new chunks in one reservation and trims them one by one where the OS
+ *   has it; elsewhere it reserves each chunk on its own (pool/chunks.c).
  * - huge_page_size: the size of a transparent huge page where the OS has
  *   them (0 otherwise); fm__os_huge_pages_usable says whether they may be
  *   used now. */

@@ -1,6 +1,10 @@
 /* platform/os_posix.c: os.h on POSIX systems (Linux, the BSDs, macOS):
  * mmap reservations, mprotect commits, madvise for decommit, prefault and
- * transparent huge pages, posix_memalign for the C heap, CLOCK_MONOTONIC. */
+ * transparent huge pages, posix_memalign for the C heap, CLOCK_MONOTONIC.
+ * macOS: mach_absolute_time for the clock, a fresh PROT_NONE mapping over a
+ * decommitted range (its MADV_DONTNEED leaves the pages resident), no
+ * MADV_POPULATE_WRITE, no transparent huge pages, no /sys or /proc. The
+ * macOS paths are not compiled by tools/dev (Debian has no macOS SDK). */
 #include "platform/os.h"
 
 #include "platform/thread.h"
@@ -12,6 +16,10 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(__APPLE__)
+#include <mach/mach_time.h>
+#endif
 
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
 #include <fcntl.h>
@@ -74,6 +82,12 @@ bool fm__os_commit(void *ptr, size_t bytes) {
 }
 
 void fm__os_decommit(void *ptr, size_t bytes) {
+#if defined(__APPLE__)
+    /* Darwin's MADV_DONTNEED is a hint that keeps the pages: a new mapping
+     * in place drops them, and its pages come back zero-filled. */
+    if (mmap(ptr, bytes, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANON, -1, 0) != MAP_FAILED)
+        return;
+#endif
     madvise(ptr, bytes, MADV_DONTNEED);
     mprotect(ptr, bytes, PROT_NONE);
 }
@@ -144,8 +158,22 @@ void fm__os_heap_free(void *ptr) { free(ptr); }
 
 /* ------------------------------------------------------------------ clock */
 
+#if defined(__APPLE__)
+static mach_timebase_info_data_t fm__os_timebase;
+static fm__once fm__os_timebase_once = FM__ONCE_INIT;
+static void fm__os_timebase_fill(void) { mach_timebase_info(&fm__os_timebase); }
+
+/* mach_absolute_time ticks (1 ns on Intel Macs, 125/3 ns on Apple silicon)
+ * scaled by the timebase, split so the multiply cannot overflow. */
+uint64_t fm__os_now_ns(void) {
+    fm__call_once(&fm__os_timebase_once, fm__os_timebase_fill);
+    uint64_t t = mach_absolute_time(), n = fm__os_timebase.numer, d = fm__os_timebase.denom;
+    return t / d * n + t % d * n / d;
+}
+#else
 uint64_t fm__os_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+#endif

@@ -1,22 +1,64 @@
 /* platform/thread.h: threads as framemem uses them, one spelling per
  * platform: mutexes (optionally recursive), run-once, a thread-exit hook, the
- * thread-local storage class and yield. POSIX threads only, so far; a
- * Windows section (SRWLOCK or CRITICAL_SECTION, InitOnceExecuteOnce, an FLS
- * callback, SwitchToThread) is to implement the same names. Nothing else in
- * memory/src includes a thread header.
+ * thread-local storage class and yield. POSIX threads, or on Windows the
+ * native API (SRWLOCK, InitOnceExecuteOnce, an FLS callback, SwitchToThread):
+ * never winpthreads. Nothing else in memory/src includes a thread header.
  *
  * The lock and unlock wrappers are inline: MUTEX pools and arenas take the
- * lock on every call, and a wrapper call would cost instructions there. */
+ * lock on every call, and a wrapper call would cost instructions there.
+ *
+ * Thread-local variables are defined with FM__THREAD_LOCAL and used through
+ * FM__TLS(name), which is the variable itself except with gcc on Windows
+ * (below); the usual spelling is a second name:
+ *
+ *     static FM__THREAD_LOCAL fm_error fm__last_error_tls;
+ *     #define fm__last_error FM__TLS(fm__last_error_tls)
+ */
 #ifndef FRAMEMEM_PLATFORM_THREAD_H
 #define FRAMEMEM_PLATFORM_THREAD_H
 
 #include <stdbool.h>
 
+/* ------------------------------------------------------------ thread-local */
+
+#if defined(_WIN32) && defined(__GNUC__) && !defined(__clang__) &&                        \
+    (defined(__x86_64__) || defined(__aarch64__))
+/* gcc's MinGW targets have no native TLS: every _Thread_local access calls
+ * __emutls_get_address, whose first call in each thread mallocs (the heap
+ * lock, inside a pool's thread-cache path) and whose blocks are freed at
+ * thread exit under the loader lock. framemem's thread-locals live in the
+ * image's TLS template instead (the .tls$ sections the linker gathers
+ * between the CRT's _tls_start and _tls_end, as MSVC's __declspec(thread)
+ * does), which the loader copies for each thread before it runs: an access
+ * is the TEB's ThreadLocalStoragePointer, indexed by the module's
+ * _tls_index, plus the variable's offset in the template. Nothing is
+ * allocated and no lock is taken. Variables are zero-initialised; take
+ * their address or value only through FM__TLS. */
+#define FM__THREAD_LOCAL __attribute__((section(".tls$FM")))
+#define FM__WIN_TLS 1
+extern char _tls_start;
+extern unsigned long _tls_index;
+static inline void *fm__tls_at(const void *var) {
+    char **slots;
+#if defined(__x86_64__)
+    __asm__("movq %%gs:0x58, %0" : "=r"(slots)); /* TEB.ThreadLocalStoragePointer */
+#else
+    __asm__("ldr %0, [x18, #0x58]" : "=r"(slots));
+#endif
+    return slots[_tls_index] + ((const char *)var - &_tls_start);
+}
+#define FM__TLS(name) (*(__typeof__(&(name)))fm__tls_at(&(name)))
+#else
+#define FM__THREAD_LOCAL _Thread_local
+#define FM__TLS(name) (name)
+#endif
+
+#if defined(_WIN32)
+#include "platform/thread_win32.h"
+#else
+
 #include <pthread.h>
 #include <sched.h>
-
-/* The storage class of per-thread variables. */
-#define FM__THREAD_LOCAL _Thread_local
 
 /* ------------------------------------------------------------------ mutex */
 
@@ -78,5 +120,7 @@ static inline bool fm__exit_hook_arm(fm__exit_hook *hook, void *value) {
 
 /* Gives the CPU to another thread (spin-waits that must let a holder run). */
 static inline void fm__thread_yield(void) { sched_yield(); }
+
+#endif /* !_WIN32 */
 
 #endif /* FRAMEMEM_PLATFORM_THREAD_H */

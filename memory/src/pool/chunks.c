@@ -320,6 +320,12 @@ static fm__site *fm__sites(const fm_pool *p, const uint8_t *base) {
 }
 #endif
 
+/* A chunk's memory taken on its own (not from a growth's one mapping). */
+static void fm__chunk_mem_free(fm_pool *p, uint8_t *base) {
+    if (p->use_os) fm__os_release(base, p->chunk_bytes);
+    else fm_allocator_free(&p->desc.allocator, base, p->chunk_bytes);
+}
+
 /* Returns a chunk's memory; the record is dropped. */
 static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
@@ -345,8 +351,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     if (c->refs) fm_allocator_free(&p->desc.allocator, c->refs, (size_t)p->hot.per_chunk * sizeof *c->refs);
     FM__UNPOISON(c->base, p->chunk_bytes);
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
-    if (p->use_os) fm__os_release(c->base, p->chunk_bytes);
-    else fm_allocator_free(&p->desc.allocator, c->base, p->chunk_bytes);
+    fm__chunk_mem_free(p, c->base);
     fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
     p->bytes_reserved -= p->chunk_bytes;
     p->capacity -= c->limit - c->retired;
@@ -522,7 +527,7 @@ static void fm__span_empty(fm_pool *p, fm__span *sp) {
     const fm_allocator *a = &p->desc.allocator;
     while (sp->links) fm_allocator_free(a, fm__chain_pop(&sp->links), fm__links_bytes(p));
     if (sp->next && sp->left) fm__os_release(sp->next, (size_t)sp->left * p->chunk_bytes);
-    while (sp->chain) fm_allocator_free(a, fm__chain_pop(&sp->chain), p->chunk_bytes);
+    while (sp->chain) fm__chunk_mem_free(p, fm__chain_pop(&sp->chain));
     sp->next = NULL;
     sp->left = 0;
 }
@@ -632,7 +637,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
             g->span->links = links;
         }
     }
-    if (p->use_os) {
+    if (p->use_os && fm__os_get_caps()->has_partial_release) {
         /* One mapping for all k chunks, so growing by many chunks costs a
          * few system calls; each chunk is released on its own later. */
         if (g->k > SIZE_MAX / p->chunk_bytes) return false;
@@ -644,11 +649,15 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
                                          p->chunk_bytes);
         return !g->map_failed;
     }
+    /* The allocator's chunks, or an OS that releases only whole
+     * reservations (Windows): one reservation per chunk, so that trim can
+     * give any chunk back alone. */
     for (uint32_t i = 0; i < g->k; i++) {
-        uint8_t *base = fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
+        uint8_t *base = p->use_os ? fm__os_reserve(p->chunk_bytes, p->chunk_bytes, true)
+                                  : fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
         if (!base) return false;
         fm__pending pend = {g->span->chain};
-        if (!fm_is_aligned(base, p->chunk_bytes)) {
+        if (!fm_is_aligned(base, p->chunk_bytes)) { /* an allocator's only */
             fm_allocator_free(a, base, p->chunk_bytes);
             return false;
         }
@@ -663,7 +672,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
 /* Adds chunks holding `slots` more usable slots (clipped at max_capacity).
  * All or nothing: on failure the pool is exactly as before and the error is
  * reported. */
-static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
+static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
     uint64_t start = fm_clock_now();
     uint64_t max = p->desc.max_capacity;
     uint64_t held = p->capacity + p->retired; /* slots the chunks hold */
@@ -770,12 +779,16 @@ static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event) {
         p->table = g.table;
         FM__ATOMIC_STORE(&p->table_pub, fm__table_tag(g.table, g.table_cap), RELEASE);
     }
-    if (count_event) {
+    if (kind != FM__GROW_CREATE) {
         uint64_t ticks = fm_clock_now() - start;
         p->grow_events++;
         p->grow_ticks_total += ticks;
         if (ticks > p->grow_ticks_max) p->grow_ticks_max = ticks;
+        if (kind == FM__GROW_ALLOC) p->alloc_grow_events++, p->alloc_grow_ticks += ticks;
+        if (kind == FM__GROW_AHEAD) p->ahead_grow_events++, p->ahead_grow_ticks += ticks;
+        fm__watch_grown += ticks;
     }
+    fm__hook_grow(p->name, (size_t)k64 * p->chunk_bytes, start);
     return true;
 }
 
@@ -823,7 +836,7 @@ static void fm__trim_pending(fm_pool *p) {
         uint32_t limit = sp->last_limit;
         if (p->capacity - limit < p->desc.initial_capacity) return;
         if (sp->next) fm__os_release(sp->next + (size_t)(sp->left - 1) * p->chunk_bytes, p->chunk_bytes);
-        else fm_allocator_free(&p->desc.allocator, fm__chain_pop(&sp->chain), p->chunk_bytes);
+        else fm__chunk_mem_free(p, fm__chain_pop(&sp->chain));
         sp->last_limit = p->hot.per_chunk;
         fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
         p->bytes_reserved -= p->chunk_bytes;
@@ -887,7 +900,7 @@ static bool fm__next_chunk(fm_pool *p) {
                        (unsigned long long)p->capacity);
             return false;
         }
-        if (!fm__grow(p, fm__policy_slots(p), true)) return false;
+        if (!fm__grow(p, fm__policy_slots(p), FM__GROW_ALLOC)) return false;
     }
     fm__park_current(p);
     /* A partly used chunk with only a few free slots would be exhausted
@@ -940,7 +953,8 @@ typedef struct fm__chunk_hint {
     uintptr_t base;
     uint32_t chunk;
 } fm__chunk_hint;
-static FM__THREAD_LOCAL fm__chunk_hint fm__hint;
+static FM__THREAD_LOCAL fm__chunk_hint fm__hint_tls;
+#define fm__hint FM__TLS(fm__hint_tls)
 
 static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t base = (uintptr_t)ptr & p->base_mask;
@@ -1059,7 +1073,27 @@ static bool fm__reserve_core(fm_pool *pool, uint32_t capacity) {
                    capacity, pool->desc.max_capacity);
         return false;
     }
-    return fm__grow(pool, capacity - pool->capacity, true);
+    return fm__grow(pool, capacity - pool->capacity, FM__GROW_RESERVE);
+}
+
+/* Headroom for the next frame, grown at the frame boundary: twice min_free
+ * above live, so that a pool short of room by a little does not grow again
+ * at the next boundary. */
+static bool fm__grow_ahead_core(fm_pool *pool, uint32_t min_free) {
+    uint64_t live = fm__live(pool);
+    if (pool->capacity >= live + min_free) return true;
+    if (pool->desc.growth == FM_GROWTH_FIXED) {
+        fm__report(FM_ERR_POOL_FULL, "pool '%s': FIXED pool cannot grow ahead (%llu of %llu free, %u wanted)",
+                   pool->name, (unsigned long long)(pool->capacity - live),
+                   (unsigned long long)pool->capacity, min_free);
+        return false;
+    }
+    uint64_t target = live + 2 * (uint64_t)min_free;
+    if (target > UINT32_MAX) target = UINT32_MAX;
+    if (pool->desc.max_capacity && target > pool->desc.max_capacity)
+        target = pool->desc.max_capacity;
+    if (target <= pool->capacity) return true; /* as far as max_capacity allows */
+    return fm__grow(pool, target - pool->capacity, FM__GROW_AHEAD);
 }
 
 static bool fm__trimmable(const fm_pool *p, uint32_t idx) {

@@ -139,7 +139,7 @@ static void *fm__alloc_core(fm_pool *pool) {
  * chunk's free stack popped in one loop (each pop's meta word is the only
  * memory it depends on), anything else one by one. Stops at the first that
  * cannot be had (reported, counted once in failed_allocs). */
-static size_t fm__alloc_batch(fm_pool *p, void **out, size_t n) {
+static inline FM__ALWAYS_INLINE size_t fm__alloc_batch(fm_pool *p, void **out, size_t n) {
     fm__pool_hot *h = p->cs;
     size_t got = 0;
     while (got < n) {
@@ -344,7 +344,7 @@ FM__NOINLINE static void fm__free_checked(fm_pool *p, void *item, const char *op
  * loop makes no call, so nothing it holds is spilled. Returns how many it
  * freed: 0 when items[0] is for the general path (NULL, misuse, a slot to
  * retire). */
-static size_t fm__free_run(fm_pool *p, void *const *items, size_t n) {
+static inline FM__ALWAYS_INLINE size_t fm__free_run(fm_pool *p, void *const *items, size_t n) {
     fm__pool_hot *h = p->cs;
     const uintptr_t mask = p->base_mask;
     const uint64_t inv = h->inv;
@@ -379,7 +379,7 @@ static size_t fm__free_run(fm_pool *p, void *const *items, size_t n) {
 
 /* NONE and MUTEX (under the lock): the whole batch, run by run, anything
  * else through the single free's general path. */
-static void fm__free_batch(fm_pool *p, void *const *items, size_t n) {
+static inline FM__ALWAYS_INLINE void fm__free_batch(fm_pool *p, void *const *items, size_t n) {
     size_t i = 0;
     while (i < n) {
         size_t done = fm__free_run(p, items + i, n - i);
@@ -400,6 +400,7 @@ static void fm__delete_core(fm_pool *pool, void *item) {
         /* No lock held: the dtor runs, then the policy's free (which reports
          * the item if the dtor freed it). */
         if (pool->desc.dtor) pool->desc.dtor(item, pool->desc.user);
+        fm__hook_free_live(pool, item);
         fm__sync_free(pool, item, "delete");
         return;
     }
@@ -413,6 +414,7 @@ static void fm__delete_core(fm_pool *pool, void *item) {
             return;
         }
     }
+    fm__hook_free_live(pool, item);
     fm__free_located(pool, item, &loc);
 }
 

@@ -6,14 +6,18 @@
  * chunk above cannot be entered, and its growth fails):
  * - fm__pool_map[a >> 32]: the table of a 4 GiB region, or NULL. This first
  *   level is 512 KiB of the library's zero-filled static storage (pages
- *   never written cost nothing; 8 bytes on 32-bit targets).
+ *   never written cost nothing; on 32-bit targets one 4-byte entry, the
+ *   whole address space being one region).
  * - table[(a >> 16) & 0xFFFF]: per granule, the pool whose chunk covers it
  *   (chunks of 64 KiB or more), or a sub-table | 1 where chunks smaller than
  *   a granule have been: one entry per 4 KiB, the smallest chunk. 0: none.
- * Region tables (512 KiB of address space each; only the pages holding
- * entries are touched) and sub-tables (128 bytes, carved from 64 KiB blocks)
- * come from the OS through the platform layer (the C heap where there is no
- * virtual memory). A growth makes the ones its chunks need before it
+ * Region tables (512 KiB of address space each, 256 KiB on 32-bit targets;
+ * only the pages holding entries are touched) and sub-tables (128 bytes, 64
+ * on 32-bit, carved from 64 KiB blocks) come from the OS through the
+ * platform layer (VirtualAlloc on Windows; the C heap where there is no
+ * virtual memory). On Windows each chunk is a reservation of its own
+ * starting at a 64 KiB boundary (pool/chunks.c), so a chunk under 64 KiB
+ * is alone in its granule and its sub-table holds one owner. A growth makes the ones its chunks need before it
  * installs anything (fm__map_prepare, under a lock; when the OS refuses, the
  * growth fails and changes nothing), and they are never freed: another
  * thread's lookup may be reading one, and a granule's sub-table serves its

@@ -36,9 +36,9 @@ static void fm__unlock(const fm_pool *p) {
 /* ---- FM_SYNC_NONE owner (debug builds) */
 
 #ifdef FM__THREAD_CHECKS
-static FM__THREAD_LOCAL char fm__thread_token;
+static FM__THREAD_LOCAL char fm__thread_token_tls;
 /* The address of a thread-local byte names the calling thread. */
-static uintptr_t fm__self(void) { return (uintptr_t)&fm__thread_token; }
+static uintptr_t fm__self(void) { return (uintptr_t)&FM__TLS(fm__thread_token_tls); }
 #endif
 
 /* true when the calling thread may use p: it owns p, or p had no owner and
@@ -105,10 +105,17 @@ FM__NOINLINE static void fm__mutex_free(fm_pool *p, void *item, const char *op) 
     fm__mutex_unlock(&p->lock);
 }
 
-FM__NOINLINE static void *fm__sync_alloc(fm_pool *p) {
+/* The alloc of a policy other than NONE. */
+static inline void *fm__policy_alloc(fm_pool *p) {
     if (FM__LIKELY(p->sync == FM_SYNC_THREAD_CACHE)) return fm__tc_alloc(p);
     if (p->sync == FM_SYNC_LOCKFREE) return fm__lf_alloc(p);
     return fm__mutex_alloc(p);
+}
+
+/* hot.sync != NONE: another policy, or a watched pool (pool/watch.c). */
+FM__NOINLINE static void *fm__sync_alloc(fm_pool *p) {
+    if (FM__UNLIKELY(p->hot.sync & FM__SYNC_WATCHED)) return fm__watch_alloc(p);
+    return fm__policy_alloc(p);
 }
 
 FM__NOINLINE static void fm__sync_free(fm_pool *p, void *item, const char *op) {
@@ -190,15 +197,25 @@ static size_t fm__alloc_n(fm_pool *pool, void **out, size_t n) {
                    pool->name, n);
         return 0;
     }
+    /* hot.sync is the policy, but for watched pools (pool/watch.c). */
+    if (FM__LIKELY(pool->hot.sync <= FM_SYNC_MUTEX)) return fm__alloc_n_serial(pool, out, n);
+    if (pool->hot.sync & FM__SYNC_WATCHED) return fm__watch_alloc_n(pool, out, n);
+    return fm__alloc_n_cached(pool, out, n);
+}
+
+/* The policies' batches, NONE and MUTEX, then THREAD_CACHE and LOCKFREE.
+ * Inlined at each call (here and in the watch) with the batch loops, as
+ * when they had one call each. */
+static inline FM__ALWAYS_INLINE size_t fm__alloc_n_serial(fm_pool *pool, void **out, size_t n) {
+    if (!fm__enter(pool, "alloc")) return 0;
+    size_t got = fm__alloc_batch(pool, out, n);
+    fm__leave(pool);
+    return got;
+}
+static inline FM__ALWAYS_INLINE size_t fm__alloc_n_cached(fm_pool *pool, void **out, size_t n) {
     size_t got = 0;
-    if (!fm__cached_policy(pool)) { /* NONE and MUTEX */
-        if (!fm__enter(pool, "alloc")) return 0;
-        got = fm__alloc_batch(pool, out, n);
-        fm__leave(pool);
-        return got;
-    }
     for (; got < n; got++) {
-        void *item = fm__sync_alloc(pool);
+        void *item = fm__policy_alloc(pool);
         if (!item) break; /* out[got] stays as it was, as under NONE and MUTEX */
         out[got] = item;
     }
@@ -231,7 +248,8 @@ size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n) {
 
 void fm__pool_free_slow(fm_pool *pool, void *item) {
     if (FM__UNLIKELY(pool->hot.sync != FM_SYNC_NONE)) {
-        fm__sync_free(pool, item, "free");
+        if (FM__UNLIKELY(pool->hot.sync & FM__SYNC_WATCHED)) fm__watch_free(pool, item);
+        else fm__sync_free(pool, item, "free");
         return;
     }
 #ifdef FM__THREAD_CHECKS
@@ -249,14 +267,7 @@ void fm_pool_free(fm_pool *pool, void *item) {
 #ifdef FM__THREAD_CHECKS
     if (pool->hot.sync == FM_SYNC_NONE && !fm__owner_ok(pool, "free")) return;
 #endif
-    fm__pool_hot *h = &pool->hot;
-    uint64_t idx = fm__pool_hot_index(h, item);
-    if (FM__LIKELY(idx < h->cur_bump && fm__meta_kill(fm__meta(h->cur_base) + idx, true))) {
-        fm__slot_to_free(pool, item);
-        fm__push_current(pool, (uint32_t)idx);
-        h->headroom++;
-        return;
-    }
+    if (FM__LIKELY(fm__free_current(pool, &pool->hot, item))) return;
     fm__pool_free_slow(pool, item);
 }
 
@@ -267,12 +278,18 @@ void fm_pool_free_n(fm_pool *pool, void *const *items, size_t n) {
                    pool->name, n);
         return;
     }
-    if (!fm__cached_policy(pool)) { /* NONE and MUTEX */
-        if (!fm__enter(pool, "free")) return;
-        fm__free_batch(pool, items, n);
-        fm__leave(pool);
-        return;
-    }
+    if (FM__LIKELY(pool->hot.sync <= FM_SYNC_MUTEX)) fm__free_n_serial(pool, items, n);
+    else if (pool->hot.sync & FM__SYNC_WATCHED) fm__watch_free_n(pool, items, n);
+    else fm__free_n_cached(pool, items, n);
+}
+
+/* The policies' batches (inlined as fm__alloc_n_serial and _cached). */
+static inline FM__ALWAYS_INLINE void fm__free_n_serial(fm_pool *pool, void *const *items, size_t n) {
+    if (!fm__enter(pool, "free")) return;
+    fm__free_batch(pool, items, n);
+    fm__leave(pool);
+}
+static inline FM__ALWAYS_INLINE void fm__free_n_cached(fm_pool *pool, void *const *items, size_t n) {
     for (size_t i = 0; i < n; i++) fm__sync_free(pool, items[i], "free");
 }
 
@@ -333,6 +350,7 @@ fm_error fm_pool_desc_check(const fm_pool_desc *d, char *msg, size_t msg_len) {
     else if (d->grow_factor != 0.0f && !(d->grow_factor > 1.0f && d->grow_factor <= 64.0f))
         why = "grow_factor must be in (1, 64]";
     else if ((unsigned)d->sync >= FM_SYNC_COUNT) why = "unknown sync policy";
+    else if ((unsigned)d->timing >= FM_POOL_TIMING_COUNT) why = "unknown timing mode";
     else if (!fm_allocator_valid(&d->allocator))
         why = "allocator needs both alloc and free";
     else if (d->max_capacity && d->initial_capacity > d->max_capacity)
@@ -398,13 +416,17 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->use_os = fm__allocator_is_system(&desc->allocator) && caps->has_virtual_reserve &&
                 p->chunk_bytes % caps->page_size == 0;
     p->sync = desc->sync;
-    p->hot.sync = (uint32_t)desc->sync;
+    p->watch_scale = desc->timing == FM_POOL_TIMING_EVERY_CALL ? 1u
+                     : desc->timing == FM_POOL_TIMING_SAMPLED  ? FM_POOL_TIMING_SAMPLE
+                                                               : 0u;
+    bool watched = p->watch_scale != 0 || FM__HOOKS;
+    p->hot.sync = (uint32_t)desc->sync | (watched ? FM__SYNC_WATCHED : 0u);
     p->id = (FM__ATOMIC_FETCH_ADD(&fm__pool_ids, 1, RELAXED) + 1);
-    /* Where every call must reach the annotations (fm__calls_annotated),
-     * the inline paths find nothing to take: no magazine (tc_id) and, below,
-     * no current chunk in hot. */
-    bool annotated = fm__calls_annotated();
-    p->hot.tc_id = p->sync == FM_SYNC_THREAD_CACHE && !annotated ? p->id : UINT64_MAX;
+    /* Where every call must reach the annotations (fm__calls_annotated) or
+     * pool/watch.c, the inline paths find nothing to take: no magazine
+     * (tc_id) and, below, no current chunk in hot. */
+    bool library_only = fm__calls_annotated() || watched;
+    p->hot.tc_id = p->sync == FM_SYNC_THREAD_CACHE && !library_only ? p->id : UINT64_MAX;
 #ifdef FM__THREAD_CHECKS
     p->owner = fm__self();
 #endif
@@ -415,9 +437,9 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     /* The core works on hot (NONE) or on the shadow; hot's current chunk
      * stays empty (cur_next_slot NULL, cur_top 0, cur_bump 0) for every other
      * policy, and for NONE where every call must reach the annotations
-     * (fm__calls_annotated). */
+     * (fm__calls_annotated) or the watch. */
     p->shadow = p->hot;
-    p->cs = p->sync == FM_SYNC_NONE && !annotated ? &p->hot : &p->shadow;
+    p->cs = p->sync == FM_SYNC_NONE && !library_only ? &p->hot : &p->shadow;
     p->cur_idx = FM__NONE;
     p->lf.head = FM__NONE;
     for (uint32_t k = 0; k < FM__DM_SLOTS; k++) p->dm_base[k] = 1;
@@ -438,7 +460,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     FM__VG_CREATE_POOL(p);
     fm__tag_attach(p->desc.tag, &p->tag_link, FM__TAG_POOL, p);
 
-    if (!fm__grow(p, p->desc.initial_capacity, false)) {
+    if (!fm__grow(p, p->desc.initial_capacity, FM__GROW_CREATE)) {
         /* The growth reported the failure; destroy of an empty pool reports
          * nothing, so that report stays the thread's last error. */
         fm_pool_destroy(p);
@@ -540,6 +562,7 @@ void fm_pool_destroy(fm_pool *pool) {
     fm_pool *p = pool;
     /* First, so that the tag's stats never read a pool being destroyed. */
     fm__tag_detach(p->desc.tag, &p->tag_link);
+    fm__hook_reset(p->name); /* its items go with it */
     /* Every thread's entry goes (the slots it holds go with the chunks). */
     if (fm__cached_policy(p)) fm__tc_free_entries(p);
     uint64_t live = fm__user_live(p);
@@ -629,11 +652,18 @@ static void fm__stats_core(const fm_pool *pool, fm_pool_stats *out) {
     out->grow_events = p->grow_events;
     out->grow_ns_total = fm_clock_to_ns(p->grow_ticks_total);
     out->grow_ns_max = fm_clock_to_ns(p->grow_ticks_max);
+    out->alloc_grow_events = p->alloc_grow_events;
+    out->alloc_grow_ns = fm_clock_to_ns(p->alloc_grow_ticks);
+    out->ahead_grow_events = p->ahead_grow_events;
+    out->ahead_grow_ns = fm_clock_to_ns(p->ahead_grow_ticks);
     out->trim_events = p->trim_events;
     out->bytes_trimmed = p->bytes_trimmed;
     out->resets = p->resets;
     out->bytes_reserved = p->bytes_reserved;
     out->bytes_overhead = p->bytes_reserved - p->capacity * p->item_size;
+    out->alloc_ns_total = fm_clock_to_ns(FM__ATOMIC_LOAD(&p->alloc_ticks, RELAXED));
+    out->free_ns_total = fm_clock_to_ns(FM__ATOMIC_LOAD(&p->free_ticks, RELAXED));
+    out->timed_calls = FM__ATOMIC_LOAD(&p->timed_calls, RELAXED);
 }
 
 fm_pool_desc fm_pool_get_desc(const fm_pool *pool) {
@@ -672,6 +702,14 @@ bool fm_pool_reserve(fm_pool *pool, uint32_t capacity) {
     FM__REFUSE_NULL(pool, "pool", false);
     if (!fm__enter(pool, "reserve")) return false;
     bool ok = fm__reserve_core(pool, capacity);
+    fm__leave(pool);
+    return ok;
+}
+
+bool fm_pool_grow_ahead(fm_pool *pool, uint32_t min_free) {
+    FM__REFUSE_NULL(pool, "pool", false);
+    if (!fm__enter(pool, "grow_ahead")) return false;
+    bool ok = fm__grow_ahead_core(pool, min_free);
     fm__leave(pool);
     return ok;
 }
@@ -725,6 +763,24 @@ void fm_pool_get_stats(const fm_pool *pool, fm_pool_stats *out) {
         if (out->peak_live < out->live) out->peak_live = out->live;
     }
     fm__leave(pool);
+}
+
+uint32_t fm_pool_chunk_occupancy(const fm_pool *pool, uint32_t *live, uint32_t max) {
+    FM__REFUSE_NULL(pool, "pool", 0);
+    if (!live) max = 0;
+    if (!fm__enter(pool, "chunk_occupancy")) return 0;
+    uint32_t n = 0;
+    for (uint32_t ci = 0; ci < pool->chunk_top; ci++) {
+        if (fm__chunk_at(pool, ci)->state == FM__CHUNK_UNUSED) continue;
+        if (n < max) live[n] = fm__chunk_live(pool, ci);
+        n++;
+    }
+    /* Chunks a growth mapped that have no record yet hold no item. */
+    for (const fm__span *sp = pool->spans; sp; sp = sp->next_span)
+        for (uint32_t i = 0; i < sp->left; i++, n++)
+            if (n < max) live[n] = 0;
+    fm__leave(pool);
+    return n;
 }
 
 fm_handle fm_pool_handle(const fm_pool *pool, const void *item) {

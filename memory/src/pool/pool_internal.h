@@ -253,14 +253,44 @@ struct fm_pool {
     uint64_t grow_events;
     uint64_t grow_ticks_total;
     uint64_t grow_ticks_max;
+    uint64_t alloc_grow_events; /* of grow_events: inside an allocation call */
+    uint64_t alloc_grow_ticks;
+    uint64_t ahead_grow_events; /* of grow_events: fm_pool_grow_ahead's */
+    uint64_t ahead_grow_ticks;
     uint64_t trim_events;
     uint64_t bytes_trimmed;
     uint64_t resets;
     size_t bytes_reserved;
     size_t self_bytes;
 
+    /* ---- watched pools (pool/watch.c): timing, FM_HOOKS */
+    uint32_t watch_scale; /* what a timed call counts for: 0 timing off, 1 every
+                             call, FM_POOL_TIMING_SAMPLE when sampled */
+    uint64_t alloc_ticks; /* inside alloc calls, timed ones times watch_scale */
+    uint64_t free_ticks;
+    uint64_t timed_calls;
+
     char name[];
 };
+
+/* Why fm__grow grows: the stats count each kind apart (telemetry tells a
+ * growth inside an allocation, the hitch, from maintenance). */
+typedef enum fm__grow_kind {
+    FM__GROW_CREATE,  /* the initial chunks: not an event */
+    FM__GROW_ALLOC,   /* an allocation found no room */
+    FM__GROW_RESERVE, /* fm_pool_reserve */
+    FM__GROW_AHEAD,   /* fm_pool_grow_ahead */
+} fm__grow_kind;
+
+/* Ticks the calling thread spent in growths inside alloc calls, for the
+ * watch (pool/watch.c) to count them apart. */
+static FM__THREAD_LOCAL uint64_t fm__watch_grown_tls;
+#define fm__watch_grown FM__TLS(fm__watch_grown_tls)
+
+/* hot.sync of a watched pool (pool/watch.c): its policy with this bit, so
+ * that the library's one test for a policy's path (hot.sync != NONE) leads
+ * there too; the inline paths never read hot.sync. */
+#define FM__SYNC_WATCHED 0x100u
 
 /* What fm__live_to_cached did. */
 enum { FM__NOT_FREED, FM__FREED_TO_CACHE, FM__FREED_RETIRED };
@@ -281,7 +311,7 @@ static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx);
 static void fm__file_chunk(fm_pool *p, uint32_t idx);
 static void fm__geometry(fm_pool *p);
 static uint32_t fm__layout(size_t cb, uint32_t stride, size_t item_align, fm__chunk_layout *out);
-static bool fm__grow(fm_pool *p, uint64_t slots, bool count_event);
+static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind);
 static size_t fm__links_bytes(const fm_pool *p);
 static void fm__list_init(fm__list *l);
 static void fm__list_unlink(fm_pool *p, fm__list *l, uint32_t idx);
@@ -292,6 +322,7 @@ static bool fm__next_chunk(fm_pool *p);
 static void fm__spans_release(fm_pool *p);
 static void fm__release_chunk(fm_pool *p, uint32_t idx);
 static bool fm__reserve_core(fm_pool *pool, uint32_t capacity);
+static bool fm__grow_ahead_core(fm_pool *pool, uint32_t min_free);
 static fm_error fm__shared_problem(const fm_pool *p, fm_error err, const void *ptr);
 #ifdef FM_TRACK_SITES
 static fm__site *fm__sites(const fm_pool *p, const uint8_t *base);
@@ -353,10 +384,23 @@ static void fm__retain_core(fm_pool *pool, void *item);
 static fm_error fm__check_core(const fm_pool *pool);
 
 /* pool.c: policies around the core */
+static size_t fm__alloc_n_cached(fm_pool *pool, void **out, size_t n);
+static size_t fm__alloc_n_serial(fm_pool *pool, void **out, size_t n);
 static bool fm__cached_policy(const fm_pool *p);
+static void fm__free_n_cached(fm_pool *pool, void *const *items, size_t n);
+static void fm__free_n_serial(fm_pool *pool, void *const *items, size_t n);
 static void fm__lock(const fm_pool *p);
+static bool fm__owner_ok(const fm_pool *p, const char *op);
+static void *fm__policy_alloc(fm_pool *p);
 static void fm__sync_free(fm_pool *p, void *item, const char *op);
 static void fm__unlock(const fm_pool *p);
+
+/* watch.c: timing and hooks */
+static void *fm__watch_alloc(fm_pool *p);
+static size_t fm__watch_alloc_n(fm_pool *p, void **out, size_t n);
+static void fm__watch_free(fm_pool *p, void *item);
+static void fm__watch_free_n(fm_pool *p, void *const *items, size_t n);
+static void fm__hook_free_live(const fm_pool *p, const void *item);
 /* ============================================ helpers of every file */
 
 /* Slots out of the core: live items, plus (THREAD_CACHE, LOCKFREE) free slots
@@ -438,6 +482,18 @@ static inline void fm__push_current(fm_pool *p, uint32_t idx) {
     h->cur_next_slot = h->cur_slots + (size_t)idx * h->stride;
     h->cur_next_meta = fm__meta(h->cur_base) + idx;
     h->cur_next = idx;
+}
+
+/* The common free, a live item of the current chunk in h (hot, for
+ * fm_pool_free; cs, for a watched pool, whose hot is empty): true when it
+ * was, and is freed; false, with nothing changed, for anything else. */
+static inline bool fm__free_current(fm_pool *p, fm__pool_hot *h, void *item) {
+    uint64_t idx = fm__pool_hot_index(h, item);
+    if (!(idx < h->cur_bump && fm__meta_kill(fm__meta(h->cur_base) + idx, true))) return false;
+    fm__slot_to_free(p, item);
+    fm__push_current(p, (uint32_t)idx);
+    h->headroom++;
+    return true;
 }
 
 /* The dm_base slot of a chunk base. */

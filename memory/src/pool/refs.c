@@ -110,6 +110,7 @@ FM__NOINLINE static bool fm__release_shared(fm_pool *p, void *item, const fm__lo
         }
     }
     if (p->desc.dtor) p->desc.dtor(item, p->desc.user);
+    fm__hook_free_live(p, item);
     fm__sync_free(p, item, "release");
     return true;
 }
@@ -160,6 +161,7 @@ static bool fm__release_core(fm_pool *pool, void *item) {
             return true;
         }
     }
+    fm__hook_free_live(pool, item);
     fm__free_located(pool, item, &loc);
     return true;
 }

@@ -168,6 +168,9 @@ void fm_pool_reset(fm_pool *pool) {
         fm__foreach_core(pool, pool->desc.dtor, pool->desc.user);
     if (pool->sync == FM_SYNC_THREAD_CACHE || pool->sync == FM_SYNC_LOCKFREE) fm__tc_drop_all(pool);
     fm__reset_core(pool);
+    /* hooks.h: under the lock (MUTEX), so before any later allocation's
+     * event; after the dtor's frees. */
+    fm__hook_reset(pool->name);
     fm__leave(pool);
 }
 

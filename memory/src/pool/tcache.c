@@ -31,7 +31,7 @@
  *
  * The inline alloc and free (detail/pool.h) pop and push as fm__tc_alloc and
  * fm__tc_free below do, except that the free sets the meta word without a
- * CAS (see pool.h's Threads): with the CAS a warm alloc+free pair took
+ * CAS (see docs/POOLS.md, Threads): with the CAS a warm alloc+free pair took
  * 1.85x NONE's time, without it 1.4x.
  */
 #ifndef FM__POOL_UNIT
@@ -43,8 +43,9 @@
 enum { FM__TC_BATCH = FM__TC_SLOTS / 2 };
 
 /* hint_slots of an entry with no hint: slot starts counted from it lie at
- * 2^63 and above, where no user-space pointer is, so no item matches. */
-#define FM__TC_NO_HINT ((uintptr_t)1 << 63)
+ * 2^63 and above, where no user-space pointer is, so no item matches (a
+ * 64-bit word on every target: 2^31 is an address on 32-bit ones). */
+#define FM__TC_NO_HINT ((uint64_t)1 << 63)
 /* A table slot whose thread is handing the entry back (no pool id is this). */
 #define FM__TC_CLAIMED UINT64_MAX
 
@@ -54,8 +55,15 @@ typedef struct fm__tc_thread {
     bool armed; /* the exit hook runs at this thread's exit */
 } fm__tc_thread;
 
+#ifdef FM__TC_INLINE
 __thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL; /* (detail/pool.h) */
-static FM__THREAD_LOCAL fm__tc_thread fm__tc_self;
+#else
+/* Where no inline path reads it (detail/pool.h), the library's own. */
+static FM__THREAD_LOCAL fm__tc_slot fm__tc_cur_tls;
+#define fm__tc_cur FM__TLS(fm__tc_cur_tls)
+#endif
+static FM__THREAD_LOCAL fm__tc_thread fm__tc_self_tls;
+#define fm__tc_self FM__TLS(fm__tc_self_tls)
 static fm__exit_hook fm__tc_exit;
 static fm__once fm__tc_once = FM__ONCE_INIT;
 static bool fm__tc_hook_ok;
@@ -397,7 +405,7 @@ FM__NOINLINE static void fm__tc_free_slow(fm_pool *p, void *item, const char *op
 static inline void fm__tc_free(fm_pool *p, void *item, const char *op) {
     if (FM__LIKELY(fm__tc_cur.id == p->id)) {
         fm__tc_entry *e = fm__tc_cur.entry;
-        uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
+        uint64_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
         uint64_t slot = fm__exact_index((uintptr_t)item - hs, p->hot.inv, p->hot.inv_shift);
         if (FM__LIKELY(slot < p->hot.per_chunk && e->count < FM__TC_SLOTS - 1 &&
                        !FM__ATOMIC_LOAD(&e->next_slot, RELAXED))) {

@@ -21,3 +21,4 @@
 #include "pool/check.c"
 #include "pool/pool.c"
 #include "pool/reset.c"
+#include "pool/watch.c"

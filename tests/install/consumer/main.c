@@ -5,7 +5,9 @@
  * across the boundary of a shared framemem too); exits 0 when everything
  * behaves as documented. Built with the flags the library's package gives
  * (CMake or pkg-config), it records allocation sites exactly when the
- * library does: never told otherwise. */
+ * library does: never told otherwise; and it hears the profiler hooks
+ * exactly when the library was built with FM_HOOKS (the package passes
+ * -DFM_HOOKS then), or is told they cannot be installed. */
 #include <framemem/framemem.h>
 
 #include <pthread.h>
@@ -28,6 +30,16 @@ static void on_error(fm_error err, const char *msg, void *user) {
     if (err == FM_ERR_BUDGET) refused++;
     if (err == FM_WARN_NO_SITES) no_sites++;
     if (err == FM_ERR_LEAK) snprintf(leak_report, sizeof leak_report, "%s", msg);
+}
+
+static int hook_allocs, hook_frees;
+static void on_alloc(const void *ptr, size_t size, const char *name, void *user) {
+    (void)ptr, (void)user;
+    hook_allocs += size == sizeof(thing) && strcmp(name, "hooked") == 0;
+}
+static void on_free(const void *ptr, const char *name, void *user) {
+    (void)ptr, (void)name, (void)user;
+    hook_frees++;
 }
 
 /* 1000 allocations and frees on the calling thread's cache; 0 when all went well. */
@@ -97,6 +109,22 @@ int main(void) {
     fm_pool_destroy(shared);
     if (mine || theirs || st.live != 0 || st.total_allocs != 2000 || st.total_frees != 2000)
         return 12;
-    printf("consumer ok\n");
+
+    bool hooked = fm_set_hooks(&(fm_hooks){.alloc = on_alloc, .free = on_free});
+    fm_pool *watched = fm_pool_create(&FM_POOL_DESC(thing, .name = "hooked"));
+    if (!watched) return 1;
+    thing_pool_free(watched, thing_pool_alloc(watched));
+    fm_pool_destroy(watched);
+    fm_set_hooks(NULL);
+#ifdef FM_HOOKS
+    if (!hooked || hook_allocs != 1 || hook_frees != 1) {
+        fprintf(stderr, "consumer: FM_HOOKS build, hooks heard %d alloc(s), %d free(s)\n",
+                hook_allocs, hook_frees);
+        return 13;
+    }
+#else
+    if (hooked || hook_allocs || hook_frees || fm_last_error() != FM_ERR_UNSUPPORTED) return 14;
+#endif
+    printf("consumer ok%s\n", hooked ? " (profiler hooks)" : "");
     return 0;
 }

@@ -15,8 +15,8 @@ extern "C" {
 #endif
 
 typedef struct ovl_png {
-    unsigned char *data; /* the PNG file's bytes (an engine/ds.h array on the
-                            C heap: release with ovl_png_free) */
+    unsigned char *data; /* the PNG file's bytes (C heap: release with
+                            ovl_png_free) */
     size_t size;
 } ovl_png;
 

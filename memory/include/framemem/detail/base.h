@@ -49,13 +49,13 @@ static inline bool fm_is_aligned(const void *p, size_t align) {
 #define FM__MAYBE_UNUSED
 #endif
 
-/* Optimised builds of the caller (NDEBUG, no sanitizer, no FM_NO_INLINE)
- * compile the common cases of pool, arena and closure calls into its own
- * code; each header's detail part says which. The library's own sources
- * (FM__BUILDING_LIBRARY) define the functions and call the inline paths
- * by their fm__ names where they want them. */
+/* Optimised builds of the caller (NDEBUG, no sanitizer, no FM_NO_INLINE,
+ * no FM_HOOKS: hooks.h) compile the common cases of pool, arena and closure
+ * calls into its own code; each header's detail part says which. The
+ * library's own sources (FM__BUILDING_LIBRARY) define the functions and
+ * call the inline paths by their fm__ names where they want them. */
 #if defined(FM__GNU) && defined(NDEBUG) && !defined(FM__SANITIZED) && !defined(FM_NO_INLINE) && \
-    !(defined(_WIN32) && defined(FM_DLL))
+    !defined(FM_HOOKS) && !(defined(_WIN32) && defined(FM_DLL))
 /* (A Windows DLL cannot lend its callers the thread-local variable that
  * THREAD_CACHE's inline paths read: their callers call the library.) */
 #define FM__INLINE 1

@@ -33,6 +33,9 @@ typedef struct fm__closure_hdr {
     void *owner;   /* the fm_closure_pool (its fm__closure_pool_hot); NULL: frame */
     uint32_t tag;  /* FM__CLOSURE_TAG_* while live; 0 from the last release on */
     uint32_t cls;  /* size class of a pooled closure */
+#if UINTPTR_MAX == UINT32_MAX
+    uint32_t pad[2]; /* 32-bit targets: 32 bytes too, so the capture stays 16-aligned */
+#endif
 } fm__closure_hdr;
 
 /* The start of every fm_closure_pool. */

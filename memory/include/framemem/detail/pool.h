@@ -23,7 +23,7 @@
  * calling thread's magazine when its last entry (fm__tc_cur) is the
  * pool's: an alloc checks the slot is not live and sets the live bit, a
  * free checks the item is a live slot start of the chunk the thread freed
- * into last and bumps the generation (no CAS: see pool.h's Threads); the
+ * into last and bumps the generation (no CAS: see docs/POOLS.md, Threads); the
  * thread's other pools, an empty or full magazine, a first use and every
  * misuse go into the library. The inline resolve reads words the library
  * only ever replaces whole (old arrays of shared pools are kept until
@@ -113,8 +113,9 @@ struct fm__tc_entry {
     /* Written by the owning thread only (but hint_slots), read by stats
      * and destroy: accessed atomically. */
     uint32_t count;       /* slots[0, count) are free slots of the pool */
-    uintptr_t hint_slots; /* first slot of a chunk of the pool this thread freed
-                             into; trim resets it */
+    uint64_t hint_slots;  /* first slot of a chunk of the pool this thread freed
+                             into; trim resets it (to 2^63: no address, even on
+                             32-bit targets, where 2^31 is one) */
     uint32_t *hint_meta;  /* that chunk's meta words (valid while hint_slots is) */
     /* The inline free's last slot, not yet on slots[] (NULL: none), and its
      * meta word (whose index in its chunk's words is its slot_idx): as with
@@ -144,18 +145,20 @@ struct fm__tc_entry {
  * still load it %fs-relative (their default for a library's variable), and
  * with no initial-exec access of its own the library can also be loaded by
  * dlopen (glibc's static TLS reserve, about 1.6 KiB, cannot hold the
- * library's 4.6 KiB of thread-locals). */
+ * library's 4.6 KiB of thread-locals). Windows: gcc's MinGW targets have
+ * only emulated TLS (a call per access, a malloc per thread) and no
+ * thread-local variable crosses a DLL's boundary, so THREAD_CACHE's alloc
+ * and free are not inlined there and fm__tc_cur stays inside the library
+ * (platform/thread.h). */
+#if !defined(_WIN32)
+#define FM__TC_INLINE 1
 #if defined(FM_DLL)
 #define FM__TC_TLS_MODEL
 #else
 #define FM__TC_TLS_MODEL __attribute__((tls_model("initial-exec")))
 #endif
-#if defined(_WIN32) /* no thread-local variable crosses a DLL's boundary (detail/base.h) */
-#define FM__TLS_API
-#else
-#define FM__TLS_API FM_API
+extern FM_API __thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL;
 #endif
-extern FM__TLS_API __thread fm__tc_slot fm__tc_cur FM__TC_TLS_MODEL;
 
 FM_API void *fm__pool_alloc_slow(fm_pool *pool);
 /* cold: a NONE free outside the current chunk calls it, and the inline free
@@ -176,7 +179,7 @@ static inline uint32_t fm__tc_next_idx(const fm__tc_entry *e, uintptr_t base_mas
  * Montgomery; inv and shift are the pool's): a slot start at index j gives
  * j; any other address, inside an item, before the slots or in another
  * chunk, gives a value far above every slot index. */
-static inline uint64_t fm__exact_index(uintptr_t off, uint64_t inv, uint32_t shift) {
+static inline uint64_t fm__exact_index(uint64_t off, uint64_t inv, uint32_t shift) {
     uint64_t x = off * inv;
     return (x >> shift) | (x << ((64u - shift) & 63u));
 }
@@ -278,7 +281,7 @@ FM_API __attribute__((cold)) void fm__free_unowned(void *ptr);
 
 /* THREAD_CACHE's alloc of a cached slot: sets live (bit 31) in its meta
  * word; false, with the word unchanged, when it was set already. A relaxed
- * load and store, no CAS (see pool.h's Threads). */
+ * load and store, no CAS (see docs/POOLS.md, Threads). */
 static inline bool fm__meta_set_live(uint32_t *w) {
     uint32_t m = FM__ATOMIC_LOAD(w, RELAXED);
     if (__builtin_expect((int32_t)m < 0, 0)) return false;
@@ -306,6 +309,7 @@ static inline uint64_t fm__pool_tc_id(const fm__pool_hot *h) {
     return FM__ATOMIC_LOAD(&h->tc_id, RELAXED);
 }
 
+#ifdef FM__TC_INLINE
 /* THREAD_CACHE: a pop from this thread's magazine for the pool (its
  * next_slot first). */
 static inline void *fm__pool_alloc_tc(fm_pool *pool) {
@@ -338,6 +342,8 @@ static inline void *fm__pool_alloc_tc(fm_pool *pool) {
     return fm__pool_alloc_slow(pool);
 }
 
+#endif /* FM__TC_INLINE */
+
 /* --*headroom < 0, as one decrement of memory and a branch on its sign: from
  * C, gcc loads, decrements, stores and tests the word when the caller's code
  * around it keeps a register busy (which depends on the caller). */
@@ -360,7 +366,11 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
         h->cur_next_slot = NULL;
         meta = h->cur_next_meta;
     } else if (h->tc_id != UINT64_MAX) {
+#ifdef FM__TC_INLINE
         return fm__pool_alloc_tc(pool);
+#else
+        return fm__pool_alloc_slow(pool);
+#endif
     } else {
         /* The top of the free stack, else the bump index's next slot: one
          * never handed out (word 0: the first allocations of a fresh chunk
@@ -400,15 +410,16 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     return slot;
 }
 
+#ifdef FM__TC_INLINE
 /* THREAD_CACHE: a slot start of the chunk this thread freed into last, live,
  * becomes the magazine's next_slot (the one before it moves onto slots[],
  * which must have room). The live bit goes with a relaxed load and store,
- * not a CAS (see pool.h's Threads). */
+ * not a CAS (see docs/POOLS.md, Threads). */
 static inline void fm__pool_free_tc(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     if (__builtin_expect(fm__tc_cur.id == fm__pool_tc_id(h), 1)) {
         fm__tc_entry *e = fm__tc_cur.entry;
-        uintptr_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
+        uint64_t hs = FM__ATOMIC_LOAD(&e->hint_slots, RELAXED);
         uint64_t si = fm__exact_index((uintptr_t)item - hs, h->inv, h->inv_shift);
         if (__builtin_expect(si < h->per_chunk, 1)) {
             uint32_t *meta = e->hint_meta + si;
@@ -434,6 +445,8 @@ slow:
     fm__pool_free_slow(pool, item);
 }
 
+#endif /* FM__TC_INLINE */
+
 static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
     /* A THREAD_CACHE pool skips the index arithmetic. */
@@ -455,7 +468,11 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
         fm__pool_free_slow(pool, item); /* another chunk, or misuse */
         return;
     }
+#ifdef FM__TC_INLINE
     fm__pool_free_tc(pool, item);
+#else
+    fm__pool_free_slow(pool, item);
+#endif
 }
 
 static inline void fm__free_inline(void *ptr) {
@@ -487,6 +504,24 @@ static inline void fm__free_inline(void *ptr) {
  * when a caller does not (FM_WARN_NO_SITES, pool.h), and one that does not
  * record them can say so to a caller that passes them. */
 FM_API fm_pool *fm__pool_create_from(const fm_pool_desc *desc, bool caller_sites);
+
+#ifdef __cplusplus
+} /* extern "C" */
+/* C++: the desc by reference, so that FM_POOL_DESC(...) passes as it is (C++
+ * has no compound literal to take the address of); C++ linkage also when a
+ * caller includes pool.h inside extern "C"; before the macros below take the
+ * name. */
+extern "C++" {
+inline fm_pool *fm_pool_create(const fm_pool_desc &desc) { return fm_pool_create(&desc); }
+inline fm_error fm_pool_desc_check(const fm_pool_desc &desc, char *msg, size_t msg_len) {
+    return fm_pool_desc_check(&desc, msg, msg_len);
+}
+inline fm_pool *fm__pool_create_from(const fm_pool_desc &desc, bool caller_sites) {
+    return fm__pool_create_from(&desc, caller_sites);
+}
+}
+extern "C" {
+#endif
 
 /* The caller's calls: site-recording or inline. The library's own sources
  * call the functions (and the inline paths by their fm__ names). Variadic
@@ -532,13 +567,64 @@ static inline void *fm__pool_new_site(fm_pool *pool, const char *file, int line)
 #endif
 }
 
+/* The bodies of pool.h's FM_HANDLE_TYPE, FM_POOL_DESC, FM_POOL_DECLARE_TYPED
+ * and FM_POOL_DECLARE_HANDLE. */
+#define FM__HANDLE_TYPE(name)                                                   \
+    typedef struct name {                                                       \
+        fm_handle h;                                                            \
+    } name
+
 #ifdef __cplusplus
-}
-/* C++ passes FM_POOL_DESC(...) by reference (pool.h): so may the macro. */
-extern "C++" {
-inline fm_pool *fm__pool_create_from(const fm_pool_desc &desc, bool caller_sites) {
-    return fm__pool_create_from(&desc, caller_sites);
-}
+#define FM__POOL_DESC(T, ...)                                                                 \
+    ([&]() -> fm_pool_desc {                                                                  \
+        fm_pool_desc fm__d{};                                                                 \
+        fm__d.type_name = #T;                                                                 \
+        fm__d.item_size = sizeof(T);                                                          \
+        fm__d.item_align = FM_ALIGNOF(T);                                                     \
+        FM__SET(fm__d, __VA_ARGS__)                                                           \
+        return fm__d;                                                                         \
+    }())
+#else
+#define FM__POOL_DESC(T, ...)                                                                 \
+    ((fm_pool_desc){                                                                          \
+        .type_name = #T, .item_size = sizeof(T), .item_align = FM_ALIGNOF(T), __VA_ARGS__})
+#endif
+
+#define FM__POOL_DECLARE_TYPED(T, prefix)                                       \
+    FM__MAYBE_UNUSED static inline T *prefix##_alloc_at(fm_pool *pool, const char *file, \
+                                                       int line) {              \
+        return (T *)fm__pool_alloc_site(pool, file, line);                      \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_new_at(fm_pool *pool, const char *file, \
+                                                     int line) {                \
+        return (T *)fm__pool_new_site(pool, file, line);                        \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_alloc(fm_pool *pool) {           \
+        return (T *)fm_pool_alloc(pool);                                        \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline void prefix##_free(fm_pool *pool, T *item) { \
+        fm_pool_free(pool, item);                                               \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_new(fm_pool *pool) {             \
+        return (T *)fm_pool_new(pool);                                          \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline void prefix##_delete(fm_pool *pool, T *item) { \
+        fm_pool_delete(pool, item);                                             \
+    }
+
+#define FM__POOL_DECLARE_HANDLE(T, prefix, handle_type)                         \
+    FM__MAYBE_UNUSED static inline handle_type prefix##_handle(const fm_pool *pool, \
+                                                               const T *item) { \
+        handle_type ref;                                                        \
+        ref.h = fm_pool_handle(pool, item);                                     \
+        return ref;                                                             \
+    }                                                                           \
+    FM__MAYBE_UNUSED static inline T *prefix##_resolve(const fm_pool *pool,     \
+                                                      handle_type ref) {        \
+        return (T *)fm_pool_resolve(pool, ref.h);                               \
+    }
+
+#ifdef __cplusplus
 }
 #endif
 
