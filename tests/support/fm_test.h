@@ -57,6 +57,19 @@ uint64_t fm_test_minor_faults(void);
 /// pages one by one (probed once, on a fresh mapping). Where it does not,
 /// fm_test_feature_missing says so for what, and the result is false.
 bool fm_test_page_faults_counted(const char *what);
+/// What the OS holds at the page of p: nothing (FM_TEST_OS_FREE), address
+/// space only (FM_TEST_OS_RESERVED: Windows' reserved, not committed), or
+/// memory (FM_TEST_OS_COMMITTED; on POSIX every mapped page, mincore).
+typedef enum fm_test_os_state {
+    FM_TEST_OS_FREE,
+    FM_TEST_OS_RESERVED,
+    FM_TEST_OS_COMMITTED,
+} fm_test_os_state;
+fm_test_os_state fm_test_os_state_of(const void *p);
+/// Whether fm_test_os_state_of tells a mapped page from a released one here
+/// (probed once); where it does not, fm_test_feature_missing says so for
+/// what, and the result is false.
+bool fm_test_os_states_known(const char *what);
 /// Runs only the cases whose names match the environment's FM_TEST_FILTER
 /// (cmocka's wildcards * and ?), when it is set: ctest's repeats of a
 /// suite's thread cases (tests/memory/thread_tests.cmake). Call before

@@ -16,7 +16,7 @@ enum { FM__BASES_STEP = 4 };
 
 /* Segment s of the records (see fm__chunk_at). */
 static size_t fm__seg_bytes(uint32_t s) {
-    return ((size_t)1 << s) * (sizeof(fm__chunk) + sizeof(uint32_t *));
+    return ((size_t)1 << s) * (sizeof(fm__chunk) + sizeof(uint32_t *) + sizeof(fm__span *));
 }
 static uint8_t *fm__seg_mem(const fm_pool *p, uint32_t s) { return (uint8_t *)p->seg[s]; }
 /* Records the segments up to and including s hold. */
@@ -320,11 +320,7 @@ static fm__site *fm__sites(const fm_pool *p, const uint8_t *base) {
 }
 #endif
 
-/* A chunk's memory taken on its own (not from a growth's one mapping). */
-static void fm__chunk_mem_free(fm_pool *p, uint8_t *base) {
-    if (p->use_os) fm__os_release(base, p->chunk_bytes);
-    else fm_allocator_free(&p->desc.allocator, base, p->chunk_bytes);
-}
+static void fm__span_give_back(fm_pool *p, fm__span *sp, uint8_t *mem, uint32_t n);
 
 /* Returns a chunk's memory; the record is dropped. */
 static void fm__release_chunk(fm_pool *p, uint32_t idx) {
@@ -351,7 +347,9 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     if (c->refs) fm_allocator_free(&p->desc.allocator, c->refs, (size_t)p->hot.per_chunk * sizeof *c->refs);
     FM__UNPOISON(c->base, p->chunk_bytes);
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
-    fm__chunk_mem_free(p, c->base);
+    fm__span *sp = *fm__rec_span(p, idx);
+    if (sp) fm__span_give_back(p, sp, c->base, 1);
+    else fm_allocator_free(&p->desc.allocator, c->base, p->chunk_bytes);
     fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
     p->bytes_reserved -= p->chunk_bytes;
     p->capacity -= c->limit - c->retired;
@@ -402,7 +400,9 @@ typedef struct fm__pending {
  * mapping (fm__carve), each released on its own later. A growth then costs
  * two system calls (its chunks, its arrays) whatever its size; each costs 2
  * to 15 us in a VM, as does the first touch of a fresh page (fm-bench
- * regrowth). Smaller ones, and all of a pool on an allocator, come from the
+ * regrowth). Where the OS releases only whole reservations (Windows) each
+ * array is a reservation of its own: at most a few per growth, still none
+ * per chunk. Smaller ones, and all of a pool on an allocator, come from the
  * allocator (tables and dm2 zeroed here). */
 enum { FM__OS_ARRAY_BYTES = 16 << 10 };
 static bool fm__array_os(const fm_pool *p, size_t bytes) {
@@ -414,7 +414,8 @@ static size_t fm__page_round(size_t bytes) {
 }
 /* Adds an array of bytes to what a growth needs from the OS. */
 static void fm__carve_need(const fm_pool *p, size_t *total, size_t bytes) {
-    if (fm__array_os(p, bytes)) *total += fm__page_round(bytes);
+    if (fm__array_os(p, bytes) && fm__os_get_caps()->has_partial_release)
+        *total += fm__page_round(bytes);
 }
 /* An array from the carve (sized by fm__carve_need first, zero-filled) or
  * the allocator (zeroed when zero asks). NULL when the allocator refused. */
@@ -425,6 +426,8 @@ static void *fm__array_take(const fm_pool *p, fm__carve *cv, size_t bytes, bool 
         return mem;
     }
     size_t r = fm__page_round(bytes);
+    if (!fm__os_get_caps()->has_partial_release)
+        return fm__os_reserve(r, fm__os_get_caps()->page_size, true);
     if (r > cv->left) return NULL; /* not sized for it: cannot happen */
     void *mem = cv->next;
     cv->next += r;
@@ -521,24 +524,42 @@ static uint8_t *fm__chain_pop(uint8_t **chain) {
     return first;
 }
 
+/* A span of the pool's whose chunks have all gone back (or, from the
+ * allocator, all got records) is kept for the next growth: its struct stays
+ * in bytes_reserved, so trim gives back whole chunks only and growth takes
+ * no allocation for it. */
+static void fm__span_retire(fm_pool *p, fm__span *sp) {
+    sp->next_span = p->spare_spans;
+    p->spare_spans = sp;
+}
+
+/* n chunks of span sp's mapping, from mem on, go back to the OS: released
+ * where part of a reservation can be, else decommitted, the whole mapping
+ * released with its last chunk (see fm__span). A span in no list retires
+ * then; one in the pool's list is the caller's. */
+static void fm__span_give_back(fm_pool *p, fm__span *sp, uint8_t *mem, uint32_t n) {
+    size_t bytes = (size_t)n * p->chunk_bytes;
+    sp->held -= n;
+    if (fm__os_get_caps()->has_partial_release) fm__os_release(mem, bytes);
+    else if (sp->held) fm__os_decommit(mem, bytes);
+    else fm__os_release(sp->region, sp->region_bytes);
+    if (!sp->held) sp->region = NULL;
+    if (!sp->held && !sp->left) fm__span_retire(p, sp);
+}
+
 /* Gives back what a span still holds (chunks without a record, unused link
- * arrays); the caller has unlinked it and settled the counters. */
+ * arrays); the caller has unlinked it and settled the counters. It retires
+ * unless chunks of its mapping that got records are still held. */
 static void fm__span_empty(fm_pool *p, fm__span *sp) {
     const fm_allocator *a = &p->desc.allocator;
     while (sp->links) fm_allocator_free(a, fm__chain_pop(&sp->links), fm__links_bytes(p));
-    if (sp->next && sp->left) fm__os_release(sp->next, (size_t)sp->left * p->chunk_bytes);
-    while (sp->chain) fm__chunk_mem_free(p, fm__chain_pop(&sp->chain));
-    sp->next = NULL;
+    while (sp->chain) fm_allocator_free(a, fm__chain_pop(&sp->chain), p->chunk_bytes);
+    uint32_t left = sp->left;
+    uint8_t *next = sp->next;
     sp->left = 0;
-}
-
-/* A span of the pool's that is used up (or trimmed away) is kept for the
- * next growth: its struct stays in bytes_reserved, so trim gives back whole
- * chunks only and growth takes no allocation for it. */
-static void fm__span_retire(fm_pool *p, fm__span *sp) {
-    fm__span_empty(p, sp);
-    sp->next_span = p->spare_spans;
-    p->spare_spans = sp;
+    sp->next = NULL;
+    if (!p->use_os || (!left && !sp->held)) fm__span_retire(p, sp);
+    else if (left) fm__span_give_back(p, sp, next, left);
 }
 
 static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
@@ -549,11 +570,11 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     if (g->dm2) fm__array_delete(p, g->dm2, (size_t)g->dm2_cap * sizeof *g->dm2);
     if (g->carve.left) fm__os_release(g->carve.next, g->carve.left);
     if (g->span) {
+        /* Its chunks go back and it retires (to the head of spare_spans):
+         * none of them got a record. */
         fm__span_empty(p, g->span);
-        if (g->span_spare) {
-            g->span->next_span = p->spare_spans;
-            p->spare_spans = g->span;
-        } else {
+        if (!g->span_spare) {
+            p->spare_spans = g->span->next_span;
             fm_allocator_free(&p->desc.allocator, g->span, sizeof *g->span);
         }
     }
@@ -637,27 +658,26 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
             g->span->links = links;
         }
     }
-    if (p->use_os && fm__os_get_caps()->has_partial_release) {
+    if (p->use_os) {
         /* One mapping for all k chunks, so growing by many chunks costs a
-         * few system calls; each chunk is released on its own later. */
+         * few system calls; each chunk goes back on its own later, by
+         * itself or, where the OS releases only whole reservations, as a
+         * decommit until the mapping's last one goes (see fm__span). */
         if (g->k > SIZE_MAX / p->chunk_bytes) return false;
-        uint8_t *block = fm__os_reserve((size_t)g->k * p->chunk_bytes, p->chunk_bytes, true);
+        size_t bytes = (size_t)g->k * p->chunk_bytes;
+        uint8_t *block = fm__os_reserve(bytes, p->chunk_bytes, true);
         if (!block) return false;
-        g->span->next = block;
-        g->span->left = g->k;
-        g->map_failed = !fm__map_prepare((uintptr_t)block, (size_t)g->k * p->chunk_bytes,
-                                         p->chunk_bytes);
+        g->span->next = g->span->region = block;
+        g->span->region_bytes = bytes;
+        g->span->left = g->span->held = g->k;
+        g->map_failed = !fm__map_prepare((uintptr_t)block, bytes, p->chunk_bytes);
         return !g->map_failed;
     }
-    /* The allocator's chunks, or an OS that releases only whole
-     * reservations (Windows): one reservation per chunk, so that trim can
-     * give any chunk back alone. */
     for (uint32_t i = 0; i < g->k; i++) {
-        uint8_t *base = p->use_os ? fm__os_reserve(p->chunk_bytes, p->chunk_bytes, true)
-                                  : fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
+        uint8_t *base = fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
         if (!base) return false;
         fm__pending pend = {g->span->chain};
-        if (!fm_is_aligned(base, p->chunk_bytes)) { /* an allocator's only */
+        if (!fm_is_aligned(base, p->chunk_bytes)) {
             fm_allocator_free(a, base, p->chunk_bytes);
             return false;
         }
@@ -802,8 +822,10 @@ static uint32_t fm__open_pending(fm_pool *p) {
     if (sp->next) {
         c->base = sp->next;
         sp->next += p->chunk_bytes;
+        *fm__rec_span(p, idx) = sp;
     } else {
         c->base = fm__chain_pop(&sp->chain);
+        *fm__rec_span(p, idx) = NULL;
     }
     if (sp->links && !FM__ATOMIC_LOAD(fm__links_slot(p, idx), RELAXED))
         FM__ATOMIC_STORE(fm__links_slot(p, idx), (uint32_t *)(void *)fm__chain_pop(&sp->links),
@@ -812,7 +834,7 @@ static uint32_t fm__open_pending(fm_pool *p) {
     if (!sp->left) {
         p->spans = sp->next_span;
         if (!p->spans) p->spans_tail = NULL;
-        fm__span_retire(p, sp);
+        fm__span_empty(p, sp); /* retires it, or waits for its chunks */
     }
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     p->dm_base[k] = (uintptr_t)c->base;
@@ -835,8 +857,10 @@ static void fm__trim_pending(fm_pool *p) {
     while ((sp = p->spans_tail) != NULL) {
         uint32_t limit = sp->last_limit;
         if (p->capacity - limit < p->desc.initial_capacity) return;
-        if (sp->next) fm__os_release(sp->next + (size_t)(sp->left - 1) * p->chunk_bytes, p->chunk_bytes);
-        else fm__chunk_mem_free(p, fm__chain_pop(&sp->chain));
+        if (sp->next)
+            fm__span_give_back(p, sp, sp->next + (size_t)(sp->left - 1) * p->chunk_bytes, 1);
+        else
+            fm_allocator_free(&p->desc.allocator, fm__chain_pop(&sp->chain), p->chunk_bytes);
         sp->last_limit = p->hot.per_chunk;
         fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
         p->bytes_reserved -= p->chunk_bytes;
@@ -850,7 +874,7 @@ static void fm__trim_pending(fm_pool *p) {
             link = &(*link)->next_span;
         }
         *link = NULL;
-        fm__span_retire(p, sp);
+        fm__span_empty(p, sp); /* retires it, or waits for its chunks */
     }
 }
 
@@ -861,7 +885,7 @@ static void fm__spans_release(fm_pool *p) {
         p->spans = sp->next_span;
         fm__tag_uncharge(p->desc.tag, (size_t)sp->left * p->chunk_bytes, true);
         p->bytes_reserved -= (size_t)sp->left * p->chunk_bytes;
-        fm__span_retire(p, sp);
+        fm__span_empty(p, sp); /* every chunk with a record has gone: retires it */
     }
     p->spans_tail = NULL;
     while (p->spare_spans) {

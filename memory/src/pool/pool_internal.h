@@ -90,13 +90,23 @@ enum { FM__DM_SLOTS = 64 };
 /* Chunks of one growth still without a record (see fm_pool.spans): use_os,
  * the next `left` chunks of one mapping from `next` on; otherwise a chain of
  * chunks from the allocator, linked through their first bytes. LOCKFREE: link
- * arrays for them, chained likewise. */
+ * arrays for them, chained likewise.
+ * A use_os span also stands for its mapping (`region`) until every chunk of
+ * it has gone back (`held`: chunks not given back, with a record or not),
+ * because an OS without has_partial_release (Windows) frees a reservation
+ * only whole: a chunk trimmed there is decommitted (its memory goes back,
+ * its address space stays reserved) and the whole mapping is released with
+ * its last chunk. A used-up span whose chunks are still held is in no list;
+ * the records of its chunks point at it (fm__rec_span). */
 typedef struct fm__span {
     struct fm__span *next_span;
     uint8_t *next;
     uint8_t *chain;
     uint8_t *links;
+    uint8_t *region; /* use_os: the growth's mapping of its chunks */
+    size_t region_bytes;
     uint32_t left;
+    uint32_t held;       /* use_os: chunks of region not given back */
     uint32_t last_limit; /* the span's last chunk's usable slots (max_capacity) */
 } fm__span;
 
@@ -433,8 +443,9 @@ static inline uint16_t *fm__stack(const fm_pool *p, const uint8_t *base) {
 }
 
 /* Segment s of the records (see fm_pool.seg) is one allocation: n = 2^s
- * records, then their n LOCKFREE link arrays; record idx is the segment's
- * entry idx + FM__REC_FIRST - n. */
+ * records, then their n LOCKFREE link arrays, then the n spans their chunks
+ * came from (fm__rec_span); record idx is the segment's entry
+ * idx + FM__REC_FIRST - n. */
 static inline uint32_t fm__rec_seg_of(uint32_t idx) {
     return 31u - (uint32_t)__builtin_clz(idx + FM__REC_FIRST);
 }
@@ -448,6 +459,15 @@ static inline uint32_t **fm__links_slot(const fm_pool *p, uint32_t idx) {
     uint32_t s = fm__rec_seg_of(idx);
     uintptr_t seg = FM__ATOMIC_LOAD(&p->seg[s], ACQUIRE);
     return (uint32_t **)(void *)(seg + ((size_t)1 << s) * sizeof(fm__chunk)) +
+           (idx + FM__REC_FIRST - (1u << s));
+}
+/* Record idx's chunk's span while it holds a chunk of the OS (see
+ * fm__span), else NULL; read and written under the pool's lock only. */
+static inline struct fm__span **fm__rec_span(const fm_pool *p, uint32_t idx) {
+    uint32_t s = fm__rec_seg_of(idx);
+    uintptr_t seg = p->seg[s];
+    return (struct fm__span **)(void *)(seg + ((size_t)1 << s) * (sizeof(fm__chunk) +
+                                                                  sizeof(uint32_t *))) +
            (idx + FM__REC_FIRST - (1u << s));
 }
 /* Record idx's chunk base as handles and lock-free lookups read it. */
