@@ -325,6 +325,21 @@ uint64_t fm_test_minor_faults(void) {
 #endif
 }
 
+uint64_t fm_test_faults_of_an_untouched_mapping(size_t bytes) {
+    uint64_t before = fm_test_minor_faults();
+#ifdef _WIN32
+    void *p = VirtualAlloc(NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    if (!p) fail_msg("VirtualAlloc of %zu bytes failed", bytes);
+    VirtualFree(p, 0, MEM_RELEASE);
+#else
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) fail_msg("mmap of %zu bytes failed", bytes);
+    munmap(p, bytes);
+#endif
+    return fm_test_minor_faults() - before;
+}
+
 fm_test_os_state fm_test_os_state_of(const void *p) {
 #ifdef _WIN32
     MEMORY_BASIC_INFORMATION mbi;

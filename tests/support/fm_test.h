@@ -57,6 +57,10 @@ uint64_t fm_test_minor_faults(void);
 /// pages one by one (probed once, on a fresh mapping). Where it does not,
 /// fm_test_feature_missing says so for what, and the result is false.
 bool fm_test_page_faults_counted(const char *what);
+/// Page faults this process takes to map `bytes` of fresh, readable and
+/// writable memory and release it, none of it touched: 0 on a kernel; an
+/// emulator's own bookkeeping of a guest mapping (qemu-user) shows here.
+uint64_t fm_test_faults_of_an_untouched_mapping(size_t bytes);
 /// What the OS holds at the page of p: nothing (FM_TEST_OS_FREE), address
 /// space only (FM_TEST_OS_RESERVED: Windows' reserved, not committed), or
 /// memory (FM_TEST_OS_COMMITTED; on POSIX every mapped page, mincore).
