@@ -288,14 +288,20 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
 static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) {
     fm__pool_hot *h = p->cs;
     uintptr_t base = (uintptr_t)item & p->base_mask;
-    uint32_t k = fm__dm_slot(p, base);
     if (h->cur_next_slot || base == h->cur_base) return false;
-    fm__chunk *c = p->dm_rec[k];
-    if (p->dm_base[k] != base) {
-        if (!p->dm2) return false;
+    /* One cache or the other, whichever the pool has: trying dm_base first
+     * and dm2 on a miss is a branch that a pool of more chunks than dm_base
+     * has slots mispredicts at random (dm2, made past them, holds every
+     * chunk dm_base does). */
+    fm__chunk *c;
+    if (p->dm2) {
         const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
         if (e->base != base || !e->rec) return false;
         c = e->rec;
+    } else {
+        uint32_t k = fm__dm_slot(p, base);
+        if (p->dm_base[k] != base) return false;
+        c = p->dm_rec[k];
     }
     uint64_t slot = fm__exact_index((uintptr_t)item - (base + h->slots_off), h->inv, h->inv_shift);
     if (slot >= c->bump) return false;

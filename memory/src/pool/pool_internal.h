@@ -546,13 +546,21 @@ static inline fm__chunk *fm__other_rec(const fm_pool *p, uintptr_t base) {
     uint32_t idx = fm__table_find(p, base);
     return idx == FM__NONE ? NULL : fm__chunk_at(p, idx);
 }
-/* The same for a free: a chunk the table finds enters dm2, and one found in
- * the old table (see pool/chunks.c) moves to the new one on the way, so that
- * a pool that stops opening chunks does not look in both tables for ever. */
+/* The same for a free. Where the pool has dm2, it is the cache a free's
+ * leaf path reads (pool/core.c): a chunk it misses, found in dm_base or the
+ * table, enters it. One found in the old table (see pool/chunks.c) moves to
+ * the new one on the way, so that a pool that stops opening chunks does not
+ * look in both tables for ever. */
 static inline fm__chunk *fm__other_rec_moving(fm_pool *p, uintptr_t base) {
-    fm__chunk *c = fm__cached_rec(p, base);
-    if (FM__LIKELY(c != NULL)) return c;
-    c = fm__table_find_moving(p, base);
+    if (!p->dm2) {
+        uint32_t k = fm__dm_slot(p, base);
+        if (FM__LIKELY(p->dm_base[k] == base)) return p->dm_rec[k];
+        return fm__table_find_moving(p, base);
+    }
+    const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
+    if (FM__LIKELY(e->base == base && e->rec)) return e->rec;
+    uint32_t k = fm__dm_slot(p, base);
+    fm__chunk *c = p->dm_base[k] == base ? p->dm_rec[k] : fm__table_find_moving(p, base);
     if (c) fm__dm2_set(p, c);
     return c;
 }
