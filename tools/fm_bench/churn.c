@@ -23,7 +23,12 @@
  *   alloc, as fm_pool's are; items in 64 KiB-aligned chunks, the meta words
  *   at each chunk's start as fm_pool places them, or coloured (chunk i's
  *   at (i mod 16) x 64 bytes past its start), so that the two rows' gap is
- *   what the placement of chunk metadata costs.
+ *   what the placement of chunk metadata costs; and the first of them with
+ *   fm_pool's two other checks instead of the region's bounds: the chunk
+ *   found by a direct-mapped table of chunk bases (fm_pool's dm2, safe for
+ *   any pointer: no read of memory at the pointer before the chunk is
+ *   known), and the slot below its chunk record's bump index (a 64-byte
+ *   record per chunk, as fm_pool's).
  * Runs alternate the variants (A B C D A B C D ...) so machine drift hits
  * all alike; each figure is the median of the runs.
  */
@@ -48,6 +53,7 @@ typedef enum churn_kind {
     CHURN_MALLOC,
     CHURN_CHECKED,        /* meta words at each chunk's start (fm_pool's layout) */
     CHURN_CHECKED_COLOUR, /* meta words coloured */
+    CHURN_CHECKED_LOOKUP, /* fm_pool's layout, its chunk lookup and bump bound */
 } churn_kind;
 
 typedef struct churn_variant {
@@ -63,12 +69,15 @@ typedef struct churn_variant {
 #define CHURN_NAME_MALLOC "malloc/free"
 #define CHURN_NAME_CHECKED "checked free list, meta at each chunk's start (fm_pool's layout)"
 #define CHURN_NAME_CHECKED_COLOUR "checked free list, meta coloured per chunk"
+#define CHURN_NAME_CHECKED_LOOKUP \
+    "checked free list, fm_pool's layout, chunk by direct-mapped table, slot below its bump"
 #define CHURN_GROUP(size, pattern)                                          \
     {CHURN_NAME_FM_POOL, size, pattern, CHURN_FM_POOL},                     \
         {CHURN_NAME_UNCHECKED, size, pattern, CHURN_UNCHECKED},             \
         {CHURN_NAME_BARE, size, pattern, CHURN_BARE},                       \
         {CHURN_NAME_CHECKED, size, pattern, CHURN_CHECKED},                 \
         {CHURN_NAME_CHECKED_COLOUR, size, pattern, CHURN_CHECKED_COLOUR},   \
+        {CHURN_NAME_CHECKED_LOOKUP, size, pattern, CHURN_CHECKED_LOOKUP},   \
         {CHURN_NAME_MALLOC, size, pattern, CHURN_MALLOC}
 
 static const churn_variant churn_variants[] = {
@@ -205,6 +214,14 @@ CHURN_LIST_LOOPS(bare, bare_list, bare_alloc, bare_free)
  * here) and clears, and every alloc sets. colour: chunk i's words start
  * (i mod 16) x 64 bytes past its base instead of at it. */
 enum { CHECKED_CHUNK = 65536, CHECKED_COLOURS = 16 };
+typedef struct checked_rec {
+    uint32_t bump; /* slots [0, bump) handed out */
+    uint8_t rest[60];
+} checked_rec;
+typedef struct checked_dm {
+    uintptr_t base;
+    checked_rec *rec;
+} checked_dm;
 typedef struct checked_list {
     bare_list list;
     uint8_t *region;
@@ -212,6 +229,9 @@ typedef struct checked_list {
     uint32_t shift; /* log2 of the stride */
     uint32_t slots_off;
     uint32_t colour_mask; /* CHECKED_COLOURS - 1, or 0 */
+    checked_rec *recs;    /* per chunk */
+    checked_dm *dm;       /* 4 entries or more per chunk */
+    uint32_t dm_mask;
 } checked_list;
 
 static inline uint32_t *checked_meta(const checked_list *l, const void *item) {
@@ -240,6 +260,21 @@ static inline void checked_free(checked_list *l, void *item) {
     bare_free(&l->list, item);
 }
 
+/* checked_free with fm_pool's chunk lookup and bump bound instead of the
+ * region's bounds. */
+static inline void checked_free_lookup(checked_list *l, void *item) {
+    uintptr_t chunk = (uintptr_t)item & ~(uintptr_t)(CHECKED_CHUNK - 1);
+    const checked_dm *e = &l->dm[(chunk >> 16) & l->dm_mask];
+    if (e->base != chunk) checked_misuse(item);
+    uint32_t slot = (uint32_t)((uintptr_t)item - chunk - l->slots_off) >> l->shift;
+    if (slot >= e->rec->bump) checked_misuse(item);
+    uint32_t *w = (uint32_t *)chunk + slot;
+    uint32_t m = *w;
+    if (!(m & 0x80000000u)) checked_misuse(item);
+    *w = (m + 1) & 0x7FFFFFFFu;
+    bare_free(&l->list, item);
+}
+
 /* cap slots of item_size bytes (a power of two), linked first to last. */
 static void checked_init(checked_list *l, size_t item_size, size_t cap, bool colour) {
     memset(l, 0, sizeof *l);
@@ -257,6 +292,18 @@ static void checked_init(checked_list *l, size_t item_size, size_t cap, bool col
     l->region = aligned_alloc(CHECKED_CHUNK, l->region_bytes);
     if (!l->region) bench_die("churn: checked free list: no %zu bytes", l->region_bytes);
     memset(l->region, 0, l->region_bytes);
+    l->recs = bench_xmalloc(chunks * sizeof *l->recs);
+    memset(l->recs, 0, chunks * sizeof *l->recs);
+    size_t dm_n = 64;
+    while (dm_n < chunks * 4) dm_n *= 2;
+    l->dm = bench_xmalloc(dm_n * sizeof *l->dm);
+    memset(l->dm, 0, dm_n * sizeof *l->dm);
+    l->dm_mask = (uint32_t)(dm_n - 1);
+    for (size_t c = 0; c < chunks; c++) {
+        uintptr_t base = (uintptr_t)(l->region + c * CHECKED_CHUNK);
+        l->recs[c].bump = (uint32_t)(c + 1 < chunks ? per : cap - c * per);
+        l->dm[(base >> 16) & l->dm_mask] = (checked_dm){base, &l->recs[c]};
+    }
     for (size_t i = cap; i-- > 0;) {
         uint8_t *item = l->region + (i / per) * CHECKED_CHUNK + l->slots_off + (i % per) * stride;
         *checked_meta(l, item) = 0x80000000u; /* as if allocated, then freed below */
@@ -265,6 +312,17 @@ static void checked_init(checked_list *l, size_t item_size, size_t cap, bool col
 }
 
 CHURN_LIST_LOOPS(checked, checked_list, checked_alloc, checked_free)
+CHURN_LIST_LOOPS(checked_lookup, checked_list, checked_alloc, checked_free_lookup)
+
+static void checked_close(checked_list *l) {
+    size_t got = bare_count(&l->list);
+    if (got != CHURN_LIVE)
+        bench_die("churn: checked free list holds %zu slots after the run, expected %d", got,
+                  CHURN_LIVE);
+    free(l->region);
+    free(l->recs);
+    free(l->dm);
+}
 
 static BENCH_NOINLINE uint64_t pairs_unchecked(eng_classic_pool *pool, uint32_t n) {
     uint64_t t0 = fm_clock_now();
@@ -331,7 +389,8 @@ static const char *kind_call(churn_kind k) {
     case CHURN_UNCHECKED: return "eng_classic_pool_alloc";
     case CHURN_BARE: return "bare_alloc";
     case CHURN_CHECKED:
-    case CHURN_CHECKED_COLOUR: return "checked_alloc";
+    case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP: return "checked_alloc";
     case CHURN_MALLOC: break;
     }
     return "malloc";
@@ -350,6 +409,7 @@ static void churn_alloc_open(churn_alloc *a, const churn_variant *v) {
     case CHURN_BARE: bare_init(&a->bare, v->item_size, CHURN_LIVE); break;
     case CHURN_CHECKED:
     case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP:
         checked_init(&a->checked, v->item_size, CHURN_LIVE, v->kind == CHURN_CHECKED_COLOUR);
         break;
     case CHURN_MALLOC: break;
@@ -364,7 +424,8 @@ static void *churn_alloc_one(churn_alloc *a) {
     case CHURN_UNCHECKED: p = eng_classic_pool_alloc(a->unchecked); break;
     case CHURN_BARE: p = a->bare.head ? bare_alloc(&a->bare) : NULL; break;
     case CHURN_CHECKED:
-    case CHURN_CHECKED_COLOUR: p = a->checked.list.head ? checked_alloc(&a->checked) : NULL; break;
+    case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP: p = a->checked.list.head ? checked_alloc(&a->checked) : NULL; break;
     case CHURN_MALLOC: p = malloc(a->item_size); break;
     }
     if (!p) alloc_failed(kind_call(a->kind));
@@ -377,7 +438,8 @@ static void churn_free_one(churn_alloc *a, void *p) {
     case CHURN_UNCHECKED: eng_classic_pool_free(a->unchecked, p); break;
     case CHURN_BARE: bare_free(&a->bare, p); break;
     case CHURN_CHECKED:
-    case CHURN_CHECKED_COLOUR: checked_free(&a->checked, p); break;
+    case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP: checked_free(&a->checked, p); break;
     case CHURN_MALLOC: free(p); break;
     }
 }
@@ -391,6 +453,7 @@ static uint64_t churn_timed(churn_alloc *a, churn_pattern pattern, void **live,
         case CHURN_BARE: return pairs_bare(&a->bare, n);
         case CHURN_CHECKED:
         case CHURN_CHECKED_COLOUR: return pairs_checked(&a->checked, n);
+        case CHURN_CHECKED_LOOKUP: return pairs_checked_lookup(&a->checked, n);
         case CHURN_MALLOC: break;
         }
         return bench_loop_pairs(a->item_size, n);
@@ -401,6 +464,7 @@ static uint64_t churn_timed(churn_alloc *a, churn_pattern pattern, void **live,
     case CHURN_BARE: return random_bare(&a->bare, live, idx, n);
     case CHURN_CHECKED:
     case CHURN_CHECKED_COLOUR: return random_checked(&a->checked, live, idx, n);
+    case CHURN_CHECKED_LOOKUP: return random_checked_lookup(&a->checked, live, idx, n);
     case CHURN_MALLOC: break;
     }
     return bench_loop_random(a->item_size, live, idx, n);
@@ -440,14 +504,8 @@ static void churn_alloc_close(churn_alloc *a, const churn_variant *v) {
         break;
     }
     case CHURN_CHECKED:
-    case CHURN_CHECKED_COLOUR: {
-        size_t got = bare_count(&a->checked.list);
-        if (got != CHURN_LIVE)
-            bench_die("churn: checked free list holds %zu slots after the run, expected %d", got,
-                      CHURN_LIVE);
-        free(a->checked.region);
-        break;
-    }
+    case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP: checked_close(&a->checked); break;
     case CHURN_MALLOC: break;
     }
 }
@@ -536,8 +594,9 @@ static void print_random_targets(const double *med, const bench_peer_set *peers)
     static const char *const general[] = {"mimalloc", "jemalloc", "tcmalloc"};
     printf("\n### churn: issue 22 target, random free with 10,000 live (same run)\n\n");
     printf("| item | fm_pool ns | fastest general-purpose allocator | its ns | verdict | checked "
-           "list, fm_pool's layout | checked list, coloured | bare free list |\n");
-    printf("|---:|---:|---|---:|---|---:|---:|---:|\n");
+           "list, fm_pool's layout | checked list, coloured | checked list, fm_pool's lookup "
+           "and bound | bare free list |\n");
+    printf("|---:|---:|---|---:|---|---:|---:|---:|---:|\n");
     for (int v = 0; v < CHURN_VARIANTS; v++) {
         const churn_variant *cv = &churn_variants[v];
         if (cv->pattern != CHURN_RANDOM || cv->kind != CHURN_FM_POOL) continue;
@@ -558,14 +617,18 @@ static void print_random_targets(const double *med, const bench_peer_set *peers)
         }
         double chk = med[churn_twin(v, CHURN_CHECKED)];
         double col = med[churn_twin(v, CHURN_CHECKED_COLOUR)];
-        printf("| %zu B | %.2f | %s | %.2f | %s | %.2f | %.2f | %.2f |\n", cv->item_size, med[v],
-               best_name, best, med[v] <= best ? "met" : "NOT MET", chk, col,
+        double lkp = med[churn_twin(v, CHURN_CHECKED_LOOKUP)];
+        printf("| %zu B | %.2f | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f |\n", cv->item_size,
+               med[v], best_name, best, med[v] <= best ? "met" : "NOT MET", chk, col, lkp,
                med[churn_twin(v, CHURN_BARE)]);
     }
     printf("\nThe checked lists free and allocate as fm_pool does in this pattern (the item's "
            "line and its meta word's line, a region and a live check) and nothing more: "
            "their gap is what the placement of chunk metadata costs, fm_pool's gap to the "
-           "one in its own layout what its other work costs.\n");
+           "one in its own layout what its other work costs. The third has fm_pool's "
+           "chunk lookup (a direct-mapped table of chunk bases) and bump bound (a 64-byte "
+           "record per chunk) instead of the region's bounds: the physical limit of a free "
+           "with fm_pool's checks.\n");
 }
 
 void churn_run(const bench_opts *opts) {
