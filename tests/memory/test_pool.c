@@ -1741,6 +1741,280 @@ static void test_pool_reserve_with_prefault_works(void **state) {
     assert_int_equal(env->errors.count, 0);
 }
 
+/* Growth maps the chunks and records them as one span: a record, the chunk
+ * map's entries and a table entry are made when a chunk first becomes
+ * current, so growing by thousands of chunks touches a few pages, not a
+ * few per chunk (issue 22: the slowest growth was 122 us at 1,588 chunks,
+ * mostly first touches of a copied record array and a rebuilt table). Run
+ * in a forked child (on Windows, in this process), where a write to any
+ * page of the heap (resident or not in the parent) is a page fault, so the
+ * count does not depend on what the tests before left resident. */
+static void reserve_thousands_of_chunks_in_child(void) {
+    fm_pool *pool = fm_pool_create(&(fm_pool_desc){.item_size = 1024, .initial_capacity = 1});
+    if (!pool) {
+        fprintf(stderr, "FAILED: create\n");
+        return;
+    }
+    uint64_t faults = fm_test_minor_faults();
+    bool ok = fm_pool_reserve(pool, 200000);
+    faults = fm_test_minor_faults() - faults;
+    fm_pool_stats s;
+    fm_pool_get_stats(pool, &s);
+    fprintf(stderr, "reserve of %llu chunks: %llu page faults\n",
+            (unsigned long long)s.chunk_count, (unsigned long long)faults);
+    if (!ok || s.capacity < 200000 || s.chunk_count < 3000) fprintf(stderr, "FAILED: reserve\n");
+    if (faults > 24) fprintf(stderr, "FAILED: more than 24 page faults\n");
+    fm_pool_destroy(pool);
+}
+
+static void test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages(void **state) {
+    fm_test_env *env = *state;
+    /* Valgrind's own faults count as the process's, and TSan's shadow
+     * memory for a new mapping is faulted in on the pool's behalf. */
+    const char *what = "page faults of a growth by thousands of chunks";
+    uint64_t bare = 0;
+    if (fm_test_under_valgrind() || FM_TEST_TSAN) {
+        /* not counted (see above) */
+    } else if ((bare = fm_test_faults_of_an_untouched_mapping((size_t)256 << 20)) > 8) {
+        char why[128];
+        snprintf(why, sizeof why, "mapping 256 MiB without touching it takes %llu page faults",
+                 (unsigned long long)bare);
+        fm_test_feature_missing(what, why);
+    } else if (fm_test_page_faults_counted(what)) {
+        fm_test_child r = fm_test_run_child(reserve_thousands_of_chunks_in_child);
+        if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0 ||
+            fm_test_contains(r.output, "FAILED")) {
+            print_error("child: %s\n", r.output);
+            fail();
+        }
+    }
+    fm_pool *pool = fm_pool_create(&(fm_pool_desc){.item_size = 1024, .initial_capacity = 1});
+    assert_non_null(pool);
+    assert_true(fm_pool_reserve(pool, 200000));
+    fm_pool_stats s = stats_of(pool);
+    assert_true(s.capacity >= 200000);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    /* Chunks open one by one as allocations reach them; every item is one
+     * of this pool's. */
+    void *items[300];
+    for (int i = 0; i < 300; i++) {
+        assert_non_null(items[i] = fm_pool_alloc(pool));
+        memset(items[i], i, 1024);
+        assert_ptr_equal(fm_pool_of(items[i]), pool);
+    }
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    for (int i = 0; i < 300; i++) fm_pool_free(pool, items[i]);
+    assert_int_equal(stats_of(pool).grow_events, s.grow_events);
+    fm_pool_destroy(pool);
+    assert_int_equal(env->errors.count, 0);
+}
+
+/* Chunks a growth mapped that never became current go back first on trim,
+ * newest first, down to the initial capacity; the pool works on. */
+static void test_pool_trim_returns_chunks_a_growth_never_opened(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.item_size = 64});
+    fm_pool_stats initial = stats_of(pool);
+    assert_true(fm_pool_reserve(pool, (uint32_t)initial.capacity * 8));
+    fm_pool_stats grown = stats_of(pool);
+    assert_int_equal(grown.bytes_reserved, env->alloc.live_bytes);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_set live;
+    live_init(&live, 64);
+    for (uint64_t i = 0; i < initial.capacity + 1; i++) live_alloc(&live, pool); /* opens one */
+    size_t released = fm_pool_trim(pool);
+    fm_pool_stats after = stats_of(pool);
+    assert_true(released >= (grown.chunk_count - initial.chunk_count - 1) * grown.chunk_bytes);
+    assert_int_equal(after.bytes_reserved, grown.bytes_reserved - released);
+    assert_int_equal(after.bytes_reserved, env->alloc.live_bytes);
+    assert_int_equal(after.chunk_count, initial.chunk_count + 1);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_verify_all(&live);
+    /* It grows again as before. */
+    for (uint64_t i = 0; i < initial.capacity * 4; i++) live_alloc(&live, pool);
+    live_verify_all(&live);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    live_release_all(&live, pool);
+    live_deinit(&live);
+    destroy_clean(env, pool);
+}
+
+/* ------------------------------------ a growth's chunks and the OS (issue 22) */
+
+/* What a trimmed chunk of a growth whose other chunks are still held leaves
+ * with the OS: nothing on POSIX (unmapped alone); on Windows, whose
+ * VirtualFree releases only whole reservations, its address space, its
+ * memory decommitted. */
+#ifdef _WIN32
+#define OS_TRIMMED_IN_A_HELD_GROWTH FM_TEST_OS_RESERVED
+#else
+#define OS_TRIMMED_IN_A_HELD_GROWTH FM_TEST_OS_FREE
+#endif
+
+enum { GROWTH_CHUNKS = 7 };
+
+typedef struct grown_pool {
+    fm_pool *pool;
+    size_t per, cb;
+    uintptr_t first;                /* the first chunk, made at create */
+    uintptr_t chunk[GROWTH_CHUNKS]; /* one growth's chunks, in its mapping's order */
+    live_set live;
+} grown_pool;
+
+/* A pool of the OS's chunks (the default allocator) with one chunk from
+ * create and GROWTH_CHUNKS more from one growth, of which the first three
+ * hand out items (kept in g->live): one live item stays in the first chunk,
+ * so trim may take every chunk of the growth. */
+static void grown_pool_make(grown_pool *g, fm_sync sync) {
+    memset(g, 0, sizeof *g);
+    g->pool = fm_pool_create(&(fm_pool_desc){.name = "grown", .item_size = 1024,
+                                             .initial_capacity = 1, .sync = sync});
+    assert_non_null(g->pool);
+    fm_pool_stats s = stats_of(g->pool);
+    g->per = (size_t)s.items_per_chunk;
+    g->cb = (size_t)s.chunk_bytes;
+    assert_int_equal(s.chunk_count, 1);
+    live_init(&g->live, 1024);
+    uintptr_t mask = ~(uintptr_t)(g->cb - 1);
+    g->first = (uintptr_t)live_alloc(&g->live, g->pool) & mask; /* the current chunk */
+    assert_true(fm_pool_reserve(g->pool, (uint32_t)(g->per * (GROWTH_CHUNKS + 1))));
+    assert_int_equal(stats_of(g->pool).chunk_count, GROWTH_CHUNKS + 1);
+    assert_int_equal(stats_of(g->pool).grow_events, s.grow_events + 1);
+    while (g->live.count < g->per * 4) live_alloc(&g->live, g->pool);
+    /* One mapping, opened from its start on: the lowest of the growth's
+     * chunks holding an item is its first, and the others follow it. */
+    g->chunk[0] = UINTPTR_MAX;
+    for (size_t i = 0; i < g->live.count; i++) {
+        uintptr_t base = (uintptr_t)g->live.items[i] & mask;
+        if (base != g->first && base < g->chunk[0]) g->chunk[0] = base;
+    }
+    for (size_t c = 0; c < GROWTH_CHUNKS; c++) g->chunk[c] = g->chunk[0] + c * g->cb;
+    for (size_t i = 0; i < g->live.count; i++) {
+        uintptr_t base = (uintptr_t)g->live.items[i] & mask;
+        assert_true(base == g->first || (base - g->chunk[0]) / g->cb < GROWTH_CHUNKS);
+    }
+    for (size_t c = 0; c < GROWTH_CHUNKS; c++)
+        assert_int_equal(fm_test_os_state_of((void *)g->chunk[c]), FM_TEST_OS_COMMITTED);
+}
+
+/* Frees every item of g->live that lies in chunk base (base 0: all). */
+static void grown_pool_free_in(grown_pool *g, uintptr_t base) {
+    for (size_t i = g->live.count; i-- > 0;) {
+        if (base && ((uintptr_t)g->live.items[i] & ~(uintptr_t)(g->cb - 1)) != base) continue;
+        fm_pool_free(g->pool, live_take(&g->live, i));
+    }
+}
+
+static void assert_os_state(uintptr_t chunk, fm_test_os_state want) {
+    fm_test_os_state got = fm_test_os_state_of((void *)chunk);
+    if (got != want) fail_msg("chunk %p: OS state %d, expected %d", (void *)chunk, (int)got, (int)want);
+}
+
+/* Whether an item of g->live lies in chunk base. */
+static bool grown_pool_holds(const grown_pool *g, uintptr_t base) {
+    for (size_t i = 0; i < g->live.count; i++)
+        if (((uintptr_t)g->live.items[i] & ~(uintptr_t)(g->cb - 1)) == base) return true;
+    return false;
+}
+
+/* After a trim that took every empty chunk: the growth's chunks that hold
+ * an item are the OS's still, the others gone (their memory; on Windows
+ * their address space too once none of the growth's is held). */
+static void assert_growth_trimmed(const grown_pool *g) {
+    bool held = false;
+    for (size_t c = 0; c < GROWTH_CHUNKS; c++) held |= grown_pool_holds(g, g->chunk[c]);
+    for (size_t c = 0; c < GROWTH_CHUNKS; c++)
+        assert_os_state(g->chunk[c], grown_pool_holds(g, g->chunk[c]) ? FM_TEST_OS_COMMITTED
+                                     : held ? OS_TRIMMED_IN_A_HELD_GROWTH
+                                            : FM_TEST_OS_FREE);
+}
+
+/* Trim after a growth: every chunk it takes goes back to the OS at once,
+ * opened or never opened; the growth's mapping, which Windows releases only
+ * whole, goes with its last chunk. Under every policy (LOCKFREE's chunks
+ * carry link arrays). */
+static void test_pool_trim_gives_a_growths_chunks_back_to_the_os_and_its_mapping_with_the_last(
+    void **state) {
+    fm_test_env *env = *state;
+    if (!fm_test_os_states_known("the OS state of trimmed chunks")) return;
+    const fm_sync syncs[] = {FM_SYNC_NONE, FM_SYNC_MUTEX, FM_SYNC_THREAD_CACHE, FM_SYNC_LOCKFREE};
+    for (size_t k = 0; k < sizeof syncs / sizeof syncs[0]; k++) {
+        grown_pool g;
+        grown_pool_make(&g, syncs[k]);
+        /* Chunk 1 keeps an item; the rest of the growth empties. */
+        grown_pool_free_in(&g, g.chunk[0]);
+        for (size_t c = 2; c < GROWTH_CHUNKS; c++) grown_pool_free_in(&g, g.chunk[c]);
+        assert_true(grown_pool_holds(&g, g.chunk[1]));
+        fm_pool_flush_thread_cache(g.pool);
+        fm_pool_stats before = stats_of(g.pool);
+        size_t released = fm_pool_trim(g.pool);
+        assert_int_equal(released, (GROWTH_CHUNKS - 1) * g.cb);
+        assert_int_equal(stats_of(g.pool).bytes_reserved, before.bytes_reserved - released);
+        assert_int_equal(stats_of(g.pool).chunk_count, 2);
+        assert_growth_trimmed(&g);
+        assert_os_state(g.chunk[0], OS_TRIMMED_IN_A_HELD_GROWTH);
+        assert_os_state(g.first, FM_TEST_OS_COMMITTED);
+        assert_null(fm_pool_of((void *)g.chunk[0]));
+        assert_int_equal(fm_pool_check(g.pool), FM_OK);
+        live_verify_all(&g.live);
+        /* The growth's last chunk goes: so does all of its mapping. */
+        grown_pool_free_in(&g, g.chunk[1]);
+        fm_pool_flush_thread_cache(g.pool);
+        assert_int_equal(fm_pool_trim(g.pool), g.cb);
+        assert_growth_trimmed(&g);
+        assert_os_state(g.chunk[1], FM_TEST_OS_FREE);
+        assert_os_state(g.first, FM_TEST_OS_COMMITTED);
+        /* It grows and trims again as before. */
+        for (size_t i = 0; i < g.per * 3; i++) live_alloc(&g.live, g.pool);
+        live_verify_all(&g.live);
+        assert_int_equal(fm_pool_check(g.pool), FM_OK);
+        grown_pool_free_in(&g, 0);
+        fm_pool_flush_thread_cache(g.pool);
+        fm_pool_trim(g.pool);
+        assert_int_equal(stats_of(g.pool).chunk_count, 1);
+        live_deinit(&g.live);
+        fm_pool_destroy(g.pool);
+        assert_os_state(g.first, FM_TEST_OS_FREE);
+    }
+    assert_int_equal(env->errors.count, 0);
+}
+
+/* Reset keeps a growth's chunks (opened or not) with the OS; trim after it
+ * gives back the empty ones; destroy gives back every chunk and mapping
+ * whatever state it is in: a growth part trimmed (on Windows: part
+ * decommitted), part holding items, and a growth never opened. */
+static void test_pool_reset_trim_and_destroy_after_a_growth_give_every_chunk_back(void **state) {
+    fm_test_env *env = *state;
+    if (!fm_test_os_states_known("the OS state of a pool's chunks")) return;
+    grown_pool g;
+    grown_pool_make(&g, FM_SYNC_NONE);
+    fm_pool_reset(g.pool);
+    live_deinit(&g.live);
+    live_init(&g.live, 1024);
+    assert_int_equal(stats_of(g.pool).live, 0);
+    assert_int_equal(stats_of(g.pool).chunk_count, GROWTH_CHUNKS + 1);
+    for (size_t c = 0; c < GROWTH_CHUNKS; c++) assert_os_state(g.chunk[c], FM_TEST_OS_COMMITTED);
+    /* Items again, in two or three chunks; trim takes the other ones. */
+    for (size_t i = 0; i < g.per * 2; i++) live_alloc(&g.live, g.pool);
+    size_t holding = 0;
+    for (size_t c = 0; c < GROWTH_CHUNKS; c++) holding += grown_pool_holds(&g, g.chunk[c]);
+    holding += grown_pool_holds(&g, g.first);
+    assert_true(holding >= 2);
+    assert_int_equal(fm_pool_trim(g.pool), (GROWTH_CHUNKS + 1 - holding) * g.cb);
+    assert_growth_trimmed(&g);
+    live_verify_all(&g.live);
+    /* A second growth, never opened. */
+    assert_true(fm_pool_reserve(g.pool, (uint32_t)(stats_of(g.pool).capacity + g.per * 4)));
+    live_verify_all(&g.live);
+    assert_int_equal(fm_pool_check(g.pool), FM_OK);
+    live_deinit(&g.live);
+    fm_test_errors_reset(&env->errors);
+    fm_pool_destroy(g.pool); /* the items go as leaks */
+    assert_int_equal(env->errors.last, FM_ERR_LEAK);
+    for (size_t c = 0; c < GROWTH_CHUNKS; c++) assert_os_state(g.chunk[c], FM_TEST_OS_FREE);
+    assert_os_state(g.first, FM_TEST_OS_FREE);
+}
+
 /* ================================================================== trim */
 
 static void test_pool_trim_after_freeing_everything_releases_grown_chunks(void **state) {
@@ -2543,6 +2817,10 @@ int main(void) {
         T(test_pool_reserve_on_fixed_pool_above_capacity_fails_and_changes_nothing),
         T(test_pool_reserve_above_max_capacity_fails),
         T(test_pool_reserve_with_prefault_works),
+        T(test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages),
+        T(test_pool_trim_returns_chunks_a_growth_never_opened),
+        T(test_pool_trim_gives_a_growths_chunks_back_to_the_os_and_its_mapping_with_the_last),
+        T(test_pool_reset_trim_and_destroy_after_a_growth_give_every_chunk_back),
         T(test_pool_trim_after_freeing_everything_releases_grown_chunks),
         T(test_pool_trim_never_goes_below_initial_capacity),
         T(test_pool_trim_keeps_chunks_with_live_items),

@@ -35,17 +35,6 @@ enum { POLICIES = sizeof policies / sizeof policies[0] };
 
 static long long g_static_block[16];
 
-#if defined(__SANITIZE_THREAD__)
-#define FM_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FM_TEST_TSAN 1
-#endif
-#endif
-#ifndef FM_TEST_TSAN
-#define FM_TEST_TSAN 0
-#endif
-
 /* Every address of every chunk the items sit in (stepping by 64 bytes, and
  * the first and last byte) belongs to pool. */
 static void assert_chunks_owned(fm_pool *pool, void **items, size_t n) {

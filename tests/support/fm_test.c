@@ -345,6 +345,63 @@ uint64_t fm_test_minor_faults(void) {
 #endif
 }
 
+uint64_t fm_test_faults_of_an_untouched_mapping(size_t bytes) {
+    uint64_t before = fm_test_minor_faults();
+#ifdef _WIN32
+    void *p = VirtualAlloc(NULL, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    if (!p) fail_msg("VirtualAlloc of %zu bytes failed", bytes);
+    VirtualFree(p, 0, MEM_RELEASE);
+#else
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) fail_msg("mmap of %zu bytes failed", bytes);
+    munmap(p, bytes);
+#endif
+    return fm_test_minor_faults() - before;
+}
+
+fm_test_os_state fm_test_os_state_of(const void *p) {
+#ifdef _WIN32
+    MEMORY_BASIC_INFORMATION mbi;
+    if (VirtualQuery(p, &mbi, sizeof mbi) != sizeof mbi || mbi.State == MEM_FREE)
+        return FM_TEST_OS_FREE;
+    return mbi.State == MEM_COMMIT ? FM_TEST_OS_COMMITTED : FM_TEST_OS_RESERVED;
+#else
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char vec = 0;
+    void *start = (void *)((uintptr_t)p & ~(uintptr_t)(page - 1));
+    if (mincore(start, page, (void *)&vec) == 0) return FM_TEST_OS_COMMITTED;
+    return errno == ENOMEM ? FM_TEST_OS_FREE : FM_TEST_OS_COMMITTED;
+#endif
+}
+
+bool fm_test_os_states_known(const char *what) {
+    static int known = -1;
+    static fm_test_os_state mapped, released;
+    if (known < 0) {
+#ifdef _WIN32
+        uint8_t *p = VirtualAlloc(NULL, 65536, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+        if (!p) fail_msg("VirtualAlloc of the OS-state probe failed");
+        mapped = fm_test_os_state_of(p);
+        VirtualFree(p, 0, MEM_RELEASE);
+#else
+        size_t bytes = (size_t)sysconf(_SC_PAGESIZE);
+        uint8_t *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) fail_msg("mmap of the OS-state probe failed");
+        mapped = fm_test_os_state_of(p);
+        munmap(p, bytes);
+#endif
+        released = fm_test_os_state_of(p);
+        known = mapped == FM_TEST_OS_COMMITTED && released == FM_TEST_OS_FREE;
+    }
+    if (known) return true;
+    char why[160];
+    snprintf(why, sizeof why, "a mapped page read as state %d and a released one as %d",
+             (int)mapped, (int)released);
+    fm_test_feature_missing(what, why);
+    return false;
+}
+
 void fm_test_filter_from_env(void) {
     const char *pattern = getenv("FM_TEST_FILTER");
     if (pattern && pattern[0]) cmocka_set_test_filter(pattern);

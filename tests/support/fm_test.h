@@ -44,6 +44,17 @@ bool fm_test_under_valgrind(void);
 /// timed interval shorter than one step can read 0, so tests that want time
 /// to show repeat their timed work until it spans many steps.
 uint64_t fm_test_clock_step_ticks(void);
+/// FM_TEST_TSAN: 1 in a ThreadSanitizer build (gcc or clang), else 0.
+#if defined(__SANITIZE_THREAD__)
+#define FM_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FM_TEST_TSAN 1
+#endif
+#endif
+#ifndef FM_TEST_TSAN
+#define FM_TEST_TSAN 0
+#endif
 /// Minor page faults of this process so far (getrusage; Windows: every page
 /// fault, from GetProcessMemoryInfo): a page touched for the first time.
 uint64_t fm_test_minor_faults(void);
@@ -51,6 +62,23 @@ uint64_t fm_test_minor_faults(void);
 /// pages one by one (probed once, on a fresh mapping). Where it does not,
 /// fm_test_feature_missing says so for what, and the result is false.
 bool fm_test_page_faults_counted(const char *what);
+/// Page faults this process takes to map `bytes` of fresh, readable and
+/// writable memory and release it, none of it touched: 0 on a kernel; an
+/// emulator's own bookkeeping of a guest mapping (qemu-user) shows here.
+uint64_t fm_test_faults_of_an_untouched_mapping(size_t bytes);
+/// What the OS holds at the page of p: nothing (FM_TEST_OS_FREE), address
+/// space only (FM_TEST_OS_RESERVED: Windows' reserved, not committed), or
+/// memory (FM_TEST_OS_COMMITTED; on POSIX every mapped page, mincore).
+typedef enum fm_test_os_state {
+    FM_TEST_OS_FREE,
+    FM_TEST_OS_RESERVED,
+    FM_TEST_OS_COMMITTED,
+} fm_test_os_state;
+fm_test_os_state fm_test_os_state_of(const void *p);
+/// Whether fm_test_os_state_of tells a mapped page from a released one here
+/// (probed once); where it does not, fm_test_feature_missing says so for
+/// what, and the result is false.
+bool fm_test_os_states_known(const char *what);
 /// Runs only the cases whose names match the environment's FM_TEST_FILTER
 /// (cmocka's wildcards * and ?), when it is set: ctest's repeats of a
 /// suite's thread cases (tests/memory/thread_tests.cmake). Call before

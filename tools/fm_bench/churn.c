@@ -16,7 +16,19 @@
  * - the unchecked pool (engine/classic_pool.h, Boost pool<>'s algorithm): the same
  *   list, grown by malloc'd blocks linked in when added, inline fast path,
  *   no checks;
- * - glibc malloc/free.
+ * - glibc malloc/free;
+ * - two checked free lists (issue 22's physical limits of a free that
+ *   checks): the bare list plus a 4-byte meta word per slot outside the
+ *   item, checked (inside the region, live) and updated on every free and
+ *   alloc, as fm_pool's are; items in 64 KiB-aligned chunks, the meta words
+ *   at each chunk's start as fm_pool places them, or coloured (chunk i's
+ *   at (i mod 16) x 64 bytes past its start), so that the two rows' gap is
+ *   what the placement of chunk metadata costs; and the first of them with
+ *   fm_pool's two other checks instead of the region's bounds: the chunk
+ *   found by a direct-mapped table of chunk bases (fm_pool's dm2, safe for
+ *   any pointer: no read of memory at the pointer before the chunk is
+ *   known), and the slot below its chunk record's bump index (a 64-byte
+ *   record per chunk, as fm_pool's).
  * Runs alternate the variants (A B C D A B C D ...) so machine drift hits
  * all alike; each figure is the median of the runs.
  */
@@ -34,7 +46,15 @@
 enum { CHURN_LIVE = BENCH_CHURN_LIVE };
 
 typedef enum churn_pattern { CHURN_PAIRS, CHURN_RANDOM } churn_pattern;
-typedef enum churn_kind { CHURN_FM_POOL, CHURN_BARE, CHURN_UNCHECKED, CHURN_MALLOC } churn_kind;
+typedef enum churn_kind {
+    CHURN_FM_POOL,
+    CHURN_BARE,
+    CHURN_UNCHECKED,
+    CHURN_MALLOC,
+    CHURN_CHECKED,        /* meta words at each chunk's start (fm_pool's layout) */
+    CHURN_CHECKED_COLOUR, /* meta words coloured */
+    CHURN_CHECKED_LOOKUP, /* fm_pool's layout, its chunk lookup and bump bound */
+} churn_kind;
 
 typedef struct churn_variant {
     const char *name;
@@ -47,10 +67,17 @@ typedef struct churn_variant {
 #define CHURN_NAME_BARE "bare free list"
 #define CHURN_NAME_UNCHECKED "unchecked pool (Boost pool<> style)"
 #define CHURN_NAME_MALLOC "malloc/free"
-#define CHURN_GROUP(size, pattern)                                  \
-    {CHURN_NAME_FM_POOL, size, pattern, CHURN_FM_POOL},             \
-        {CHURN_NAME_UNCHECKED, size, pattern, CHURN_UNCHECKED},     \
-        {CHURN_NAME_BARE, size, pattern, CHURN_BARE},               \
+#define CHURN_NAME_CHECKED "checked free list, meta at each chunk's start (fm_pool's layout)"
+#define CHURN_NAME_CHECKED_COLOUR "checked free list, meta coloured per chunk"
+#define CHURN_NAME_CHECKED_LOOKUP \
+    "checked free list, fm_pool's layout, chunk by direct-mapped table, slot below its bump"
+#define CHURN_GROUP(size, pattern)                                          \
+    {CHURN_NAME_FM_POOL, size, pattern, CHURN_FM_POOL},                     \
+        {CHURN_NAME_UNCHECKED, size, pattern, CHURN_UNCHECKED},             \
+        {CHURN_NAME_BARE, size, pattern, CHURN_BARE},                       \
+        {CHURN_NAME_CHECKED, size, pattern, CHURN_CHECKED},                 \
+        {CHURN_NAME_CHECKED_COLOUR, size, pattern, CHURN_CHECKED_COLOUR},   \
+        {CHURN_NAME_CHECKED_LOOKUP, size, pattern, CHURN_CHECKED_LOOKUP},   \
         {CHURN_NAME_MALLOC, size, pattern, CHURN_MALLOC}
 
 static const churn_variant churn_variants[] = {
@@ -151,29 +178,150 @@ static size_t bare_count(const bare_list *l) {
     return n;
 }
 
-static BENCH_NOINLINE uint64_t pairs_bare(bare_list *l, uint32_t n) {
-    uint64_t t0 = fm_clock_now();
-    for (uint32_t i = 0; i < n; i++) {
-        unsigned char *p = bare_alloc(l);
-        p[0] = (unsigned char)i;
-        BENCH_ESCAPE(p);
-        bare_free(l, p);
+/* pairs_NAME and random_NAME: the pairs and random loops over a list type
+ * whose alloc and free are inline functions that cannot fail. */
+#define CHURN_LIST_LOOPS(name, list_t, alloc_fn, free_fn)                                    \
+    static BENCH_NOINLINE uint64_t pairs_##name(list_t *l, uint32_t n) {                   \
+        uint64_t t0 = fm_clock_now();                                                      \
+        for (uint32_t i = 0; i < n; i++) {                                                 \
+            unsigned char *p = alloc_fn(l);                                                \
+            p[0] = (unsigned char)i;                                                       \
+            BENCH_ESCAPE(p);                                                               \
+            free_fn(l, p);                                                                 \
+        }                                                                                  \
+        return fm_clock_now() - t0;                                                        \
+    }                                                                                      \
+    static BENCH_NOINLINE uint64_t random_##name(list_t *l, void **live, const uint32_t *idx, \
+                                                 uint32_t n) {                             \
+        uint64_t t0 = fm_clock_now();                                                      \
+        for (uint32_t i = 0; i < n; i++) {                                                 \
+            uint32_t j = idx[i];                                                           \
+            free_fn(l, live[j]);                                                           \
+            unsigned char *p = alloc_fn(l);                                                \
+            p[0] = (unsigned char)i;                                                       \
+            BENCH_ESCAPE(p);                                                               \
+            live[j] = p;                                                                   \
+        }                                                                                  \
+        return fm_clock_now() - t0;                                                        \
     }
-    return fm_clock_now() - t0;
+
+CHURN_LIST_LOOPS(bare, bare_list, bare_alloc, bare_free)
+
+/* The checked free list: the bare list over items in 64 KiB-aligned chunks
+ * of one region, with a meta word per slot outside the item (bit 31 live,
+ * the rest a generation) that every free checks (the item inside the
+ * region, its word live: else a foreign pointer or a double free, fatal
+ * here) and clears, and every alloc sets. colour: chunk i's words start
+ * (i mod 16) x 64 bytes past its base instead of at it. */
+enum { CHECKED_CHUNK = 65536, CHECKED_COLOURS = 16 };
+typedef struct checked_rec {
+    uint32_t bump; /* slots [0, bump) handed out */
+    uint8_t rest[60];
+} checked_rec;
+typedef struct checked_dm {
+    uintptr_t base;
+    checked_rec *rec;
+} checked_dm;
+typedef struct checked_list {
+    bare_list list;
+    uint8_t *region;
+    size_t region_bytes;
+    uint32_t shift; /* log2 of the stride */
+    uint32_t slots_off;
+    uint32_t colour_mask; /* CHECKED_COLOURS - 1, or 0 */
+    checked_rec *recs;    /* per chunk */
+    checked_dm *dm;       /* 4 entries or more per chunk */
+    uint32_t dm_mask;
+} checked_list;
+
+static inline uint32_t *checked_meta(const checked_list *l, const void *item) {
+    uintptr_t chunk = (uintptr_t)item & ~(uintptr_t)(CHECKED_CHUNK - 1);
+    uintptr_t colour = ((chunk >> 16) & l->colour_mask) << 6;
+    uint32_t slot = (uint32_t)(((uintptr_t)item - chunk - l->slots_off) >> l->shift);
+    return (uint32_t *)(chunk + colour) + slot;
 }
 
-static BENCH_NOINLINE uint64_t random_bare(bare_list *l, void **live, const uint32_t *idx,
-                                           uint32_t n) {
-    uint64_t t0 = fm_clock_now();
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t j = idx[i];
-        bare_free(l, live[j]);
-        unsigned char *p = bare_alloc(l);
-        p[0] = (unsigned char)i;
-        BENCH_ESCAPE(p);
-        live[j] = p;
+static BENCH_NOINLINE __attribute__((noreturn, cold)) void checked_misuse(const void *item) {
+    bench_die("churn: checked free list: %p is foreign or not live", item);
+}
+
+static inline void *checked_alloc(checked_list *l) {
+    void *item = bare_alloc(&l->list);
+    *checked_meta(l, item) |= 0x80000000u;
+    return item;
+}
+
+static inline void checked_free(checked_list *l, void *item) {
+    if ((uintptr_t)item - (uintptr_t)l->region >= l->region_bytes) checked_misuse(item);
+    uint32_t *w = checked_meta(l, item);
+    uint32_t m = *w;
+    if (!(m & 0x80000000u)) checked_misuse(item);
+    *w = (m + 1) & 0x7FFFFFFFu;
+    bare_free(&l->list, item);
+}
+
+/* checked_free with fm_pool's chunk lookup and bump bound instead of the
+ * region's bounds. */
+static inline void checked_free_lookup(checked_list *l, void *item) {
+    uintptr_t chunk = (uintptr_t)item & ~(uintptr_t)(CHECKED_CHUNK - 1);
+    const checked_dm *e = &l->dm[(chunk >> 16) & l->dm_mask];
+    if (e->base != chunk) checked_misuse(item);
+    uint32_t slot = (uint32_t)((uintptr_t)item - chunk - l->slots_off) >> l->shift;
+    if (slot >= e->rec->bump) checked_misuse(item);
+    uint32_t *w = (uint32_t *)chunk + slot;
+    uint32_t m = *w;
+    if (!(m & 0x80000000u)) checked_misuse(item);
+    *w = (m + 1) & 0x7FFFFFFFu;
+    bare_free(&l->list, item);
+}
+
+/* cap slots of item_size bytes (a power of two), linked first to last. */
+static void checked_init(checked_list *l, size_t item_size, size_t cap, bool colour) {
+    memset(l, 0, sizeof *l);
+    size_t stride = item_size < sizeof(void *) ? sizeof(void *) : item_size;
+    while (((size_t)1 << l->shift) < stride) l->shift++;
+    stride = (size_t)1 << l->shift;
+    /* The meta words of a full chunk and room for every colour before the
+     * slots, whichever layout: both rows hold the same items per chunk. */
+    size_t per = (CHECKED_CHUNK - CHECKED_COLOURS * 64) / (stride + 4);
+    l->slots_off = (uint32_t)((CHECKED_COLOURS * 64 + per * 4 + stride - 1) & ~(stride - 1));
+    per = (CHECKED_CHUNK - l->slots_off) / stride;
+    l->colour_mask = colour ? CHECKED_COLOURS - 1 : 0;
+    size_t chunks = (cap + per - 1) / per;
+    l->region_bytes = chunks * CHECKED_CHUNK;
+    l->region = aligned_alloc(CHECKED_CHUNK, l->region_bytes);
+    if (!l->region) bench_die("churn: checked free list: no %zu bytes", l->region_bytes);
+    memset(l->region, 0, l->region_bytes);
+    l->recs = bench_xmalloc(chunks * sizeof *l->recs);
+    memset(l->recs, 0, chunks * sizeof *l->recs);
+    size_t dm_n = 64;
+    while (dm_n < chunks * 4) dm_n *= 2;
+    l->dm = bench_xmalloc(dm_n * sizeof *l->dm);
+    memset(l->dm, 0, dm_n * sizeof *l->dm);
+    l->dm_mask = (uint32_t)(dm_n - 1);
+    for (size_t c = 0; c < chunks; c++) {
+        uintptr_t base = (uintptr_t)(l->region + c * CHECKED_CHUNK);
+        l->recs[c].bump = (uint32_t)(c + 1 < chunks ? per : cap - c * per);
+        l->dm[(base >> 16) & l->dm_mask] = (checked_dm){base, &l->recs[c]};
     }
-    return fm_clock_now() - t0;
+    for (size_t i = cap; i-- > 0;) {
+        uint8_t *item = l->region + (i / per) * CHECKED_CHUNK + l->slots_off + (i % per) * stride;
+        *checked_meta(l, item) = 0x80000000u; /* as if allocated, then freed below */
+        checked_free(l, item);
+    }
+}
+
+CHURN_LIST_LOOPS(checked, checked_list, checked_alloc, checked_free)
+CHURN_LIST_LOOPS(checked_lookup, checked_list, checked_alloc, checked_free_lookup)
+
+static void checked_close(checked_list *l) {
+    size_t got = bare_count(&l->list);
+    if (got != CHURN_LIVE)
+        bench_die("churn: checked free list holds %zu slots after the run, expected %d", got,
+                  CHURN_LIVE);
+    free(l->region);
+    free(l->recs);
+    free(l->dm);
 }
 
 static BENCH_NOINLINE uint64_t pairs_unchecked(eng_classic_pool *pool, uint32_t n) {
@@ -232,6 +380,7 @@ typedef struct churn_alloc {
     fm_pool *pool;
     eng_classic_pool *unchecked;
     bare_list bare;
+    checked_list checked;
 } churn_alloc;
 
 static const char *kind_call(churn_kind k) {
@@ -239,6 +388,9 @@ static const char *kind_call(churn_kind k) {
     case CHURN_FM_POOL: return "fm_pool_alloc";
     case CHURN_UNCHECKED: return "eng_classic_pool_alloc";
     case CHURN_BARE: return "bare_alloc";
+    case CHURN_CHECKED:
+    case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP: return "checked_alloc";
     case CHURN_MALLOC: break;
     }
     return "malloc";
@@ -255,6 +407,11 @@ static void churn_alloc_open(churn_alloc *a, const churn_variant *v) {
         if (!a->unchecked) alloc_failed("eng_classic_pool_create");
         break;
     case CHURN_BARE: bare_init(&a->bare, v->item_size, CHURN_LIVE); break;
+    case CHURN_CHECKED:
+    case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP:
+        checked_init(&a->checked, v->item_size, CHURN_LIVE, v->kind == CHURN_CHECKED_COLOUR);
+        break;
     case CHURN_MALLOC: break;
     }
 }
@@ -266,6 +423,9 @@ static void *churn_alloc_one(churn_alloc *a) {
     case CHURN_FM_POOL: p = fm_pool_alloc(a->pool); break;
     case CHURN_UNCHECKED: p = eng_classic_pool_alloc(a->unchecked); break;
     case CHURN_BARE: p = a->bare.head ? bare_alloc(&a->bare) : NULL; break;
+    case CHURN_CHECKED:
+    case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP: p = a->checked.list.head ? checked_alloc(&a->checked) : NULL; break;
     case CHURN_MALLOC: p = malloc(a->item_size); break;
     }
     if (!p) alloc_failed(kind_call(a->kind));
@@ -277,6 +437,9 @@ static void churn_free_one(churn_alloc *a, void *p) {
     case CHURN_FM_POOL: fm_pool_free(a->pool, p); break;
     case CHURN_UNCHECKED: eng_classic_pool_free(a->unchecked, p); break;
     case CHURN_BARE: bare_free(&a->bare, p); break;
+    case CHURN_CHECKED:
+    case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP: checked_free(&a->checked, p); break;
     case CHURN_MALLOC: free(p); break;
     }
 }
@@ -288,6 +451,9 @@ static uint64_t churn_timed(churn_alloc *a, churn_pattern pattern, void **live,
         case CHURN_FM_POOL: return pairs_pool(a->pool, n);
         case CHURN_UNCHECKED: return pairs_unchecked(a->unchecked, n);
         case CHURN_BARE: return pairs_bare(&a->bare, n);
+        case CHURN_CHECKED:
+        case CHURN_CHECKED_COLOUR: return pairs_checked(&a->checked, n);
+        case CHURN_CHECKED_LOOKUP: return pairs_checked_lookup(&a->checked, n);
         case CHURN_MALLOC: break;
         }
         return bench_loop_pairs(a->item_size, n);
@@ -296,6 +462,9 @@ static uint64_t churn_timed(churn_alloc *a, churn_pattern pattern, void **live,
     case CHURN_FM_POOL: return random_pool(a->pool, live, idx, n);
     case CHURN_UNCHECKED: return random_unchecked(a->unchecked, live, idx, n);
     case CHURN_BARE: return random_bare(&a->bare, live, idx, n);
+    case CHURN_CHECKED:
+    case CHURN_CHECKED_COLOUR: return random_checked(&a->checked, live, idx, n);
+    case CHURN_CHECKED_LOOKUP: return random_checked_lookup(&a->checked, live, idx, n);
     case CHURN_MALLOC: break;
     }
     return bench_loop_random(a->item_size, live, idx, n);
@@ -334,6 +503,9 @@ static void churn_alloc_close(churn_alloc *a, const churn_variant *v) {
         free(a->bare.slots);
         break;
     }
+    case CHURN_CHECKED:
+    case CHURN_CHECKED_COLOUR:
+    case CHURN_CHECKED_LOOKUP: checked_close(&a->checked); break;
     case CHURN_MALLOC: break;
     }
 }
@@ -413,6 +585,52 @@ static int churn_twin(int v, churn_kind k) {
     bench_die("churn: variant table has no %s twin for variant %d", kind_call(k), v);
 }
 
+/* Issue 22's random-free target, per item size, from this run: fm_pool
+ * against the fastest general-purpose allocator (glibc, mimalloc, jemalloc,
+ * tcmalloc; Boost's pools check nothing), beside the checked free lists
+ * (the physical limit of a free that checks, in fm_pool's layout and
+ * coloured) and the bare one. */
+static void print_random_targets(const double *med, const bench_peer_set *peers) {
+    static const char *const general[] = {"mimalloc", "jemalloc", "tcmalloc"};
+    printf("\n### churn: issue 22 target, random free with 10,000 live (same run)\n\n");
+    printf("| item | fm_pool ns | fastest general-purpose allocator | its ns | verdict | checked "
+           "list, fm_pool's layout | checked list, coloured | checked list, fm_pool's lookup "
+           "and bound | bare free list |\n");
+    printf("|---:|---:|---|---:|---|---:|---:|---:|---:|\n");
+    for (int v = 0; v < CHURN_VARIANTS; v++) {
+        const churn_variant *cv = &churn_variants[v];
+        if (cv->pattern != CHURN_RANDOM || cv->kind != CHURN_FM_POOL) continue;
+        int m = churn_twin(v, CHURN_MALLOC);
+        const char *best_name = CHURN_NAME_MALLOC;
+        double best = med[m];
+        char key[32];
+        snprintf(key, sizeof key, "%zu random", cv->item_size);
+        for (size_t p = 0; p < peers->n; p++) {
+            if (strcmp(peers->s[p].key, key) != 0) continue;
+            bool gp = false;
+            for (size_t g = 0; g < sizeof general / sizeof general[0]; g++)
+                gp |= strncmp(peers->s[p].variant, general[g], strlen(general[g])) == 0;
+            if (!gp) continue;
+            double pm, lo, hi;
+            bench_series_stats(&peers->s[p], 0, &pm, &lo, &hi);
+            if (pm < best) best = pm, best_name = peers->s[p].variant;
+        }
+        double chk = med[churn_twin(v, CHURN_CHECKED)];
+        double col = med[churn_twin(v, CHURN_CHECKED_COLOUR)];
+        double lkp = med[churn_twin(v, CHURN_CHECKED_LOOKUP)];
+        printf("| %zu B | %.2f | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f |\n", cv->item_size,
+               med[v], best_name, best, med[v] <= best ? "met" : "NOT MET", chk, col, lkp,
+               med[churn_twin(v, CHURN_BARE)]);
+    }
+    printf("\nThe checked lists free and allocate as fm_pool does in this pattern (the item's "
+           "line and its meta word's line, a region and a live check) and nothing more: "
+           "their gap is what the placement of chunk metadata costs, fm_pool's gap to the "
+           "one in its own layout what its other work costs. The third has fm_pool's "
+           "chunk lookup (a direct-mapped table of chunk bases) and bump bound (a 64-byte "
+           "record per chunk) instead of the region's bounds: the physical limit of a free "
+           "with fm_pool's checks.\n");
+}
+
 void churn_run(const bench_opts *opts) {
     uint32_t n = opts->quick ? 100000 : 1000000;
     int repeat = bench_repeat(opts);
@@ -488,6 +706,7 @@ void churn_run(const bench_opts *opts) {
     printf("fm_pool vs the bare free list, 16 B pairs: %.2f / %.2f ns = %.2fx, +%.2f ns per "
            "pair for its checks and counters\n",
            med[f16], med[b16], med[f16] / med[b16], med[f16] - med[b16]);
+    print_random_targets(med, &peers);
     print_overhead(overhead);
 
     if (opts->csv_dir) {

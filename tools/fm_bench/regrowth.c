@@ -18,10 +18,15 @@
  * that figure over the N runs, variants interleaved run by run; the worst
  * run's max is printed beside the median max.
  */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
+#endif
 #include "bench.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h> /* malloc_trim */
@@ -39,7 +44,7 @@ enum {
     REGROW_LINEAR_STEP = 1024, /* items added per LINEAR growth */
 };
 
-typedef enum regrow_kind { REGROW_FM_POOL, REGROW_EAGER, REGROW_MALLOC } regrow_kind;
+typedef enum regrow_kind { REGROW_FM_POOL, REGROW_BARE, REGROW_EAGER, REGROW_MALLOC } regrow_kind;
 
 typedef struct regrow_variant {
     const char *name;
@@ -62,6 +67,8 @@ static const regrow_variant regrow_variants[] = {
      FM_GROWTH_LINEAR, REGROW_LINEAR_STEP, false},
     {"fm_pool prefault, initial 32, reserve(100000)", "fm_pool_reserve_prefault", REGROW_FM_POOL, 32,
      FM_GROWTH_GEOMETRIC, 0, true},
+    {"bare mapping in fm_pool's layout, no allocator (physical limit)", "bare_mapping",
+     REGROW_BARE, REGROW_BIG, FM_GROWTH_GEOMETRIC, 0, false},
     {"eager pool, initial 1", "eager_1", REGROW_EAGER, 1, FM_GROWTH_GEOMETRIC, 0, false},
     {"eager pool, initial 32", "eager_32", REGROW_EAGER, 32, FM_GROWTH_GEOMETRIC, 0, false},
     {"eager pool, initial 100000", "eager_100000", REGROW_EAGER, REGROW_BIG,
@@ -74,9 +81,17 @@ enum {
     V_FM_POOL_32 = 1,
     V_FM_POOL_BIG = 2,
     V_FM_POOL_PREFAULT = 4,
-    V_EAGER_1 = 5,
-    V_EAGER_32 = 6
+    V_BARE = 5,
+    V_MALLOC = 9,
+    V_EAGER_1 = 6,
+    V_EAGER_32 = 7
 };
+
+/* Where fm_pool puts a 1 KiB item: what the bare row copies. */
+typedef struct regrow_layout {
+    size_t chunk_bytes, slots_off, stride;
+    uint32_t per_chunk;
+} regrow_layout;
 
 /* Samples of one kind of allocation within a run; all times in ns. */
 typedef struct regrow_group {
@@ -223,6 +238,72 @@ static void run_eager(const regrow_variant *v, uint32_t n, uint64_t *ticks, void
     eng_classic_pool_destroy(pool);
 }
 
+/* The layout of fm_pool's 1 KiB items, read off a probe pool: chunk size,
+ * where the first slot starts, stride and slots per chunk. */
+static regrow_layout probe_layout(void) {
+    fm_pool_desc desc = {.name = "regrowth_probe", .item_size = REGROW_ITEM, .initial_capacity = 1};
+    fm_pool *pool = fm_pool_create(&desc);
+    if (!pool) regrow_failed("layout probe", "fm_pool_create");
+    void *item = fm_pool_alloc(pool);
+    if (!item) regrow_failed("layout probe", "fm_pool_alloc");
+    fm_pool_stats st;
+    fm_pool_get_stats(pool, &st);
+    regrow_layout lay = {
+        .chunk_bytes = (size_t)st.chunk_bytes,
+        .slots_off = (uintptr_t)item & (uintptr_t)(st.chunk_bytes - 1),
+        .stride = (size_t)st.stride,
+        .per_chunk = (uint32_t)st.items_per_chunk,
+    };
+    fm_pool_free(pool, item);
+    fm_pool_destroy(pool);
+    return lay;
+}
+
+/* The physical limit: no allocator at all. One anonymous mapping of the
+ * chunks n items need, made as fm_pool maps a growth (mmap PROT_READ |
+ * PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, aligned to the
+ * chunk size by unmapping the slack), then each item's bytes written in the
+ * order fm_pool hands them out: its 4-byte meta word at the chunk's start
+ * and its 1 KiB memset, timed together as the pool rows time alloc+memset.
+ * What this row shows is what the kernel and the machine charge for the
+ * first touch of those pages; an allocator cannot be faster. */
+static BENCH_NOINLINE void timed_bare(uint8_t *region, const regrow_layout *lay, uint32_t n,
+                                      uint64_t *ticks, void **items) {
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t0 = fm_clock_now();
+        uint8_t *base = region + (size_t)(i / lay->per_chunk) * lay->chunk_bytes;
+        uint32_t slot = i % lay->per_chunk;
+        uint32_t *meta = (uint32_t *)(void *)base + slot;
+        *meta = 0x80000001u;
+        uint8_t *p = base + lay->slots_off + (size_t)slot * lay->stride;
+        memset(p, 0, REGROW_ITEM);
+        BENCH_ESCAPE(p);
+        uint64_t t1 = fm_clock_now();
+        ticks[i] = t1 - t0;
+        items[i] = p;
+    }
+}
+
+static void run_bare(const regrow_variant *v, const regrow_layout *lay, uint32_t n,
+                     uint64_t *ticks, void **items, regrow_result *out) {
+    size_t chunks = (n + lay->per_chunk - 1) / lay->per_chunk;
+    size_t bytes = chunks * lay->chunk_bytes, slack = lay->chunk_bytes - 4096;
+    uint64_t t0 = fm_clock_now();
+    uint8_t *raw = mmap(NULL, bytes + slack, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) bench_die("regrowth, %s: mmap of %zu bytes failed", v->name, bytes);
+    uint8_t *region = (uint8_t *)(((uintptr_t)raw + lay->chunk_bytes - 1) &
+                                  ~(uintptr_t)(lay->chunk_bytes - 1));
+    size_t head = (size_t)(region - raw), tail = slack - head;
+    if (head) munmap(raw, head);
+    if (tail) munmap(region + bytes, tail);
+    out->create_ns = fm_clock_to_ns(fm_clock_now() - t0);
+    uint64_t faults = bench_minor_faults();
+    timed_bare(region, lay, n, ticks, items);
+    out->minor_faults = bench_minor_faults() - faults;
+    munmap(region, bytes);
+}
+
 static void run_malloc(const regrow_variant *v, uint32_t n, uint64_t *ticks, void **items,
                        regrow_result *out) {
     uint64_t faults = bench_minor_faults();
@@ -342,7 +423,7 @@ static void print_table(const regrow_result *res, const uint64_t *worst_max, uin
         if (repeat > 1) printf(" %llu |", (unsigned long long)worst_max[v]);
         printf(" %llu | %llu |", (unsigned long long)r->lat.over_20x_median,
                (unsigned long long)r->lat.over_1us);
-        if (rv->kind == REGROW_MALLOC) {
+        if (rv->kind == REGROW_MALLOC || rv->kind == REGROW_BARE) {
             printf(" - | - | - |");
         } else {
             print_us(r->grow_ns);
@@ -372,6 +453,193 @@ static void print_table(const regrow_result *res, const uint64_t *worst_max, uin
     uint64_t c = res[V_FM_POOL_BIG].create_ns;
     printf("fm_pool_create(initial_capacity %d, no prefault): %.1f µs; target < 1000 µs: %s\n",
            REGROW_BIG, (double)c / 1000.0, c < 1000000 ? "met" : "NOT met");
+}
+
+/* ------------------------------------------------- where slow samples are */
+
+/* One more run of three rows after the timed ones, each sample followed (off
+ * the clock) by getrusage(RUSAGE_THREAD): whether the sample took a page
+ * fault, and whether the thread was switched out (preempted, or throttled
+ * as a real-time task) during it. The main table's runs make no such call,
+ * as it costs a system call between samples. */
+typedef struct regrow_why {
+    uint64_t slow, with_fault, with_switch, with_neither; /* samples > REGROW_SLOW_NS */
+    uint64_t max_fault, max_switch, max_quiet; /* max_quiet: of all samples with neither */
+} regrow_why;
+
+enum { REGROW_SLOW_NS = 20000 };
+
+typedef enum regrow_step_kind { STEP_POOL, STEP_BARE, STEP_MALLOC } regrow_step_kind;
+
+static void thread_usage(uint64_t *faults, uint64_t *switches) {
+    struct rusage ru;
+#if defined(RUSAGE_THREAD)
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) memset(&ru, 0, sizeof ru);
+#else
+    if (getrusage(RUSAGE_SELF, &ru) != 0) memset(&ru, 0, sizeof ru);
+#endif
+    *faults = (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+    *switches = (uint64_t)ru.ru_nivcsw + (uint64_t)ru.ru_nvcsw;
+}
+
+static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const regrow_layout *lay,
+                                                uint32_t n, void **items) {
+    fm_pool *pool = NULL;
+    uint8_t *raw = NULL, *region = NULL;
+    size_t map_bytes = 0;
+    if (kind == STEP_POOL) {
+        pool = fm_pool_create(&(fm_pool_desc){.name = "regrowth_why", .item_size = REGROW_ITEM,
+                                              .initial_capacity = REGROW_BIG});
+        if (!pool) regrow_failed("attribution", "fm_pool_create");
+    } else if (kind == STEP_BARE) {
+        size_t chunks = (n + lay->per_chunk - 1) / lay->per_chunk;
+        map_bytes = chunks * lay->chunk_bytes + lay->chunk_bytes;
+        raw = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (raw == MAP_FAILED) bench_die("regrowth attribution: mmap failed");
+        region = (uint8_t *)(((uintptr_t)raw + lay->chunk_bytes - 1) &
+                             ~(uintptr_t)(lay->chunk_bytes - 1));
+    }
+    regrow_why w = {0};
+    uint64_t f0, c0, f1, c1;
+    thread_usage(&f0, &c0);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t0 = fm_clock_now();
+        void *p;
+        if (kind == STEP_POOL) {
+            p = fm_pool_alloc(pool);
+        } else if (kind == STEP_BARE) {
+            uint8_t *base = region + (size_t)(i / lay->per_chunk) * lay->chunk_bytes;
+            ((uint32_t *)(void *)base)[i % lay->per_chunk] = 0x80000001u;
+            p = base + lay->slots_off + (size_t)(i % lay->per_chunk) * lay->stride;
+        } else {
+            p = malloc(REGROW_ITEM);
+        }
+        if (!p) bench_die("regrowth attribution: allocation failed");
+        memset(p, 0, REGROW_ITEM);
+        BENCH_ESCAPE(p);
+        uint64_t ns = fm_clock_to_ns(fm_clock_now() - t0);
+        items[i] = p;
+        thread_usage(&f1, &c1);
+        bool fault = f1 != f0, sw = c1 != c0;
+        f0 = f1;
+        c0 = c1;
+        if (!fault && !sw && ns > w.max_quiet) w.max_quiet = ns;
+        if (ns <= REGROW_SLOW_NS) continue;
+        w.slow++;
+        if (fault) w.with_fault++;
+        if (sw) w.with_switch++;
+        if (!fault && !sw) w.with_neither++;
+        if (sw && ns > w.max_switch) w.max_switch = ns;
+        if (fault && !sw && ns > w.max_fault) w.max_fault = ns;
+    }
+    if (kind == STEP_POOL) {
+        for (uint32_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
+        fm_pool_destroy(pool);
+    } else if (kind == STEP_BARE) {
+        munmap(raw, map_bytes);
+    } else {
+        for (uint32_t i = 0; i < n; i++) free(items[i]);
+        release_heap();
+    }
+    return w;
+}
+
+static void print_attribution(const regrow_layout *lay, uint32_t n, void **items) {
+    static const char *const names[3] = {"fm_pool geometric, initial 100000",
+                                          "bare mapping in fm_pool's layout (physical limit)",
+                                          "malloc(1024)"};
+    regrow_why w[3];
+    for (int k = 0; k < 3; k++) w[k] = attributed_run((regrow_step_kind)k, lay, n, items);
+    printf("\n### regrowth: where the slow samples are\n\n"
+           "One more run of three rows, each sample followed (off the clock) by "
+           "getrusage(RUSAGE_THREAD): a sample is slow above %d µs; it took a page fault when "
+           "the thread's fault count moved, and was switched out (preempted by another "
+           "process, or throttled as a real-time task) when its context switch count moved. "
+           "\"Quiet\" samples had neither: what is left for them is the allocator's own work "
+           "and interrupts.\n\n",
+           REGROW_SLOW_NS / 1000);
+    printf("| variant | slow samples | with a page fault | with a switch | with neither | max "
+           "with a fault, no switch ns | max with a switch ns | max of quiet samples ns |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int k = 0; k < 3; k++)
+        printf("| %s | %llu | %llu | %llu | %llu | %llu | %llu | %llu |\n", names[k],
+               (unsigned long long)w[k].slow, (unsigned long long)w[k].with_fault,
+               (unsigned long long)w[k].with_switch, (unsigned long long)w[k].with_neither,
+               (unsigned long long)w[k].max_fault, (unsigned long long)w[k].max_switch,
+               (unsigned long long)w[k].max_quiet);
+}
+
+/* The issue's growth target: every single growth at most this long. */
+#define REGROW_GROWTH_TARGET_NS 25000u
+
+/* The peer row's max over the rounds: median and worst. */
+static void peer_max(const bench_series *s, double *median, double *worst) {
+    double lo, hi;
+    bench_series_stats(s, 3, median, &lo, &hi);
+    *worst = hi;
+}
+
+/* The targets of issue 22 that this experiment measures, each with its
+ * verdict, from this run's figures only. Slowest single allocation: each
+ * fm_pool row's max (median over the runs, and the worst run's) at or below
+ * the lowest of the general-purpose allocators (glibc here, the mimalloc,
+ * jemalloc and tcmalloc peers); where the physical-limit row (a bare mapping
+ * touched in fm_pool's order, no allocator) is above that, what no
+ * allocator can beat is the machine's, and the target becomes that row's
+ * figure. Growth: every single growth of every fm_pool row, in every run, at
+ * most REGROW_GROWTH_TARGET_NS. */
+static void print_targets(const regrow_result *res, const regrow_result *runs,
+                          const uint64_t *worst_max, int repeat, const bench_peer_set *peers) {
+    double low_med = (double)res[V_MALLOC].lat.max, low_worst = (double)worst_max[V_MALLOC];
+    const char *low_med_name = "glibc malloc", *low_worst_name = "glibc malloc";
+    for (size_t i = 0; i < peers->n; i++) {
+        const bench_series *ps = &peers->s[i];
+        if (strstr(ps->variant, "boost")) continue; /* pools, not general-purpose */
+        double med, worst;
+        peer_max(ps, &med, &worst);
+        if (med < low_med) low_med = med, low_med_name = ps->variant;
+        if (worst < low_worst) low_worst = worst, low_worst_name = ps->variant;
+    }
+    double bare_med = (double)res[V_BARE].lat.max, bare_worst = (double)worst_max[V_BARE];
+    double target_med = bare_med > low_med ? bare_med : low_med;
+    double target_worst = bare_worst > low_worst ? bare_worst : low_worst;
+    printf("\nTargets (issue 22), this run: slowest single allocation at or below the lowest "
+           "general-purpose allocator's (median of the runs' max: %.0f ns, %s; worst: %.0f ns, "
+           "%s), or the physical-limit row's where that is higher (%.0f / %.0f ns): target "
+           "%.0f ns median, %.0f ns worst\n",
+           low_med, low_med_name, low_worst, low_worst_name, bare_med, bare_worst, target_med,
+           target_worst);
+    for (int v = 0; v < REGROW_VARIANTS; v++) {
+        if (regrow_variants[v].kind != REGROW_FM_POOL) continue;
+        double med = (double)res[v].lat.max, worst = (double)worst_max[v];
+        bool met = med <= target_med && worst <= target_worst;
+        printf("Targets (issue 22), this run: slowest single allocation, %s: %.0f ns median, "
+               "%.0f ns worst: %s\n",
+               regrow_variants[v].name, med, worst, met ? "met" : "NOT met");
+    }
+    for (int v = 0; v < REGROW_VARIANTS; v++) {
+        if (regrow_variants[v].kind != REGROW_FM_POOL) continue;
+        uint64_t slowest = 0, events = 0;
+        bool unknown = false;
+        for (int r = 0; r < repeat; r++) {
+            const regrow_result *run = &runs[v * repeat + r];
+            events += run->grow_events;
+            if (run->grow_ns_max == UINT64_MAX) unknown = true;
+            else if (run->grow_ns_max > slowest) slowest = run->grow_ns_max;
+        }
+        if (unknown)
+            printf("Targets (issue 22), this run: every single growth <= %.0f us, %s: a growth "
+                   "before the timed allocations was slower than any during them, so their "
+                   "slowest is unknown\n",
+                   REGROW_GROWTH_TARGET_NS / 1000.0, regrow_variants[v].name);
+        else
+            printf("Targets (issue 22), this run: every single growth <= %.0f us, %s: slowest "
+                   "of %llu growths in %d runs %.1f us: %s\n",
+                   REGROW_GROWTH_TARGET_NS / 1000.0, regrow_variants[v].name,
+                   (unsigned long long)events, repeat, (double)slowest / 1000.0,
+                   slowest <= REGROW_GROWTH_TARGET_NS ? "met" : "NOT met");
+    }
 }
 
 static void print_group(const regrow_group *g) {
@@ -442,6 +710,9 @@ void regrowth_run(const bench_opts *opts) {
     void **items = bench_xmalloc((size_t)n * sizeof *items);
     regrow_result *runs = bench_xmalloc((size_t)REGROW_VARIANTS * (size_t)repeat * sizeof *runs);
     fm_pool_stats shape = {0};
+    regrow_layout layout = probe_layout();
+    if (regrow_variants[V_MALLOC].kind != REGROW_MALLOC || regrow_variants[V_BARE].kind != REGROW_BARE)
+        bench_die("regrowth: V_MALLOC / V_BARE do not name the malloc and bare rows");
 
     /* Fault the benchmark's own arrays in before anything is timed. */
     memset(ticks, 0, (size_t)n * sizeof *ticks);
@@ -463,6 +734,7 @@ void regrowth_run(const bench_opts *opts) {
             case REGROW_FM_POOL:
                 run_fm_pool(rv, n, ticks, items, group, out, v == V_FM_POOL_1 ? &shape : NULL);
                 break;
+            case REGROW_BARE: run_bare(rv, &layout, n, ticks, items, out); break;
             case REGROW_EAGER: run_eager(rv, n, ticks, items, out); break;
             case REGROW_MALLOC: run_malloc(rv, n, ticks, items, out); break;
             }
@@ -501,12 +773,14 @@ void regrowth_run(const bench_opts *opts) {
     free(col);
 
     print_table(med, worst_max, n, repeat, &peers);
+    print_targets(med, runs, worst_max, repeat, &peers);
     printf("fm_pool %d-byte items: stride %llu, chunk_bytes %llu, %llu items per chunk "
            "(initial 1, after the run: %llu chunks, capacity %llu)\n",
            REGROW_ITEM, (unsigned long long)shape.stride, (unsigned long long)shape.chunk_bytes,
            (unsigned long long)shape.items_per_chunk, (unsigned long long)shape.chunk_count,
            (unsigned long long)shape.capacity);
     print_chunk_table(med, runs, &shape, repeat);
+    print_attribution(&layout, n, items);
     if (opts->csv_dir)
         printf("\nwrote %d CSV files regrowth_*.csv (run,index,ns,position: one row per "
                "allocation of every run) to %s\n",

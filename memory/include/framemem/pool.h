@@ -17,7 +17,7 @@
  * A pool is a set of equal power-of-two chunks, each aligned to its size:
  * alloc, free, owns and resolve are O(1) whatever the capacity, free tells
  * double frees, foreign and interior pointers without searching, and growing
- * touches no new slot. Per-slot metadata lives beside the slots, never in them.
+ * touches no new slot; growth is O(1). Per-slot metadata lives beside slots.
  *
  * Threads (desc.sync), Timing (time inside alloc and free), Memory (chunks,
  * a pool's fixed cost), Reset, Owners (fm_pool_of's map), Allocation sites,
@@ -187,8 +187,8 @@ FM_API fm_pool_desc fm_pool_get_desc(const fm_pool *pool);
 /// The pool's name; "(null)" for a NULL pool (reported).
 FM_API const char *fm_pool_name(const fm_pool *pool);
 
-/// The pool whose chunk holds ptr (item dead or alive), or NULL, not reported.
-/// O(1); reads the process-wide chunk map, never the memory at ptr (Owners).
+/// The pool whose chunk (once it handed out an item) holds ptr, dead or alive,
+/// or NULL, not reported. O(1); reads the chunk map, never ptr's memory (Owners).
 FM_API fm_pool *fm_pool_of(const void *ptr);
 /// fm_pool_free into the pool fm_pool_of finds (its reports and thread rules);
 /// NULL: a no-op; a pointer in no pool's chunk: FM_ERR_FOREIGN_POINTER.

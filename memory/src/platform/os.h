@@ -8,8 +8,9 @@
  *   arenas take every byte from the desc's fm_allocator.
  * - has_partial_release: any page-aligned part of a reservation can be
  *   released on its own (munmap; VirtualFree cannot). A pool's growth maps
- *   its new chunks in one reservation and trims them one by one where the OS
- *   has it; elsewhere it reserves each chunk on its own (pool/chunks.c).
+ *   its new chunks in one reservation either way and trims them one by one:
+ *   released where the OS has it, decommitted elsewhere, the reservation
+ *   released whole with its last chunk (pool/chunks.c, fm__span).
  * - huge_page_size: the size of a transparent huge page where the OS has
  *   them (0 otherwise); fm__os_huge_pages_usable says whether they may be
  *   used now. */

@@ -56,8 +56,18 @@ void *fm__os_reserve(size_t bytes, size_t align, bool commit) {
     size_t page = fm__os_get_caps()->page_size;
     size_t slack = align > page ? align - page : 0;
     if (bytes == 0 || bytes > SIZE_MAX - slack) return NULL;
-    uint8_t *raw = mmap(NULL, bytes + slack, commit ? PROT_READ | PROT_WRITE : PROT_NONE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    int prot = commit ? PROT_READ | PROT_WRITE : PROT_NONE;
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    /* Linux places anonymous mappings of whole 2 MiB multiples on a 2 MiB
+     * boundary where it can (for huge pages): try the exact size first, one
+     * system call instead of three (each a few us in a VM). */
+    if (slack && align <= ((size_t)2 << 20) && bytes % ((size_t)2 << 20) == 0) {
+        uint8_t *exact = mmap(NULL, bytes, prot, flags, -1, 0);
+        if (exact == MAP_FAILED) return NULL;
+        if (fm_is_aligned(exact, align)) return exact;
+        munmap(exact, bytes);
+    }
+    uint8_t *raw = mmap(NULL, bytes + slack, prot, flags, -1, 0);
     if (raw == MAP_FAILED) return NULL;
     uint8_t *start = (uint8_t *)fm_align_up((uintptr_t)raw, align);
     size_t head = (size_t)(start - raw);

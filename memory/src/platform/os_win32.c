@@ -7,7 +7,8 @@
  *
  * VirtualFree releases a reservation only whole (placeholders could split
  * one, but Wine refuses them), so has_partial_release is false: a pool
- * reserves each chunk on its own. Large pages need the SeLockMemoryPrivilege,
+ * decommits a trimmed chunk and releases a growth's reservation with its
+ * last chunk. Large pages need the SeLockMemoryPrivilege,
  * which a game does not hold: no huge pages here. */
 #include "platform/os.h"
 

@@ -23,7 +23,7 @@ static fm_error fm__check_core(const fm_pool *pool) {
     uint64_t in_state[FM__CHUNK_FULL + 1] = {0};
     uint64_t seen[65536 / 64]; /* slots met on a chunk's free stack */
     for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
-        const fm__chunk *c = &p->chunks[ci];
+        const fm__chunk *c = fm__chunk_at(p, ci);
         if (c->state == FM__CHUNK_UNUSED) continue;
         held++;
         FM__CHECK(fm__table_find(p, (uintptr_t)c->base) == ci,
@@ -108,14 +108,13 @@ static fm_error fm__check_core(const fm_pool *pool) {
         uint32_t state;
         const char *name;
     } lists[] = {{&p->partial, FM__CHUNK_PARTIAL, "partial"},
-                 {&p->empty, FM__CHUNK_EMPTY, "empty"},
-                 {&p->fresh, FM__CHUNK_FRESH, "fresh"}};
-    for (int l = 0; l < 3; l++) {
+                 {&p->empty, FM__CHUNK_EMPTY, "empty"}};
+    for (int l = 0; l < 2; l++) {
         uint64_t walked = 0;
         uint32_t prev = FM__NONE;
-        for (uint32_t i = lists[l].list->head; i != FM__NONE; prev = i, i = p->chunks[i].next) {
-            FM__CHECK(i < p->chunk_top && p->chunks[i].state == lists[l].state &&
-                          p->chunks[i].prev == prev,
+        for (uint32_t i = lists[l].list->head; i != FM__NONE; prev = i, i = fm__chunk_at(p, i)->next) {
+            FM__CHECK(i < p->chunk_top && fm__chunk_at(p, i)->state == lists[l].state &&
+                          fm__chunk_at(p, i)->prev == prev,
                       "pool '%s': %s list broken at chunk %u", p->name, lists[l].name, i);
             FM__CHECK(++walked <= in_state[lists[l].state], "pool '%s': %s list too long",
                       p->name, lists[l].name);
@@ -124,6 +123,14 @@ static fm_error fm__check_core(const fm_pool *pool) {
                   "pool '%s': %llu %s chunks, %llu listed", p->name,
                   (unsigned long long)in_state[lists[l].state], lists[l].name,
                   (unsigned long long)walked);
+    }
+    /* Chunks mapped by a growth that have no record yet. */
+    for (const fm__span *sp = p->spans; sp; sp = sp->next_span) {
+        FM__CHECK(sp->left > 0 && sp->last_limit <= p->hot.per_chunk,
+                  "pool '%s': span of %u chunks (last limit %u) out of range", p->name, sp->left,
+                  sp->last_limit);
+        held += sp->left;
+        capacity += (uint64_t)(sp->left - 1) * p->hot.per_chunk + sp->last_limit;
     }
     FM__CHECK(held == p->chunk_count, "pool '%s': chunk count %u, held %llu", p->name,
               p->chunk_count, (unsigned long long)held);

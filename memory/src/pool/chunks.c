@@ -11,17 +11,22 @@
 
 /* ======================================================= the record lists */
 
-/* The record array and, behind it, the chunk base of each record that
- * handles resolve through (NULL until the chunk first becomes current). */
-static size_t fm__records_bytes(uint32_t cap) {
-    return (size_t)cap * (sizeof(fm__chunk) + sizeof(uint8_t *) + sizeof(uint32_t *));
+/* Entries of the next base array filled per record taken. */
+enum { FM__BASES_STEP = 4 };
+
+/* Segment s of the records (see fm__chunk_at). */
+static size_t fm__seg_bytes(uint32_t s) {
+    return ((size_t)1 << s) * (sizeof(fm__chunk) + sizeof(uint32_t *) + sizeof(fm__span *));
 }
-static uint8_t **fm__bases_of(fm__chunk *recs, uint32_t cap) { return (uint8_t **)(void *)(recs + cap); }
-/* LOCKFREE: per record, the links of the shared stack (one index per slot).
- * A record's link array lives as long as the pool, so a thread that read a
- * stale stack head may still read a link: its CAS then fails on the tag. */
-static uint32_t **fm__links_of(fm__chunk *recs, uint32_t cap) {
-    return (uint32_t **)(void *)(fm__bases_of(recs, cap) + cap);
+static uint8_t *fm__seg_mem(const fm_pool *p, uint32_t s) { return (uint8_t *)p->seg[s]; }
+/* Records the segments up to and including s hold. */
+static uint32_t fm__segs_cap(uint32_t s) { return (uint32_t)((2ull << s) - FM__REC_FIRST); }
+/* Makes segment s of mem (fm__seg_bytes(s), untouched) the pool's. Its
+ * entries are written as records are taken; readers look at none before. */
+static void fm__seg_install(fm_pool *p, uint32_t s, uint8_t *mem) {
+    FM__ATOMIC_STORE(&p->seg[s], (uintptr_t)mem, RELEASE);
+    p->chunk_cap = fm__segs_cap(s);
+    p->bytes_reserved += fm__seg_bytes(s);
 }
 
 static void fm__list_init(fm__list *l) { l->head = l->tail = FM__NONE; }
@@ -30,16 +35,16 @@ static void fm__list_push(fm_pool *p, fm__list *l, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     c->next = FM__NONE;
     c->prev = l->tail;
-    if (l->tail != FM__NONE) p->chunks[l->tail].next = idx;
+    if (l->tail != FM__NONE) fm__chunk_at(p, l->tail)->next = idx;
     else l->head = idx;
     l->tail = idx;
 }
 
 static void fm__list_unlink(fm_pool *p, fm__list *l, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
-    if (c->prev != FM__NONE) p->chunks[c->prev].next = c->next;
+    if (c->prev != FM__NONE) fm__chunk_at(p, c->prev)->next = c->next;
     else l->head = c->next;
-    if (c->next != FM__NONE) p->chunks[c->next].prev = c->prev;
+    if (c->next != FM__NONE) fm__chunk_at(p, c->next)->prev = c->prev;
     else l->tail = c->prev;
     c->prev = c->next = FM__NONE;
 }
@@ -104,7 +109,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
          * slots read as dead. Fresh pages from the OS are zero already; memory
          * from an allocator gets 4 bytes per slot written, once per chunk. */
         if (!p->use_os) memset(c->base, 0, (size_t)p->hot.per_chunk * sizeof(uint32_t));
-        FM__ATOMIC_STORE(&p->hot.bases[idx], c->base, RELEASE);
+        fm__base_store(p, idx, c->base);
     }
     c->state = FM__CHUNK_CURRENT;
     c->prev = c->next = FM__NONE;
@@ -126,21 +131,38 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
 /* Live items of a chunk, whether or not it is current. */
 static uint32_t fm__chunk_live(const fm_pool *p, uint32_t idx) {
     if (idx == p->cur_idx) return (uint32_t)(fm__live(p) + fm__parked(p) - p->live_other);
-    return p->chunks[idx].live - fm__parked_in(p, idx);
+    return fm__chunk_at(p, idx)->live - fm__parked_in(p, idx);
 }
 
 static uint32_t fm__chunk_bump(const fm_pool *p, uint32_t idx) {
-    return idx == p->cur_idx ? (uint32_t)p->cs->cur_bump : p->chunks[idx].bump;
+    return idx == p->cur_idx ? (uint32_t)p->cs->cur_bump : fm__chunk_at(p, idx)->bump;
 }
 
 /* Slots [0, returned) of a chunk have been handed out at some time: their
  * meta words are the chunk's, never the zero of a page not yet touched. */
 static uint32_t fm__chunk_used(const fm_pool *p, uint32_t idx) {
-    uint32_t bump = fm__chunk_bump(p, idx), hw = p->chunks[idx].hw;
+    uint32_t bump = fm__chunk_bump(p, idx), hw = fm__chunk_at(p, idx)->hw;
     return bump > hw ? bump : hw;
 }
 
+static uint32_t fm__ctz32(uint32_t v) {
+    uint32_t n = 0;
+    while (!(v & 1u)) {
+        v >>= 1;
+        n++;
+    }
+    return n;
+}
+
 /* ========================================================== chunk table */
+
+/* Open addressing from chunk base to record: an entry is the record + 1, 0
+ * an empty entry (so a table from the OS needs no initialisation), FM__TOMB
+ * a trimmed chunk's. Only chunks that have a record are entered. A table
+ * that a growth outgrows is not rebuilt there: the growth installs a new,
+ * empty one, and its entries move over a few at a time as chunks open
+ * (fm__table_migrate); until the last has moved, lookups that miss the new
+ * table try the old one, which still holds every entry it had. */
 
 static uint32_t fm__hash(const fm_pool *p, uintptr_t base, uint32_t cap) {
     uint64_t key = (uint64_t)(base >> p->chunk_shift) * 0x9E3779B97F4A7C15ull;
@@ -150,63 +172,109 @@ static uint32_t fm__hash(const fm_pool *p, uintptr_t base, uint32_t cap) {
 /* Inserts into the first empty or tombstone entry; true when that entry was
  * empty (the table holds one more non-empty entry). */
 static bool fm__table_insert(uint32_t *table, uint32_t cap, const fm_pool *p, uint32_t idx) {
-    uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, cap);
+    uint32_t i = fm__hash(p, (uintptr_t)fm__chunk_at(p, idx)->base, cap);
     uint32_t e;
-    while ((e = FM__ATOMIC_LOAD(&table[i], RELAXED)) != FM__NONE && e != FM__TOMB)
+    while ((e = FM__ATOMIC_LOAD(&table[i], RELAXED)) != 0 && e != FM__TOMB)
         i = (i + 1) & (cap - 1);
-    FM__ATOMIC_STORE(&table[i], idx, RELEASE);
-    return e == FM__NONE;
+    FM__ATOMIC_STORE(&table[i], idx + 1, RELEASE);
+    return e == 0;
 }
 
-/* A table built privately (not yet visible to other threads). */
-static uint32_t fm__table_fill(fm_pool *p, uint32_t *table, uint32_t cap) {
-    memset(table, 0xFF, (size_t)cap * sizeof *table);
-    uint32_t used = 0;
-    for (uint32_t i = 0; i < p->chunk_top; i++) {
-        if (p->chunks[i].state != FM__CHUNK_UNUSED) used += fm__table_insert(table, cap, p, i);
+/* The record of the chunk at base in one table, or FM__NONE. shared: read
+ * as published (no lock held): bases through the published segments. */
+static uint32_t fm__table_probe(const fm_pool *p, const uint32_t *table, uint32_t cap,
+                                uintptr_t base, bool shared) {
+    uint32_t i = fm__hash(p, base, cap);
+    for (;;) {
+        uint32_t e = FM__ATOMIC_LOAD(&table[i], ACQUIRE);
+        if (e == 0) return FM__NONE;
+        if (e != FM__TOMB) {
+            uintptr_t b = shared ? (uintptr_t)fm__base_get(p, e - 1)
+                                 : (uintptr_t)fm__chunk_at(p, e - 1)->base;
+            if (b == base) return e - 1;
+        }
+        i = (i + 1) & (cap - 1);
     }
-    return used;
 }
 
-/* Trim: the entry becomes a tombstone, so concurrent probes for other chunks
- * still reach them (no rebuild in place). */
-static void fm__table_remove(fm_pool *p, uint32_t idx) {
-    uint32_t i = fm__hash(p, (uintptr_t)p->chunks[idx].base, p->table_cap);
+/* Trim: the entry becomes a tombstone (in both tables while one is being
+ * emptied), so concurrent probes for other chunks still reach them. */
+static void fm__table_forget(fm_pool *p, uint32_t *table, uint32_t cap, uint32_t idx) {
+    if (!table) return;
+    uint32_t i = fm__hash(p, (uintptr_t)fm__chunk_at(p, idx)->base, cap);
     uint32_t e;
-    while ((e = FM__ATOMIC_LOAD(&p->table[i], RELAXED)) != idx) {
-        if (e == FM__NONE) return;
-        i = (i + 1) & (p->table_cap - 1);
+    while ((e = FM__ATOMIC_LOAD(&table[i], RELAXED)) != idx + 1) {
+        if (e == 0) return;
+        i = (i + 1) & (cap - 1);
     }
-    FM__ATOMIC_STORE(&p->table[i], FM__TOMB, RELEASE);
+    FM__ATOMIC_STORE(&table[i], FM__TOMB, RELEASE);
+}
+static void fm__table_remove(fm_pool *p, uint32_t idx) {
+    fm__table_forget(p, p->table, p->table_cap, idx);
+    fm__table_forget(p, p->old_table, p->old_cap, idx);
 }
 
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base) {
     if (!p->table) return FM__NONE;
-    uint32_t i = fm__hash(p, base, p->table_cap);
+    uint32_t idx = fm__table_probe(p, p->table, p->table_cap, base, false);
+    if (idx == FM__NONE && p->old_table)
+        idx = fm__table_probe(p, p->old_table, p->old_cap, base, false);
+    return idx;
+}
+
+/* The record of the chunk at base in the owner's table, or NULL. */
+static inline FM__ALWAYS_INLINE fm__chunk *fm__table_probe_rec(const fm_pool *p,
+                                                               const uint32_t *table,
+                                                               uint32_t cap, uintptr_t base) {
+    uint32_t i = fm__hash(p, base, cap);
     for (;;) {
-        uint32_t idx = FM__ATOMIC_LOAD(&p->table[i], RELAXED);
-        if (idx == FM__NONE) return idx;
-        if (idx != FM__TOMB && (uintptr_t)p->chunks[idx].base == base) return idx;
-        i = (i + 1) & (p->table_cap - 1);
+        uint32_t e = table[i];
+        if (e == 0) return NULL;
+        if (e != FM__TOMB) {
+            fm__chunk *c = fm__chunk_at(p, e - 1);
+            if ((uintptr_t)c->base == base) return c;
+        }
+        i = (i + 1) & (cap - 1);
     }
 }
 
-/* The same lookup without the pool's lock: the table (with its capacity in
- * table[-1]) and the chunk bases are read as published; a fresh chunk's base
- * is not published yet, and no item can point into it. */
+/* fm__table_find for a free, as the owner or under the lock, giving the
+ * record: an entry found in the old table is entered in the new one (it
+ * stays in the old one, read as it was until it goes), so a pool that stops
+ * opening chunks does not look in both tables for ever. */
+static inline fm__chunk *fm__table_find_moving(fm_pool *p, uintptr_t base) {
+    if (!p->table) return NULL;
+    fm__chunk *c = fm__table_probe_rec(p, p->table, p->table_cap, base);
+    if (c || !p->old_table) return c;
+    c = fm__table_probe_rec(p, p->old_table, p->old_cap, base);
+    if (c) p->table_used += fm__table_insert(p->table, p->table_cap, p, c->idx);
+    return c;
+}
+
+/* A table as published to lock-free readers: its address (64-byte aligned)
+ * with log2 of its capacity in the low bits, so that a reader sees the pair
+ * consistent from one load; 0 for none. */
+static uintptr_t fm__table_tag(const uint32_t *table, uint32_t cap) {
+    return table ? (uintptr_t)table | (uintptr_t)fm__ctz32(cap) : 0;
+}
+static uint32_t fm__table_probe_pub(const fm_pool *p, uintptr_t pub, uintptr_t base) {
+    const uint32_t *table = (const uint32_t *)(pub & ~(uintptr_t)63);
+    return fm__table_probe(p, table, 1u << (pub & 63), base, true);
+}
+
+/* The same lookup without the pool's lock: tables and chunk bases as
+ * published; a chunk without a published base has no item. The new table
+ * first, then the old one read after it (it is set before a new table is
+ * published and cleared only once every entry has moved); a miss while a
+ * growth replaced the table looks again. */
 static uint32_t fm__table_find_shared(const fm_pool *p, uintptr_t base) {
-    const uint32_t *table = FM__ATOMIC_LOAD(&p->table, ACQUIRE);
-    if (!table) return FM__NONE;
-    uint32_t cap = table[-1];
-    uint32_t i = fm__hash(p, base, cap);
     for (;;) {
-        uint32_t idx = FM__ATOMIC_LOAD(&table[i], ACQUIRE);
-        if (idx == FM__NONE) return idx;
-        if (idx != FM__TOMB) {
-            uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
-            if ((uintptr_t)FM__ATOMIC_LOAD(&bases[idx], RELAXED) == base) return idx;
-        }
-        i = (i + 1) & (cap - 1);
+        uintptr_t table = FM__ATOMIC_LOAD(&p->table_pub, ACQUIRE);
+        if (!table) return FM__NONE;
+        uintptr_t old = FM__ATOMIC_LOAD(&p->old_pub, ACQUIRE);
+        uint32_t idx = fm__table_probe_pub(p, table, base);
+        if (idx == FM__NONE && old) idx = fm__table_probe_pub(p, old, base);
+        if (idx != FM__NONE || FM__ATOMIC_LOAD(&p->table_pub, ACQUIRE) == table) return idx;
     }
 }
 
@@ -215,27 +283,33 @@ static uint32_t fm__table_find_shared(const fm_pool *p, uintptr_t base) {
 static uint32_t fm__take_record(fm_pool *p) {
     uint32_t idx = p->unused_head, floor = 0; /* a record never used before: 0 */
     if (idx != FM__NONE) {
-        p->unused_head = p->chunks[idx].next;
-        floor = p->chunks[idx].gen_floor;
+        p->unused_head = fm__chunk_at(p, idx)->next;
+        floor = fm__chunk_at(p, idx)->gen_floor;
     } else {
+        fm__bases_step(p, FM__BASES_STEP);
+        if (p->chunk_top >= p->bases_cap) fm__bases_step(p, UINT32_MAX); /* see fm__grow */
         idx = p->chunk_top++;
+        FM__ATOMIC_STORE(fm__links_slot(p, idx), NULL, RELAXED);
     }
-    memset(&p->chunks[idx], 0, sizeof p->chunks[idx]);
-    p->chunks[idx].gen_floor = floor;
-    p->chunks[idx].prev = p->chunks[idx].next = FM__NONE;
-    FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELAXED);
+    fm__chunk *c = fm__chunk_at(p, idx);
+    memset(c, 0, sizeof *c);
+    c->idx = idx;
+    c->gen_floor = floor;
+    c->prev = c->next = FM__NONE;
+    fm__base_store(p, idx, NULL);
     FM__ATOMIC_STORE(&p->hot.n_bases, p->chunk_top, RELEASE);
     return idx;
 }
 
 static void fm__drop_record(fm_pool *p, uint32_t idx) {
-    p->chunks[idx].state = FM__CHUNK_UNUSED;
-    p->chunks[idx].base = NULL;
-    FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELAXED);
+    fm__chunk *c = fm__chunk_at(p, idx);
+    c->state = FM__CHUNK_UNUSED;
+    c->base = NULL;
+    fm__base_store(p, idx, NULL);
     /* A record whose generations are nearly used up is never reused, so no
      * handle to its old slots can ever resolve again. */
-    if (p->chunks[idx].gen_floor >= FM__GEN_MAX - 1) return;
-    p->chunks[idx].next = p->unused_head;
+    if (c->gen_floor >= FM__GEN_MAX - 1) return;
+    c->next = p->unused_head;
     p->unused_head = idx;
 }
 
@@ -246,6 +320,8 @@ static fm__site *fm__sites(const fm_pool *p, const uint8_t *base) {
 }
 #endif
 
+static void fm__span_give_back(fm_pool *p, fm__span *sp, uint8_t *mem, uint32_t n);
+
 /* Returns a chunk's memory; the record is dropped. */
 static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
@@ -254,7 +330,11 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, NULL);
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
     if (p->dm_base[k] == (uintptr_t)c->base) p->dm_base[k] = 1;
-    FM__ATOMIC_STORE(&p->hot.bases[idx], NULL, RELEASE);
+    if (p->dm2) {
+        fm__dm2 *e = &p->dm2[((uintptr_t)c->base >> p->chunk_shift) & p->dm2_mask];
+        if (e->rec == c) e->base = 0, e->rec = NULL;
+    }
+    fm__base_store(p, idx, NULL);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
     uint32_t used = fm__chunk_used(p, idx);
@@ -267,7 +347,8 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     if (c->refs) fm_allocator_free(&p->desc.allocator, c->refs, (size_t)p->hot.per_chunk * sizeof *c->refs);
     FM__UNPOISON(c->base, p->chunk_bytes);
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
-    if (p->use_os) fm__os_release(c->base, p->chunk_bytes);
+    fm__span *sp = *fm__rec_span(p, idx);
+    if (sp) fm__span_give_back(p, sp, c->base, 1);
     else fm_allocator_free(&p->desc.allocator, c->base, p->chunk_bytes);
     fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
     p->bytes_reserved -= p->chunk_bytes;
@@ -279,51 +360,154 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
 
 /* =========================================================== growth */
 
-/* What a growth needs before it may change anything: bigger record and table
- * arrays when the old ones are too small, and the chunks' memory. Gathered
- * first, installed only when all of it was had, so a failed growth leaves the
- * pool exactly as it was. */
+/* What a growth needs before it may change anything: record segments and a
+ * bigger table when the old ones are too small, the chunks' memory and the
+ * span that holds it until each chunk first becomes current. Gathered first,
+ * installed only when all of it was had, so a failed growth leaves the pool
+ * exactly as it was. None of it is touched at growth (the record segments
+ * and the mapping are written as chunks open), so a growth costs a few
+ * allocations and system calls whatever it adds: see fm__open_pending. */
+/* A growth's mapping for its arrays of OS size, handed out in pages. */
+typedef struct fm__carve {
+    uint8_t *next;
+    size_t left;
+} fm__carve;
+
 typedef struct fm__growth_plan {
-    fm__chunk *recs; /* NULL: the current array is big enough */
-    uint32_t recs_cap;
+    uint8_t *segs[FM__REC_SEGS]; /* new record segments; NULL: not needed */
     uint32_t *table; /* NULL: the current table is big enough */
     uint32_t table_cap;
-    uint8_t *block;  /* use_os: all k chunks, contiguous */
-    uint8_t *chain;  /* allocator: chunks linked through their first bytes */
-    uint8_t *links;  /* LOCKFREE: link arrays for new records, chained likewise */
+    fm__carve carve; /* the arrays' mapping, what is not handed out yet */
+    uint8_t **bases; /* NULL: the base arrays are big enough */
+    uint32_t bases_cap;
+    fm__dm2 *dm2;    /* NULL: dm2 is big enough (or not needed) */
+    uint32_t dm2_cap;
+    fm__span *span;  /* the new chunks */
+    bool span_spare; /* span is one of spare_spans (already counted) */
     uint32_t k;
     bool map_failed; /* the chunk map (pool/map.c) could not take the chunks */
 } fm__growth_plan;
 
-/* Before a user-allocator chunk is installed its first bytes (the meta words
- * of slots not handed out yet) hold the next chunk. */
+/* Before a user-allocator chunk gets its record its first bytes (the meta
+ * words of slots not handed out yet) hold the next chunk. */
 typedef struct fm__pending {
     uint8_t *next;
 } fm__pending;
 
-/* Chunk tables carry their capacity in the word before entry 0. */
-static size_t fm__table_bytes(uint32_t cap) { return ((size_t)cap + 1) * sizeof(uint32_t); }
-static uint32_t *fm__table_new(const fm_allocator *a, uint32_t cap) {
-    uint32_t *t = fm_allocator_alloc(a, fm__table_bytes(cap), alignof(uint32_t));
-    if (!t) return NULL;
-    t[0] = cap;
-    return t + 1;
+/* Record segments, base arrays, dm2 and chunk tables of FM__OS_ARRAY_BYTES
+ * or more of a pool whose chunks come from the OS come from the OS too,
+ * zero-filled and not touched until used: all those a growth needs from one
+ * mapping (fm__carve), each released on its own later. A growth then costs
+ * two system calls (its chunks, its arrays) whatever its size; each costs 2
+ * to 15 us in a VM, as does the first touch of a fresh page (fm-bench
+ * regrowth). Where the OS releases only whole reservations (Windows) each
+ * array is a reservation of its own: at most a few per growth, still none
+ * per chunk. Smaller ones, and all of a pool on an allocator, come from the
+ * allocator (tables and dm2 zeroed here). */
+enum { FM__OS_ARRAY_BYTES = 16 << 10 };
+static bool fm__array_os(const fm_pool *p, size_t bytes) {
+    return p->use_os && bytes >= FM__OS_ARRAY_BYTES;
 }
-static void fm__table_delete(const fm_allocator *a, uint32_t *table, uint32_t cap) {
-    if (table) fm_allocator_free(a, table - 1, fm__table_bytes(cap));
+static size_t fm__page_round(size_t bytes) {
+    size_t page = fm__os_get_caps()->page_size;
+    return (bytes + page - 1) & ~(page - 1);
+}
+/* Adds an array of bytes to what a growth needs from the OS. */
+static void fm__carve_need(const fm_pool *p, size_t *total, size_t bytes) {
+    if (fm__array_os(p, bytes) && fm__os_get_caps()->has_partial_release)
+        *total += fm__page_round(bytes);
+}
+/* An array from the carve (sized by fm__carve_need first, zero-filled) or
+ * the allocator (zeroed when zero asks). NULL when the allocator refused. */
+static void *fm__array_take(const fm_pool *p, fm__carve *cv, size_t bytes, bool zero) {
+    if (!fm__array_os(p, bytes)) {
+        void *mem = fm_allocator_alloc(&p->desc.allocator, bytes, 64);
+        if (mem && zero) memset(mem, 0, bytes);
+        return mem;
+    }
+    size_t r = fm__page_round(bytes);
+    if (!fm__os_get_caps()->has_partial_release)
+        return fm__os_reserve(r, fm__os_get_caps()->page_size, true);
+    if (r > cv->left) return NULL; /* not sized for it: cannot happen */
+    void *mem = cv->next;
+    cv->next += r;
+    cv->left -= r;
+    return mem;
+}
+static void fm__array_delete(const fm_pool *p, void *mem, size_t bytes) {
+    if (!mem) return;
+    if (fm__array_os(p, bytes)) fm__os_release(mem, fm__page_round(bytes));
+    else fm_allocator_free(&p->desc.allocator, mem, bytes);
+}
+static size_t fm__table_bytes(uint32_t cap) { return (size_t)cap * sizeof(uint32_t); }
+static void fm__table_delete(const fm_pool *p, uint32_t *table, uint32_t cap) {
+    fm__array_delete(p, table, fm__table_bytes(cap));
 }
 
-/* An array replaced by growth: freed now when no other thread can read it,
- * else kept until destroy (it stays in bytes_reserved). */
-static void fm__retire_array(fm_pool *p, void *ptr, size_t bytes) {
-    if (!ptr) return;
-    if (p->sync == FM_SYNC_NONE || p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS) {
-        fm_allocator_free(&p->desc.allocator, ptr, bytes);
+/* An array replaced by growth (or an opening, for a table or base array
+ * whose successor is complete) is kept until destroy (it stays in
+ * bytes_reserved): lock-free readers may still hold it, and giving pages
+ * back costs a system call in the allocation that opens a chunk. Sizes
+ * double, so kept arrays add up to about the current ones; past
+ * FM__MAX_RETIRED_ARRAYS (a NONE pool only) one is deleted at once. */
+static void fm__retire_array(fm_pool *p, void *mem, size_t bytes) {
+    if (!mem) return;
+    if (p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS && p->sync == FM_SYNC_NONE) {
+        fm__array_delete(p, mem, bytes);
         p->bytes_reserved -= bytes;
         return;
     }
-    p->retired_arrays[p->n_retired_arrays] = ptr;
+    if (p->n_retired_arrays == FM__MAX_RETIRED_ARRAYS) return; /* kept for good */
+    p->retired_arrays[p->n_retired_arrays] = mem;
     p->retired_bytes[p->n_retired_arrays++] = bytes;
+}
+
+/* ========================================= the chunk bases, for handles */
+
+static size_t fm__bases_bytes(uint32_t cap) { return (size_t)cap * sizeof(uint8_t *); }
+
+/* Record idx's base, in the array handles read and in the next one. */
+static void fm__base_store(fm_pool *p, uint32_t idx, uint8_t *base) {
+    FM__ATOMIC_STORE(&p->hot.bases[idx], base, RELEASE);
+    if (p->bases_next) p->bases_next[idx] = base; /* published with the array */
+}
+
+/* Fills up to n more entries of the next base array (see fm_pool.bases_cap);
+ * once it holds every record's, it becomes the one handles read. */
+static void fm__bases_step(fm_pool *p, uint32_t n) {
+    if (!p->bases_next) return;
+    uint8_t **cur = p->hot.bases;
+    for (; n && p->bases_copied < p->chunk_top; n--, p->bases_copied++)
+        p->bases_next[p->bases_copied] = FM__ATOMIC_LOAD(&cur[p->bases_copied], RELAXED);
+    if (p->bases_copied < p->chunk_top) return;
+    FM__ATOMIC_STORE(&p->hot.bases, p->bases_next, RELEASE);
+    fm__retire_array(p, cur, fm__bases_bytes(p->bases_cap));
+    p->bases_cap = p->bases_next_cap;
+    p->bases_next = NULL;
+    p->bases_next_cap = p->bases_copied = 0;
+}
+
+/* Entries of the old table looked at per chunk opening. */
+enum { FM__TABLE_MIGRATE = 16 };
+
+/* Moves entries of the old table (see the chunk table above) to the current
+ * one, n entries looked at; the old table goes once every entry has moved. */
+static void fm__table_migrate(fm_pool *p, uint32_t n) {
+    for (; p->old_table && n; n--) {
+        if (p->old_pos == p->old_cap) {
+            uint32_t *old = p->old_table;
+            p->old_table = NULL;
+            FM__ATOMIC_STORE(&p->old_pub, 0, RELEASE);
+            fm__retire_array(p, old, fm__table_bytes(p->old_cap));
+            p->old_cap = p->old_pos = p->old_used = 0;
+            return;
+        }
+        uint32_t e = p->old_table[p->old_pos++];
+        if (e == 0 || e == FM__TOMB) continue;
+        uintptr_t base = (uintptr_t)fm__chunk_at(p, e - 1)->base; /* moved already? */
+        if (fm__table_probe(p, p->table, p->table_cap, base, false) == FM__NONE)
+            p->table_used += fm__table_insert(p->table, p->table_cap, p, e - 1);
+    }
 }
 
 static size_t fm__links_bytes(const fm_pool *p) {
@@ -331,87 +515,174 @@ static size_t fm__links_bytes(const fm_pool *p) {
     return n > sizeof(fm__pending) ? n : sizeof(fm__pending);
 }
 
-static uint32_t fm__unused_records(const fm_pool *p) {
-    uint32_t n = 0;
-    for (uint32_t i = p->unused_head; i != FM__NONE; i = p->chunks[i].next) n++;
-    return n;
+/* The first of a chain linked through first bytes (fm__pending). */
+static uint8_t *fm__chain_pop(uint8_t **chain) {
+    uint8_t *first = *chain;
+    fm__pending pend;
+    memcpy(&pend, first, sizeof pend);
+    *chain = pend.next;
+    return first;
+}
+
+/* A span of the pool's whose chunks have all gone back (or, from the
+ * allocator, all got records) is kept for the next growth: its struct stays
+ * in bytes_reserved, so trim gives back whole chunks only and growth takes
+ * no allocation for it. */
+static void fm__span_retire(fm_pool *p, fm__span *sp) {
+    sp->next_span = p->spare_spans;
+    p->spare_spans = sp;
+}
+
+/* n chunks of span sp's mapping, from mem on, go back to the OS: released
+ * where part of a reservation can be, else decommitted, the whole mapping
+ * released with its last chunk (see fm__span). A span in no list retires
+ * then; one in the pool's list is the caller's. */
+static void fm__span_give_back(fm_pool *p, fm__span *sp, uint8_t *mem, uint32_t n) {
+    size_t bytes = (size_t)n * p->chunk_bytes;
+    sp->held -= n;
+    if (fm__os_get_caps()->has_partial_release) fm__os_release(mem, bytes);
+    else if (sp->held) fm__os_decommit(mem, bytes);
+    else fm__os_release(sp->region, sp->region_bytes);
+    if (!sp->held) sp->region = NULL;
+    if (!sp->held && !sp->left) fm__span_retire(p, sp);
+}
+
+/* Gives back what a span still holds (chunks without a record, unused link
+ * arrays); the caller has unlinked it and settled the counters. It retires
+ * unless chunks of its mapping that got records are still held. */
+static void fm__span_empty(fm_pool *p, fm__span *sp) {
+    const fm_allocator *a = &p->desc.allocator;
+    while (sp->links) fm_allocator_free(a, fm__chain_pop(&sp->links), fm__links_bytes(p));
+    while (sp->chain) fm_allocator_free(a, fm__chain_pop(&sp->chain), p->chunk_bytes);
+    uint32_t left = sp->left;
+    uint8_t *next = sp->next;
+    sp->left = 0;
+    sp->next = NULL;
+    if (!p->use_os || (!left && !sp->held)) fm__span_retire(p, sp);
+    else if (left) fm__span_give_back(p, sp, next, left);
 }
 
 static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
-    const fm_allocator *a = &p->desc.allocator;
-    fm_allocator_free(a, g->recs, fm__records_bytes(g->recs_cap));
-    fm__table_delete(a, g->table, g->table_cap);
-    while (g->links) {
-        fm__pending pend;
-        memcpy(&pend, g->links, sizeof pend);
-        fm_allocator_free(a, g->links, fm__links_bytes(p));
-        g->links = pend.next;
-    }
-    fm__os_release(g->block, (size_t)g->k * p->chunk_bytes);
-    while (g->chain) {
-        fm__pending pend;
-        memcpy(&pend, g->chain, sizeof pend);
-        if (p->use_os) fm__os_release(g->chain, p->chunk_bytes);
-        else fm_allocator_free(a, g->chain, p->chunk_bytes);
-        g->chain = pend.next;
+    for (uint32_t s = 0; s < FM__REC_SEGS; s++)
+        fm__array_delete(p, g->segs[s], fm__seg_bytes(s));
+    fm__table_delete(p, g->table, g->table_cap);
+    if (g->bases) fm__array_delete(p, g->bases, fm__bases_bytes(g->bases_cap));
+    if (g->dm2) fm__array_delete(p, g->dm2, (size_t)g->dm2_cap * sizeof *g->dm2);
+    if (g->carve.left) fm__os_release(g->carve.next, g->carve.left);
+    if (g->span) {
+        /* Its chunks go back and it retires (to the head of spare_spans):
+         * none of them got a record. */
+        fm__span_empty(p, g->span);
+        if (!g->span_spare) {
+            p->spare_spans = g->span->next_span;
+            fm_allocator_free(&p->desc.allocator, g->span, sizeof *g->span);
+        }
     }
 }
 
 /* Allocates everything; false (nothing reported yet) when any piece fails. */
 static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     const fm_allocator *a = &p->desc.allocator;
-    uint32_t unused = fm__unused_records(p);
-    uint64_t need = (uint64_t)p->chunk_top + (g->k > unused ? g->k - unused : 0);
-    if (need > p->chunk_cap) {
-        uint64_t cap = p->chunk_cap ? p->chunk_cap : 8;
-        while (cap < need) cap *= 2;
-        g->recs = fm_allocator_alloc(a, fm__records_bytes((uint32_t)cap), alignof(fm__chunk));
-        if (!g->recs) return false;
-        g->recs_cap = (uint32_t)cap;
+    /* Any chunk held may get a record (unused ones are taken first). */
+    uint64_t need = (uint64_t)p->chunk_count + g->k;
+    if (need < p->chunk_top) need = p->chunk_top;
+    /* What is needed, then one mapping for the parts of OS size. */
+    uint32_t s0 = 3, s1;
+    while (s0 < FM__REC_SEGS && p->seg[s0]) s0++;
+    s1 = s0;
+    for (uint64_t cap = p->chunk_cap; cap < need && s1 < FM__REC_SEGS; s1++) cap = fm__segs_cap(s1);
+    /* A base array for twice what may be needed, made while the one handles
+     * read still has room for as many records again as it holds: filled a
+     * few entries per record taken, it is complete before that room runs
+     * out (fm__bases_step). */
+    uint32_t bases_have = p->bases_next ? p->bases_next_cap : p->bases_cap;
+    if (need * 2 > bases_have) {
+        uint64_t cap = 16;
+        while (cap < need * 2) cap *= 2;
+        g->bases_cap = (uint32_t)cap;
     }
-    /* The table stays at most half full (tombstones included) so probes stay
-     * short; a new table holds no tombstones. */
-    if (((uint64_t)p->table_used + g->k) * 2 > p->table_cap) {
-        uint64_t slots_needed = ((uint64_t)p->chunk_count + g->k) * 2;
+    /* Past the 64 slots of dm_base, dm2 with at least twice as many slots as
+     * chunks (made empty: it fills as chunks open and as the table finds
+     * them). */
+    uint64_t chunks = (uint64_t)p->chunk_count + g->k;
+    if (chunks > FM__DM_SLOTS && chunks * 2 > (p->dm2 ? (uint64_t)p->dm2_mask + 1 : 0)) {
+        uint64_t cap = 256;
+        while (cap < chunks * 4) cap *= 2;
+        g->dm2_cap = (uint32_t)cap;
+    }
+    /* The table stays at most half full (tombstones and entries still to
+     * move included) so probes stay short. A new one is twice what that
+     * needs, so that the entries of the one before have moved before it
+     * fills (a few move at each chunk opening). */
+    if (((uint64_t)p->table_used + p->old_used + g->k) * 2 > p->table_cap) {
+        uint64_t slots_needed = ((uint64_t)p->chunk_count + g->k) * 4;
         uint64_t cap = 16;
         while (cap < slots_needed) cap *= 2;
-        g->table = fm__table_new(a, (uint32_t)cap);
-        if (!g->table) return false;
         g->table_cap = (uint32_t)cap;
     }
+    size_t total = 0;
+    for (uint32_t s = s0; s < s1; s++) fm__carve_need(p, &total, fm__seg_bytes(s));
+    fm__carve_need(p, &total, fm__bases_bytes(g->bases_cap));
+    fm__carve_need(p, &total, (size_t)g->dm2_cap * sizeof(fm__dm2));
+    fm__carve_need(p, &total, fm__table_bytes(g->table_cap));
+    if (total) {
+        g->carve.next = fm__os_reserve(total, fm__os_get_caps()->page_size, true);
+        if (!g->carve.next) return false;
+        g->carve.left = total;
+    }
+    for (uint32_t s = s0; s < s1; s++)
+        if (!(g->segs[s] = fm__array_take(p, &g->carve, fm__seg_bytes(s), false))) return false;
+    if (g->bases_cap &&
+        !(g->bases = fm__array_take(p, &g->carve, fm__bases_bytes(g->bases_cap), false)))
+        return false;
+    if (g->dm2_cap &&
+        !(g->dm2 = fm__array_take(p, &g->carve, (size_t)g->dm2_cap * sizeof *g->dm2, true)))
+        return false;
+    if (g->table_cap &&
+        !(g->table = fm__array_take(p, &g->carve, fm__table_bytes(g->table_cap), true)))
+        return false;
+    g->span = p->spare_spans;
+    g->span_spare = g->span != NULL;
+    if (g->span) p->spare_spans = g->span->next_span;
+    else g->span = fm_allocator_alloc(a, sizeof *g->span, alignof(fm__span));
+    if (!g->span) return false;
+    memset(g->span, 0, sizeof *g->span);
     if (p->sync == FM_SYNC_LOCKFREE) {
-        for (uint32_t i = unused; i < g->k; i++) {
+        /* One per chunk, for records that have none yet; what is left when
+         * the span is used up goes then. */
+        for (uint32_t i = 0; i < g->k; i++) {
             uint8_t *links = fm_allocator_alloc(a, fm__links_bytes(p), alignof(uint32_t *));
             if (!links) return false;
-            fm__pending pend = {g->links};
+            fm__pending pend = {g->span->links};
             memcpy(links, &pend, sizeof pend);
-            g->links = links;
+            g->span->links = links;
         }
     }
-    if (p->use_os && fm__os_get_caps()->has_partial_release) {
+    if (p->use_os) {
         /* One mapping for all k chunks, so growing by many chunks costs a
-         * few system calls; each chunk is released on its own later. */
+         * few system calls; each chunk goes back on its own later, by
+         * itself or, where the OS releases only whole reservations, as a
+         * decommit until the mapping's last one goes (see fm__span). */
         if (g->k > SIZE_MAX / p->chunk_bytes) return false;
-        g->block = fm__os_reserve((size_t)g->k * p->chunk_bytes, p->chunk_bytes, true);
-        if (!g->block) return false;
-        g->map_failed = !fm__map_prepare((uintptr_t)g->block, (size_t)g->k * p->chunk_bytes,
-                                         p->chunk_bytes);
+        size_t bytes = (size_t)g->k * p->chunk_bytes;
+        uint8_t *block = fm__os_reserve(bytes, p->chunk_bytes, true);
+        if (!block) return false;
+        g->span->next = g->span->region = block;
+        g->span->region_bytes = bytes;
+        g->span->left = g->span->held = g->k;
+        g->map_failed = !fm__map_prepare((uintptr_t)block, bytes, p->chunk_bytes);
         return !g->map_failed;
     }
-    /* The allocator's chunks, or an OS that releases only whole
-     * reservations (Windows): one reservation per chunk, so that trim can
-     * give any chunk back alone. */
     for (uint32_t i = 0; i < g->k; i++) {
-        uint8_t *base = p->use_os ? fm__os_reserve(p->chunk_bytes, p->chunk_bytes, true)
-                                  : fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
+        uint8_t *base = fm_allocator_alloc(a, p->chunk_bytes, p->chunk_bytes);
         if (!base) return false;
-        fm__pending pend = {g->chain};
-        if (!fm_is_aligned(base, p->chunk_bytes)) { /* an allocator's only */
+        fm__pending pend = {g->span->chain};
+        if (!fm_is_aligned(base, p->chunk_bytes)) {
             fm_allocator_free(a, base, p->chunk_bytes);
             return false;
         }
         memcpy(base, &pend, sizeof pend);
-        g->chain = base;
+        g->span->chain = base;
         g->map_failed = !fm__map_prepare((uintptr_t)base, p->chunk_bytes, p->chunk_bytes);
         if (g->map_failed) return false;
     }
@@ -467,66 +738,66 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
 
     fm__tag_charged(p->desc.tag, charged, true, "pool", p->name);
 
-    /* Install: nothing below can fail. */
-    if (g.recs) {
-        uint8_t **bases = fm__bases_of(g.recs, g.recs_cap);
-        uint32_t **links = fm__links_of(g.recs, g.recs_cap);
-        memset(links, 0, (size_t)g.recs_cap * sizeof *links);
-        if (p->chunks) {
-            memcpy(g.recs, p->chunks, (size_t)p->chunk_top * sizeof *g.recs);
-            memcpy(bases, p->hot.bases, (size_t)p->chunk_top * sizeof *bases);
-            memcpy(links, p->lf_links, (size_t)p->chunk_top * sizeof *links);
-        }
-        fm__retire_array(p, p->chunks, fm__records_bytes(p->chunk_cap));
-        p->bytes_reserved += fm__records_bytes(g.recs_cap);
-        FM__ATOMIC_STORE(&p->chunks, g.recs, RELEASE);
-        FM__ATOMIC_STORE(&p->hot.bases, bases, RELEASE);
-        FM__ATOMIC_STORE(&p->lf_links, links, RELEASE);
-        p->chunk_cap = g.recs_cap;
-    }
-    if (g.block && p->desc.prefault) fm__os_prefault(g.block, (size_t)g.k * p->chunk_bytes);
-    uint64_t left = slots;
-    for (uint32_t i = 0; i < g.k; i++) {
-        uint32_t idx = fm__take_record(p);
-        fm__chunk *c = fm__chunk_at(p, idx);
-        if (g.links && !p->lf_links[idx]) {
-            fm__pending pend;
-            memcpy(&pend, g.links, sizeof pend);
-            FM__ATOMIC_STORE(&p->lf_links[idx], (uint32_t *)(void *)g.links, RELEASE);
-            g.links = pend.next;
-        }
-        if (g.block) {
-            c->base = g.block + (size_t)i * p->chunk_bytes;
+    /* Install: nothing below can fail, and nothing is done per chunk. */
+    for (uint32_t s = 0; s < FM__REC_SEGS; s++)
+        if (g.segs[s]) fm__seg_install(p, s, g.segs[s]);
+    if (g.bases) {
+        p->bytes_reserved += fm__bases_bytes(g.bases_cap);
+        if (!p->hot.bases) {
+            FM__ATOMIC_STORE(&p->hot.bases, g.bases, RELEASE);
+            p->bases_cap = g.bases_cap;
         } else {
-            fm__pending pend;
-            memcpy(&pend, g.chain, sizeof pend);
-            c->base = g.chain;
-            g.chain = pend.next;
-            if (p->desc.prefault) fm__os_prefault(c->base, p->chunk_bytes);
+            /* A next array under way that is too small: never published. */
+            if (p->bases_next) {
+                fm__array_delete(p, p->bases_next, fm__bases_bytes(p->bases_next_cap));
+                p->bytes_reserved -= fm__bases_bytes(p->bases_next_cap);
+            }
+            p->bases_next = g.bases;
+            p->bases_next_cap = g.bases_cap;
+            p->bases_copied = 0;
         }
-        uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
-        p->dm_base[k] = (uintptr_t)c->base;
-        p->dm_idx[k] = idx;
-        fm__map_set((uintptr_t)c->base, p->chunk_bytes, p);
-        c->free_top = 0;
-        c->limit = left < p->hot.per_chunk ? (uint32_t)left : p->hot.per_chunk;
-        left -= c->limit;
-        c->state = FM__CHUNK_FRESH;
-        uint8_t *slots0 = c->base + p->hot.slots_off;
-        FM__POISON(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
-        FM__VG_NOACCESS(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
-        fm__list_push(p, &p->fresh, idx);
-        p->capacity += c->limit;
-        p->chunk_count++;
-        p->bytes_reserved += p->chunk_bytes;
-        if (!g.table) p->table_used += fm__table_insert(p->table, p->table_cap, p, idx);
     }
+    if (g.dm2) {
+        fm__retire_array(p, p->dm2, ((size_t)p->dm2_mask + 1) * sizeof *p->dm2);
+        p->dm2 = g.dm2;
+        p->dm2_mask = g.dm2_cap - 1;
+        p->bytes_reserved += (size_t)g.dm2_cap * sizeof *g.dm2;
+    }
+    fm__span *sp = g.span;
+    if (p->desc.prefault) {
+        if (sp->next) fm__os_prefault(sp->next, (size_t)g.k * p->chunk_bytes);
+        for (uint8_t *c = sp->chain; c;) {
+            fm__pending pend;
+            memcpy(&pend, c, sizeof pend);
+            fm__os_prefault(c, p->chunk_bytes);
+            memcpy(c, &pend, sizeof pend); /* kept whatever the prefault wrote */
+            c = pend.next;
+        }
+    }
+    sp->left = g.k;
+    sp->last_limit = (uint32_t)(slots - (uint64_t)(g.k - 1) * p->hot.per_chunk);
+    if (p->spans_tail) p->spans_tail->next_span = sp;
+    else p->spans = sp;
+    p->spans_tail = sp;
+    p->capacity += slots;
+    p->chunk_count += g.k;
+    p->bytes_reserved += (size_t)g.k * p->chunk_bytes + (g.span_spare ? 0 : sizeof *sp);
     if (g.table) {
-        p->table_used = fm__table_fill(p, g.table, g.table_cap);
-        fm__retire_array(p, p->table ? p->table - 1 : NULL, fm__table_bytes(p->table_cap));
+        /* The table before becomes the old one (entries move later), set
+         * before the new one is published (see fm__table_find_shared). */
+        fm__table_migrate(p, UINT32_MAX);
+        if (p->table) {
+            p->old_cap = p->table_cap;
+            p->old_used = p->table_used;
+            p->old_pos = 0;
+            p->old_table = p->table;
+            FM__ATOMIC_STORE(&p->old_pub, fm__table_tag(p->table, p->table_cap), RELEASE);
+        }
         p->bytes_reserved += fm__table_bytes(g.table_cap);
         p->table_cap = g.table_cap;
-        FM__ATOMIC_STORE(&p->table, g.table, RELEASE);
+        p->table_used = 0;
+        p->table = g.table;
+        FM__ATOMIC_STORE(&p->table_pub, fm__table_tag(g.table, g.table_cap), RELEASE);
     }
     if (kind != FM__GROW_CREATE) {
         uint64_t ticks = fm_clock_now() - start;
@@ -539,6 +810,90 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
     }
     fm__hook_grow(p->name, (size_t)k64 * p->chunk_bytes, start);
     return true;
+}
+
+/* The oldest span's next chunk gets a record and becomes a fresh chunk: it
+ * enters the chunk map, the direct-mapped cache and the table, and its slots
+ * become inaccessible to the debug tools. O(1). */
+static uint32_t fm__open_pending(fm_pool *p) {
+    fm__span *sp = p->spans;
+    uint32_t idx = fm__take_record(p);
+    fm__chunk *c = fm__chunk_at(p, idx);
+    if (sp->next) {
+        c->base = sp->next;
+        sp->next += p->chunk_bytes;
+        *fm__rec_span(p, idx) = sp;
+    } else {
+        c->base = fm__chain_pop(&sp->chain);
+        *fm__rec_span(p, idx) = NULL;
+    }
+    if (sp->links && !FM__ATOMIC_LOAD(fm__links_slot(p, idx), RELAXED))
+        FM__ATOMIC_STORE(fm__links_slot(p, idx), (uint32_t *)(void *)fm__chain_pop(&sp->links),
+                         RELEASE);
+    c->limit = --sp->left ? p->hot.per_chunk : sp->last_limit;
+    if (!sp->left) {
+        p->spans = sp->next_span;
+        if (!p->spans) p->spans_tail = NULL;
+        fm__span_empty(p, sp); /* retires it, or waits for its chunks */
+    }
+    uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
+    p->dm_base[k] = (uintptr_t)c->base;
+    p->dm_rec[k] = c;
+    fm__dm2_set(p, c);
+    fm__map_set((uintptr_t)c->base, p->chunk_bytes, p);
+    c->state = FM__CHUNK_FRESH;
+    uint8_t *slots0 = c->base + p->hot.slots_off;
+    FM__POISON(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
+    FM__VG_NOACCESS(slots0, (size_t)p->hot.per_chunk * p->hot.stride);
+    p->table_used += fm__table_insert(p->table, p->table_cap, p, idx);
+    fm__table_migrate(p, FM__TABLE_MIGRATE);
+    return idx;
+}
+
+/* Chunks that never got a record go back, newest first, while the pool
+ * keeps its initial capacity (trim). */
+static void fm__trim_pending(fm_pool *p) {
+    fm__span *sp;
+    while ((sp = p->spans_tail) != NULL) {
+        uint32_t limit = sp->last_limit;
+        if (p->capacity - limit < p->desc.initial_capacity) return;
+        if (sp->next)
+            fm__span_give_back(p, sp, sp->next + (size_t)(sp->left - 1) * p->chunk_bytes, 1);
+        else
+            fm_allocator_free(&p->desc.allocator, fm__chain_pop(&sp->chain), p->chunk_bytes);
+        sp->last_limit = p->hot.per_chunk;
+        fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
+        p->bytes_reserved -= p->chunk_bytes;
+        p->capacity -= limit;
+        p->chunk_count--;
+        if (--sp->left) continue;
+        fm__span **link = &p->spans;
+        p->spans_tail = NULL;
+        while (*link != sp) {
+            p->spans_tail = *link;
+            link = &(*link)->next_span;
+        }
+        *link = NULL;
+        fm__span_empty(p, sp); /* retires it, or waits for its chunks */
+    }
+}
+
+/* Destroy: every chunk that never got a record goes back, and the spans. */
+static void fm__spans_release(fm_pool *p) {
+    while (p->spans) {
+        fm__span *sp = p->spans;
+        p->spans = sp->next_span;
+        fm__tag_uncharge(p->desc.tag, (size_t)sp->left * p->chunk_bytes, true);
+        p->bytes_reserved -= (size_t)sp->left * p->chunk_bytes;
+        fm__span_empty(p, sp); /* every chunk with a record has gone: retires it */
+    }
+    p->spans_tail = NULL;
+    while (p->spare_spans) {
+        fm__span *sp = p->spare_spans;
+        p->spare_spans = sp->next_span;
+        p->bytes_reserved -= sizeof *sp;
+        fm_allocator_free(&p->desc.allocator, sp, sizeof *sp);
+    }
 }
 
 /* How many slots the growth policy adds when an allocation finds no room. */
@@ -563,7 +918,7 @@ static uint64_t fm__policy_slots(const fm_pool *p) {
 static bool fm__next_chunk(fm_pool *p) {
     fm__settle_next(p); /* a parked slot never outlives the chunk switch */
     if (p->partial.head == FM__NONE && p->empty.head == FM__NONE &&
-        p->fresh.head == FM__NONE) {
+        !p->spans) {
         if (p->desc.growth == FM_GROWTH_FIXED) {
             fm__report(FM_ERR_POOL_FULL, "pool '%s': FIXED pool full at %llu items", p->name,
                        (unsigned long long)p->capacity);
@@ -576,12 +931,12 @@ static bool fm__next_chunk(fm_pool *p) {
      * again after a few allocations; while whole chunks are available, take
      * one of those and let the partial chunk gather more frees first. */
     uint32_t idx = p->partial.head;
-    if (idx != FM__NONE && fm__chunk_room(&p->chunks[idx]) < p->hot.per_chunk / 8 &&
-        (p->empty.head != FM__NONE || p->fresh.head != FM__NONE))
+    if (idx != FM__NONE && fm__chunk_room(fm__chunk_at(p, idx)) < p->hot.per_chunk / 8 &&
+        (p->empty.head != FM__NONE || p->spans))
         idx = FM__NONE;
     if (idx != FM__NONE) fm__list_unlink(p, &p->partial, idx);
     if (idx == FM__NONE) idx = fm__list_pop(p, &p->empty);
-    if (idx == FM__NONE) idx = fm__list_pop(p, &p->fresh);
+    if (idx == FM__NONE && p->spans) idx = fm__open_pending(p);
     if (idx == FM__NONE) idx = fm__list_pop(p, &p->partial);
     fm__make_current(p, idx);
     return true;
@@ -628,9 +983,8 @@ static FM__THREAD_LOCAL fm__chunk_hint fm__hint_tls;
 static inline fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out) {
     uintptr_t base = (uintptr_t)ptr & p->base_mask;
     if (FM__LIKELY(fm__hint.pool_id == p->id && fm__hint.base == base)) {
-        uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
         uint32_t slot = fm__slot_of(p, base, ptr);
-        if (FM__LIKELY((uintptr_t)FM__ATOMIC_LOAD(&bases[fm__hint.chunk], ACQUIRE) ==
+        if (FM__LIKELY((uintptr_t)fm__base_get(p, fm__hint.chunk) ==
                            base &&
                        slot != FM__NONE)) {
             out->chunk = fm__hint.chunk;
@@ -652,15 +1006,6 @@ static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out) 
 }
 
 /* ================================================================ layout */
-
-static uint32_t fm__ctz32(uint32_t v) {
-    uint32_t n = 0;
-    while (!(v & 1u)) {
-        v >>= 1;
-        n++;
-    }
-    return n;
-}
 
 /* Where a chunk of cb bytes puts its parts for slots of stride bytes
  * aligned to item_align: the stack, the sites and the first slot, and how
@@ -776,7 +1121,7 @@ static bool fm__grow_ahead_core(fm_pool *pool, uint32_t min_free) {
 }
 
 static bool fm__trimmable(const fm_pool *p, uint32_t idx) {
-    const fm__chunk *c = &p->chunks[idx];
+    const fm__chunk *c = fm__chunk_at(p, idx);
     uint64_t usable = c->limit - c->retired;
     return p->capacity - usable >= p->desc.initial_capacity;
 }
@@ -787,19 +1132,17 @@ static size_t fm__trim_core(fm_pool *pool) {
     size_t before = p->bytes_reserved;
     /* Never-used chunks first (cheapest to get back), then empty ones, then
      * the current chunk if it is empty. */
-    fm__list *lists[] = {&p->fresh, &p->empty};
-    for (int i = 0; i < 2; i++) {
-        while (lists[i]->tail != FM__NONE && fm__trimmable(p, lists[i]->tail)) {
-            uint32_t idx = lists[i]->tail;
-            fm__list_unlink(p, lists[i], idx);
-            fm__release_chunk(p, idx);
-        }
+    fm__trim_pending(p);
+    while (p->empty.tail != FM__NONE && fm__trimmable(p, p->empty.tail)) {
+        uint32_t idx = p->empty.tail;
+        fm__list_unlink(p, &p->empty, idx);
+        fm__release_chunk(p, idx);
     }
     if (p->cur_idx != FM__NONE && fm__chunk_live(p, p->cur_idx) == 0 &&
         fm__trimmable(p, p->cur_idx)) {
         uint32_t idx = p->cur_idx;
         fm__park_current(p);
-        if (p->chunks[idx].state == FM__CHUNK_EMPTY) fm__list_unlink(p, &p->empty, idx);
+        if (fm__chunk_at(p, idx)->state == FM__CHUNK_EMPTY) fm__list_unlink(p, &p->empty, idx);
         fm__release_chunk(p, idx);
     }
     size_t released = before - p->bytes_reserved;

@@ -21,7 +21,7 @@ static void fm__settle_next(fm_pool *p) {
     } else if (p->parked_chunk == p->cur_idx) { /* its chunk became current */
         h->cur_stack[h->cur_top++] = (uint16_t)p->parked_slot;
     } else {
-        fm__file_free_slot(p, p->parked_chunk, p->parked_slot);
+        fm__file_free_slot(p, p->parked_rec, p->parked_slot);
         p->live_other--;
     }
     h->cur_next_slot = NULL;
@@ -70,7 +70,7 @@ FM__NOINLINE static uint32_t fm__bump_reused(fm_pool *p) {
         if (idx < h->cur_hw && (m & FM__LIVE)) {
             if ((m & FM__GEN_MAX) == FM__GEN_MAX) {
                 fm__meta_set(h->cur_base, idx, FM__RETIRED);
-                p->chunks[p->cur_idx].retired++;
+                fm__chunk_at(p, p->cur_idx)->retired++;
                 p->retired++;
                 p->capacity--;
                 continue;
@@ -257,9 +257,8 @@ enum { FM__NOT_HANDLED = 0, FM__FILED = 1, FM__PARKED = 2 };
 static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool park) {
     uintptr_t base = (uintptr_t)item & p->base_mask;
     if (base == p->cs->cur_base) return FM__NOT_HANDLED;
-    uint32_t idx = fm__other_chunk(p, base);
-    if (FM__UNLIKELY(idx == FM__NONE)) return FM__NOT_HANDLED;
-    fm__chunk *c = fm__chunk_at(p, idx);
+    fm__chunk *c = fm__other_rec_moving(p, base);
+    if (FM__UNLIKELY(!c)) return FM__NOT_HANDLED;
     uint32_t slot = fm__slot_of(p, base, item);
     if (FM__UNLIKELY(slot >= c->bump || !fm__meta_kill(fm__meta(base) + slot, true)))
         return FM__NOT_HANDLED;
@@ -270,12 +269,53 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
         h->cur_next_slot = (uint8_t *)item;
         h->cur_next_meta = fm__meta(base) + slot;
         h->cur_next = FM__NONE;
-        p->parked_chunk = idx;
+        p->parked_chunk = c->idx;
+        p->parked_rec = c;
         p->parked_slot = slot;
         return FM__PARKED;
     }
-    fm__file_free_slot(p, idx, slot);
+    fm__file_free_slot(p, c, slot);
     return FM__FILED;
+}
+
+/* NONE: the common free into another chunk, with nothing waiting in hot's
+ * next slot: a live item (below its chunk's bump index, generation below
+ * the maximum) of a chunk the direct-mapped caches know is parked there, as
+ * fm__free_other parks it. A leaf (no call, so no register is saved and the
+ * general path's frame is not built; the table's probe loop would need
+ * registers saved): false, with nothing changed, for anything else, which
+ * fm__free_checked then does. */
+static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) {
+    fm__pool_hot *h = p->cs;
+    uintptr_t base = (uintptr_t)item & p->base_mask;
+    if (h->cur_next_slot || base == h->cur_base) return false;
+    /* One cache or the other, whichever the pool has: trying dm_base first
+     * and dm2 on a miss is a branch that a pool of more chunks than dm_base
+     * has slots mispredicts at random (dm2, made past them, holds every
+     * chunk dm_base does). */
+    fm__chunk *c;
+    if (p->dm2) {
+        const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
+        if (e->base != base || !e->rec) return false;
+        c = e->rec;
+    } else {
+        uint32_t k = fm__dm_slot(p, base);
+        if (p->dm_base[k] != base) return false;
+        c = p->dm_rec[k];
+    }
+    uint64_t slot = fm__exact_index((uintptr_t)item - (base + h->slots_off), h->inv, h->inv_shift);
+    if (slot >= c->bump) return false;
+    uint32_t *w = fm__meta(base) + slot;
+    if (!fm__meta_kill(w, false)) return false;
+    fm__slot_to_free(p, item);
+    h->cur_next_slot = (uint8_t *)item;
+    h->cur_next_meta = w;
+    h->cur_next = FM__NONE;
+    p->parked_chunk = c->idx;
+    p->parked_rec = c;
+    p->parked_slot = (uint32_t)slot;
+    h->headroom++;
+    return true;
 }
 
 /* NONE and MUTEX (under the lock): frees or reports one item. */
@@ -317,9 +357,8 @@ static inline FM__ALWAYS_INLINE size_t fm__free_run(fm_pool *p, void *const *ite
     const uint32_t k = h->inv_shift, off = h->slots_off;
     const uintptr_t run_base = (uintptr_t)items[0] & mask;
     bool current = run_base == h->cur_base;
-    uint32_t idx = current ? p->cur_idx : fm__other_chunk(p, run_base);
-    if (idx == FM__NONE) return 0;
-    fm__chunk *c = fm__chunk_at(p, idx);
+    fm__chunk *c = NULL; /* the record, for another chunk: the current one's state is in h */
+    if (!current && !(c = fm__other_rec_moving(p, run_base))) return 0;
     const uint64_t bump = current ? h->cur_bump : c->bump;
     uint16_t *const stack = fm__stack(p, (uint8_t *)run_base);
     uint32_t top = current ? h->cur_top : c->free_top;
@@ -339,7 +378,7 @@ static inline FM__ALWAYS_INLINE size_t fm__free_run(fm_pool *p, void *const *ite
         c->free_top = top;
         c->live -= (uint32_t)i;
         p->live_other -= i;
-        if (c->state == FM__CHUNK_FULL || c->live == 0) fm__refile_after_free(p, idx);
+        if (c->state == FM__CHUNK_FULL || c->live == 0) fm__refile_after_free(p, c->idx);
     }
     return i;
 }
@@ -396,7 +435,7 @@ static void *fm__depot_take(fm_pool *p, bool may_grow) {
         void *slot = fm__alloc_fast(p);
         if (!slot) {
             if (!may_grow && p->partial.head == FM__NONE && p->empty.head == FM__NONE &&
-                p->fresh.head == FM__NONE)
+                !p->spans)
                 return NULL;
             slot = fm__alloc_next_chunk(p);
             if (!slot) return NULL;
@@ -407,7 +446,7 @@ static void *fm__depot_take(fm_pool *p, bool may_grow) {
             fm__free_located(p, slot, &loc); /* generations used up: retired */
             continue;
         }
-        fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, (loc.meta & FM__GEN_MAX) + 1);
+        fm__meta_set((uintptr_t)fm__chunk_at(p, loc.chunk)->base, loc.slot, (loc.meta & FM__GEN_MAX) + 1);
         fm__slot_to_free(p, slot);
         return slot;
     }
@@ -418,7 +457,7 @@ static void fm__depot_put(fm_pool *p, void *slot) {
     fm__loc loc = {0};
     (void)fm__locate(p, slot, &loc); /* reads as freed: FM_ERR_DOUBLE_FREE */
     loc.meta = FM__LIVE | (loc.meta & FM__GEN_MAX);
-    fm__meta_set((uintptr_t)p->chunks[loc.chunk].base, loc.slot, loc.meta);
+    fm__meta_set((uintptr_t)fm__chunk_at(p, loc.chunk)->base, loc.slot, loc.meta);
     FM__UNPOISON(slot, p->item_size);
     FM__VG_ALLOC(p, slot, p->item_size);
     fm__free_located(p, slot, &loc);

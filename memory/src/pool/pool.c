@@ -255,6 +255,7 @@ void fm__pool_free_slow(fm_pool *pool, void *item) {
 #ifdef FM__THREAD_CHECKS
     if (!fm__owner_ok(pool, "free")) return;
 #endif
+    if (FM__LIKELY(fm__free_park_leaf(pool, item))) return;
     fm__free_checked(pool, item, "free");
 }
 
@@ -367,9 +368,8 @@ fm_error fm_pool_desc_check(const fm_pool_desc *d, char *msg, size_t msg_len) {
  * (a pool sized for many items) keeps its pages untouched until used, or
  * until desc.prefault has them all touched at growth. */
 static void fm__open_first_chunk(fm_pool *p) {
-    uint32_t idx = p->fresh.head;
-    if (idx == FM__NONE) return;
-    uint8_t *base = p->chunks[idx].base;
+    if (!p->spans || !fm__next_chunk(p)) return;
+    uint8_t *base = (uint8_t *)p->cs->cur_base;
     if (p->use_os && !p->desc.prefault && p->chunk_bytes <= FM__PREFAULT_FIRST) {
         /* The slots were poisoned at growth: the tools must not see this. */
         uint8_t *slots0 = base + p->hot.slots_off;
@@ -380,7 +380,6 @@ static void fm__open_first_chunk(fm_pool *p) {
         FM__POISON(slots0, slots_bytes);
         FM__VG_NOACCESS(slots0, slots_bytes);
     }
-    (void)fm__next_chunk(p);
 }
 
 fm_pool *fm_pool_create(const fm_pool_desc *desc) {
@@ -452,7 +451,6 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->unused_head = FM__NONE;
     fm__list_init(&p->partial);
     fm__list_init(&p->empty);
-    fm__list_init(&p->fresh);
     /* Handles of this pool carry its random key in their generation bits, so
      * those of another pool, or of an earlier pool at this address, do not
      * match. */
@@ -526,7 +524,7 @@ static void fm__report_leaks(fm_pool *p, uint64_t live) {
     uint32_t n_sites = 0;
     uint64_t other = 0;
     for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
-        fm__chunk *c = &p->chunks[ci];
+        fm__chunk *c = fm__chunk_at(p, ci);
         if (c->state == FM__CHUNK_UNUSED || c->state == FM__CHUNK_FRESH) continue;
         uint32_t bump = fm__chunk_bump(p, ci);
         for (uint32_t s = 0; s < bump; s++) {
@@ -571,7 +569,7 @@ void fm_pool_destroy(fm_pool *pool) {
     if (live && !p->desc.silent_destroy) fm__report_leaks(p, live);
     if (live && p->desc.dtor) {
         for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
-            fm__chunk *c = &p->chunks[ci];
+            fm__chunk *c = fm__chunk_at(p, ci);
             if (c->state == FM__CHUNK_UNUSED || c->state == FM__CHUNK_FRESH) continue;
             uint32_t bump = fm__chunk_bump(p, ci);
             for (uint32_t s = 0; s < bump; s++) {
@@ -581,15 +579,23 @@ void fm_pool_destroy(fm_pool *pool) {
         }
     }
     for (uint32_t ci = 0; ci < p->chunk_top; ci++) {
-        if (p->chunks[ci].state != FM__CHUNK_UNUSED) fm__release_chunk(p, ci);
+        if (fm__chunk_at(p, ci)->state != FM__CHUNK_UNUSED) fm__release_chunk(p, ci);
     }
+    fm__spans_release(p);
     fm_allocator a = p->desc.allocator;
-    for (uint32_t i = 0; p->lf_links && i < p->chunk_top; i++)
-        if (p->lf_links[i]) fm_allocator_free(&a, p->lf_links[i], fm__links_bytes(p));
-    fm_allocator_free(&a, p->chunks, fm__records_bytes(p->chunk_cap));
-    fm__table_delete(&a, p->table, p->table_cap);
+    for (uint32_t i = 0; i < p->chunk_top; i++) {
+        uint32_t *links = *fm__links_slot(p, i);
+        if (links) fm_allocator_free(&a, links, fm__links_bytes(p));
+    }
+    for (uint32_t s = 0; s < FM__REC_SEGS; s++)
+        if (p->seg[s]) fm__array_delete(p, fm__seg_mem(p, s), fm__seg_bytes(s));
+    fm__array_delete(p, p->hot.bases, fm__bases_bytes(p->bases_cap));
+    if (p->dm2) fm__array_delete(p, p->dm2, ((size_t)p->dm2_mask + 1) * sizeof *p->dm2);
+    fm__array_delete(p, p->bases_next, fm__bases_bytes(p->bases_next_cap));
+    fm__table_delete(p, p->table, p->table_cap);
+    fm__table_delete(p, p->old_table, p->old_cap);
     for (uint32_t i = 0; i < p->n_retired_arrays; i++)
-        fm_allocator_free(&a, p->retired_arrays[i], p->retired_bytes[i]);
+        fm__array_delete(p, p->retired_arrays[i], p->retired_bytes[i]);
     if (p->sync != FM_SYNC_NONE) fm__mutex_destroy(&p->lock);
     FM__VG_DESTROY_POOL(p);
     fm_allocator_free(&a, p, p->self_bytes);
@@ -613,12 +619,12 @@ static void fm__foreach_core(fm_pool *pool, fm_item_fn fn, void *user) {
     pool->walking++;
     uint32_t top = pool->chunk_top;
     for (uint32_t ci = 0; ci < top; ci++) {
-        uint32_t state = pool->chunks[ci].state;
+        uint32_t state = fm__chunk_at(pool, ci)->state;
         if (state == FM__CHUNK_UNUSED || state == FM__CHUNK_FRESH) continue;
-        uint8_t *base = pool->chunks[ci].base;
+        uint8_t *base = fm__chunk_at(pool, ci)->base;
         uint32_t bump = fm__chunk_bump(pool, ci);
         for (uint32_t s = 0; s < bump; s++) {
-            if (pool->chunks[ci].base != base) break; /* trimmed by fn */
+            if (fm__chunk_at(pool, ci)->base != base) break; /* trimmed by fn */
             if (fm__meta_get((uintptr_t)base, s) & FM__LIVE) fn(fm__slot(pool, base, s), user);
         }
     }
@@ -765,10 +771,14 @@ uint32_t fm_pool_chunk_occupancy(const fm_pool *pool, uint32_t *live, uint32_t m
     if (!fm__enter(pool, "chunk_occupancy")) return 0;
     uint32_t n = 0;
     for (uint32_t ci = 0; ci < pool->chunk_top; ci++) {
-        if (pool->chunks[ci].state == FM__CHUNK_UNUSED) continue;
+        if (fm__chunk_at(pool, ci)->state == FM__CHUNK_UNUSED) continue;
         if (n < max) live[n] = fm__chunk_live(pool, ci);
         n++;
     }
+    /* Chunks a growth mapped that have no record yet hold no item. */
+    for (const fm__span *sp = pool->spans; sp; sp = sp->next_span)
+        for (uint32_t i = 0; i < sp->left; i++, n++)
+            if (n < max) live[n] = 0;
     fm__leave(pool);
     return n;
 }

@@ -11,8 +11,9 @@
  * bumps the generation. The free stack holds the indices of the chunk's free
  * slots, so the pool keeps nothing in a free slot. Chunk bookkeeping (the
  * stack's top, the bump index over never-used slots, the live count) lives
- * in a record array beside the pool, so growing writes nothing into the new
- * chunks: their pages stay untouched until used.
+ * in records beside the pool, so growing writes nothing into the new
+ * chunks: their pages stay untouched until used. A chunk gets its record
+ * when it first becomes current (fm__open_pending).
  *
  * The current chunk's state is cached in the pool's first cache line
  * (fm__pool_hot, detail/pool.h) so that alloc and free of the common case
@@ -63,7 +64,7 @@
 
 enum {
     FM__CHUNK_UNUSED = 0, /* record slot free for reuse */
-    FM__CHUNK_FRESH,      /* memory held, never handed out a slot */
+    FM__CHUNK_FRESH,      /* just opened (fm__open_pending), never handed out a slot */
     FM__CHUNK_CURRENT,    /* the chunk allocations come from; state in the pool */
     FM__CHUNK_PARTIAL,    /* in the partial list: live items and room for more */
     FM__CHUNK_EMPTY,      /* in the empty list: no live items */
@@ -86,6 +87,34 @@ typedef struct fm__list {
 
 enum { FM__DM_SLOTS = 64 };
 
+/* Chunks of one growth still without a record (see fm_pool.spans): use_os,
+ * the next `left` chunks of one mapping from `next` on; otherwise a chain of
+ * chunks from the allocator, linked through their first bytes. LOCKFREE: link
+ * arrays for them, chained likewise.
+ * A use_os span also stands for its mapping (`region`) until every chunk of
+ * it has gone back (`held`: chunks not given back, with a record or not),
+ * because an OS without has_partial_release (Windows) frees a reservation
+ * only whole: a chunk trimmed there is decommitted (its memory goes back,
+ * its address space stays reserved) and the whole mapping is released with
+ * its last chunk. A used-up span whose chunks are still held is in no list;
+ * the records of its chunks point at it (fm__rec_span). */
+typedef struct fm__span {
+    struct fm__span *next_span;
+    uint8_t *next;
+    uint8_t *chain;
+    uint8_t *links;
+    uint8_t *region; /* use_os: the growth's mapping of its chunks */
+    size_t region_bytes;
+    uint32_t left;
+    uint32_t held;       /* use_os: chunks of region not given back */
+    uint32_t last_limit; /* the span's last chunk's usable slots (max_capacity) */
+} fm__span;
+
+typedef struct fm__dm2 {
+    uintptr_t base;
+    struct fm__chunk *rec;
+} fm__dm2;
+
 typedef struct fm__chunk {
     uint8_t *base;
     uint32_t free_top;  /* free slot indices on the chunk's stack (see fm__stack) */
@@ -100,6 +129,7 @@ typedef struct fm__chunk {
     uint32_t state;
     uint32_t gen_floor; /* first generation of this record's slots: above every
                            generation an earlier chunk of the record handed out */
+    uint32_t idx;       /* this record's index */
     uint64_t *refs;     /* lazily: per slot, generation << 32 | (count - 1) */
 } fm__chunk;
 
@@ -109,9 +139,14 @@ typedef struct fm__lf_state {
     _Alignas(64) uint64_t head; /* tag << 32 | global slot index, FM__NONE: empty */
 } fm__lf_state;
 
-/* Arrays replaced by growth that lock-free readers may still hold
- * (sync != NONE): kept until destroy. Sizes double, so a few dozen at most. */
-enum { FM__MAX_RETIRED_ARRAYS = 96 };
+/* Chunk tables and base arrays replaced by growth that lock-free readers may
+ * still hold (sync != NONE): kept until destroy. Sizes double, so a few
+ * dozen at most. */
+enum { FM__MAX_RETIRED_ARRAYS = 48 };
+/* Chunk records live in segments that never move: segment s holds records
+ * [2^s - FM__REC_FIRST, 2^(s+1) - FM__REC_FIRST). */
+#define FM__REC_FIRST 8u
+#define FM__REC_SEGS 32
 
 struct fm_pool {
     _Alignas(64) fm__pool_hot hot; /* first, one cache line: the inline fast paths read it */
@@ -123,7 +158,8 @@ struct fm_pool {
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     /* NONE and MUTEX: chunk bases by chunk number mod FM__DM_SLOTS, written
-     * when a chunk gets its memory and cleared when it gives it back, so the
+     * when a chunk first becomes current and cleared when it gives its
+     * memory back, so the
      * lookup of a free outside the current chunk is one load and a compare
      * that goes the same way every time while no two chunks share a slot
      * (a growth maps its chunks side by side, so the first 64 never do); a
@@ -132,7 +168,14 @@ struct fm_pool {
      * about as often as not. 1 marks an empty slot (no chunk base is odd;
      * 0 would match pointers below one chunk size). */
     uintptr_t dm_base[FM__DM_SLOTS];
-    uint32_t dm_idx[FM__DM_SLOTS];
+    fm__chunk *dm_rec[FM__DM_SLOTS]; /* records never move (see seg) */
+    /* NONE and MUTEX: past 64 chunks, a second direct-mapped cache of at
+     * least twice as many slots as chunks held (made by growth, empty; a
+     * base of 0 or no record: empty), so random frees over hundreds of
+     * chunks (1 KiB items, 10,000 live: 159) skip the table too: set when a
+     * chunk opens and when the table finds one, cleared on release. */
+    struct fm__dm2 *dm2;
+    uint32_t dm2_mask;
     /* NONE and MUTEX: a single free outside the current chunk parks its slot
      * in hot's next slot (cur_next UINT32_MAX) instead of pushing it onto its
      * chunk's stack, so an alloc right after takes that slot back, its cache
@@ -140,6 +183,7 @@ struct fm_pool {
      * (c->live, live_other) until fm__settle_next files it, which every path
      * that moves the next slot or switches chunks does first. */
     uint32_t parked_chunk;
+    fm__chunk *parked_rec; /* its record */
     uint32_t parked_slot;
     uint64_t live_other; /* live items outside the current chunk, parked one included */
     uintptr_t base_mask;
@@ -154,20 +198,42 @@ struct fm_pool {
     bool use_os; /* chunks come from fm__os_reserve */
 
     /* ---- chunks */
-    fm__chunk *chunks;
-    uint32_t chunk_cap;    /* records allocated */
+    /* Records live in segments that never move (see fm__chunk_at): segment
+     * s holds records [2^s - FM__REC_FIRST, 2^(s+1) - FM__REC_FIRST), so a
+     * growth adds a segment, made in one allocation and untouched, and never
+     * copies the records before it. 0: the segment is not made yet. */
+    uintptr_t seg[FM__REC_SEGS];
+    uint32_t chunk_cap;    /* records the segments hold */
+    /* hot.bases, the flat array handles resolve through, holds bases_cap
+     * records. The next, bigger one is made by a growth before it is needed
+     * and filled a few entries per chunk opening (every store goes to both),
+     * and replaces it once complete (see fm__bases_step): no growth or
+     * opening copies the whole array. */
+    uint32_t bases_cap;
+    uint8_t **bases_next; /* NULL: none under way */
+    uint32_t bases_next_cap;
+    uint32_t bases_copied; /* entries [0, bases_copied) are in bases_next */
     uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
     uint32_t chunk_count;  /* records holding memory */
     uint32_t max_chunks;   /* records a handle can name (see fm__geometry) */
     uint32_t unused_head; /* stack of UNUSED records below chunk_top (via next) */
     fm__list partial;     /* FIFO: a chunk waits longest, gathers most frees */
     fm__list empty;       /* used last, so they stay empty for fm_pool_trim */
-    fm__list fresh;       /* never handed out a slot */
-    uint32_t *table; /* open addressing: chunk base -> record index; the
-                        capacity is also stored in table[-1] for lock-free
-                        readers, which must see the pair consistent */
+    /* Chunks a growth mapped that have no record yet: one gets its record
+     * when it first becomes current (fm__next_chunk), so a growth costs the
+     * same whatever it adds. Oldest first. */
+    struct fm__span *spans, *spans_tail;
+    struct fm__span *spare_spans; /* used up, kept for the next growth */
+    uint32_t *table; /* open addressing: chunk base -> record index + 1 */
+    uintptr_t table_pub; /* table as lock-free readers see it (fm__table_tag) */
+    uintptr_t old_pub;   /* old_table likewise */
     uint32_t table_cap;
-    uint32_t table_used; /* entries that are not FM__NONE (tombstones too) */
+    uint32_t table_used; /* entries that are not empty (tombstones too) */
+    uint32_t *old_table; /* the table before the last growth's, while its entries
+                            move to the new one (see pool/chunks.c); else NULL */
+    uint32_t old_cap;
+    uint32_t old_pos;    /* its entries [0, old_pos) have moved */
+    uint32_t old_used;   /* its non-empty entries when it was replaced */
 
     /* ---- threads */
     fm_sync sync;
@@ -176,7 +242,6 @@ struct fm_pool {
     fm__mutex lock; /* sync != NONE: recursive, so dtors and foreach callbacks
                              may call back into the pool */
     fm__pool_hot shadow;
-    uint32_t **lf_links;  /* LOCKFREE: per record, see fm__links_of */
     uint32_t n_retired_arrays;
     void *retired_arrays[FM__MAX_RETIRED_ARRAYS];
     size_t retired_bytes[FM__MAX_RETIRED_ARRAYS];
@@ -264,7 +329,7 @@ static fm_error fm__locate_fast(const fm_pool *p, const void *ptr, fm__loc *out)
 static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out);
 static fm_error fm__locate_shared(const fm_pool *p, const void *ptr, fm__loc *out);
 static bool fm__next_chunk(fm_pool *p);
-static size_t fm__records_bytes(uint32_t cap);
+static void fm__spans_release(fm_pool *p);
 static void fm__release_chunk(fm_pool *p, uint32_t idx);
 static bool fm__reserve_core(fm_pool *pool, uint32_t capacity);
 static bool fm__grow_ahead_core(fm_pool *pool, uint32_t min_free);
@@ -272,8 +337,13 @@ static fm_error fm__shared_problem(const fm_pool *p, fm_error err, const void *p
 #ifdef FM_TRACK_SITES
 static fm__site *fm__sites(const fm_pool *p, const uint8_t *base);
 #endif
-static void fm__table_delete(const fm_allocator *a, uint32_t *table, uint32_t cap);
+static void fm__table_delete(const fm_pool *p, uint32_t *table, uint32_t cap);
+static void fm__array_delete(const fm_pool *p, void *mem, size_t bytes);
+static void fm__base_store(fm_pool *p, uint32_t idx, uint8_t *base);
+static size_t fm__bases_bytes(uint32_t cap);
+static void fm__bases_step(fm_pool *p, uint32_t n);
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base);
+static inline fm__chunk *fm__table_find_moving(fm_pool *p, uintptr_t base);
 static size_t fm__trim_core(fm_pool *pool);
 
 /* map.c: the process-wide chunk map */
@@ -372,7 +442,39 @@ static inline uint16_t *fm__stack(const fm_pool *p, const uint8_t *base) {
     return (uint16_t *)(void *)((uint8_t *)base + p->stack_off);
 }
 
-static inline fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) { return &p->chunks[idx]; }
+/* Segment s of the records (see fm_pool.seg) is one allocation: n = 2^s
+ * records, then their n LOCKFREE link arrays, then the n spans their chunks
+ * came from (fm__rec_span); record idx is the segment's entry
+ * idx + FM__REC_FIRST - n. */
+static inline uint32_t fm__rec_seg_of(uint32_t idx) {
+    return 31u - (uint32_t)__builtin_clz(idx + FM__REC_FIRST);
+}
+static inline fm__chunk *fm__chunk_at(const fm_pool *p, uint32_t idx) {
+    uint32_t s = fm__rec_seg_of(idx);
+    uintptr_t seg = FM__ATOMIC_LOAD(&p->seg[s], RELAXED);
+    return (fm__chunk *)(void *)seg + (idx + FM__REC_FIRST - (1u << s));
+}
+/* LOCKFREE: record idx's link array (see pool/lockfree.c). */
+static inline uint32_t **fm__links_slot(const fm_pool *p, uint32_t idx) {
+    uint32_t s = fm__rec_seg_of(idx);
+    uintptr_t seg = FM__ATOMIC_LOAD(&p->seg[s], ACQUIRE);
+    return (uint32_t **)(void *)(seg + ((size_t)1 << s) * sizeof(fm__chunk)) +
+           (idx + FM__REC_FIRST - (1u << s));
+}
+/* Record idx's chunk's span while it holds a chunk of the OS (see
+ * fm__span), else NULL; read and written under the pool's lock only. */
+static inline struct fm__span **fm__rec_span(const fm_pool *p, uint32_t idx) {
+    uint32_t s = fm__rec_seg_of(idx);
+    uintptr_t seg = p->seg[s];
+    return (struct fm__span **)(void *)(seg + ((size_t)1 << s) * (sizeof(fm__chunk) +
+                                                                  sizeof(uint32_t *))) +
+           (idx + FM__REC_FIRST - (1u << s));
+}
+/* Record idx's chunk base as handles and lock-free lookups read it. */
+static inline uint8_t *fm__base_get(const fm_pool *p, uint32_t idx) {
+    uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
+    return FM__ATOMIC_LOAD(&bases[idx], ACQUIRE);
+}
 
 /* 1 while hot's next slot is another chunk's, parked (see fm_pool). */
 static inline uint32_t fm__parked(const fm_pool *p) {
@@ -386,8 +488,8 @@ static inline uint32_t fm__parked_in(const fm_pool *p, uint32_t idx) {
 
 /* A dead slot of chunk idx, not the current one, goes onto its chunk's
  * stack, which counts one item fewer (the caller takes it off live_other). */
-static inline void fm__file_free_slot(fm_pool *p, uint32_t idx, uint32_t slot) {
-    fm__chunk *c = fm__chunk_at(p, idx);
+static inline void fm__file_free_slot(fm_pool *p, fm__chunk *c, uint32_t slot) {
+    uint32_t idx = c->idx;
     fm__stack(p, c->base)[c->free_top++] = (uint16_t)slot;
     c->live--;
     if (FM__UNLIKELY(c->state == FM__CHUNK_FULL || c->live == 0)) fm__refile_after_free(p, idx);
@@ -419,11 +521,52 @@ static inline uint32_t fm__dm_slot(const fm_pool *p, uintptr_t base) {
     return (uint32_t)(base >> p->chunk_shift) & (FM__DM_SLOTS - 1);
 }
 
-/* NONE and MUTEX: the record of the chunk at base when it is not the current
- * one: its dm_base slot, else the table; FM__NONE when base is not a chunk. */
-static inline uint32_t fm__other_chunk(const fm_pool *p, uintptr_t base) {
+/* The record of the chunk at base in the caches (dm_base, then dm2), or
+ * NULL when neither holds it. */
+static inline fm__chunk *fm__cached_rec(const fm_pool *p, uintptr_t base) {
     uint32_t k = fm__dm_slot(p, base);
-    return p->dm_base[k] == base ? p->dm_idx[k] : fm__table_find(p, base);
+    if (FM__LIKELY(p->dm_base[k] == base)) return p->dm_rec[k];
+    if (!p->dm2) return NULL;
+    const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
+    return e->base == base ? e->rec : NULL;
+}
+/* Enters a chunk in dm2 (none yet: nothing). */
+static inline void fm__dm2_set(fm_pool *p, fm__chunk *c) {
+    if (!p->dm2) return;
+    fm__dm2 *e = &p->dm2[((uintptr_t)c->base >> p->chunk_shift) & p->dm2_mask];
+    e->base = (uintptr_t)c->base;
+    e->rec = c;
+}
+
+/* NONE and MUTEX: the record of the chunk at base when it is not the current
+ * one: the caches, else the table; NULL when base is not a chunk. */
+static inline fm__chunk *fm__other_rec(const fm_pool *p, uintptr_t base) {
+    fm__chunk *c = fm__cached_rec(p, base);
+    if (FM__LIKELY(c != NULL)) return c;
+    uint32_t idx = fm__table_find(p, base);
+    return idx == FM__NONE ? NULL : fm__chunk_at(p, idx);
+}
+/* The same for a free. Where the pool has dm2, it is the cache a free's
+ * leaf path reads (pool/core.c): a chunk it misses, found in dm_base or the
+ * table, enters it. One found in the old table (see pool/chunks.c) moves to
+ * the new one on the way, so that a pool that stops opening chunks does not
+ * look in both tables for ever. */
+static inline fm__chunk *fm__other_rec_moving(fm_pool *p, uintptr_t base) {
+    if (!p->dm2) {
+        uint32_t k = fm__dm_slot(p, base);
+        if (FM__LIKELY(p->dm_base[k] == base)) return p->dm_rec[k];
+        return fm__table_find_moving(p, base);
+    }
+    const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
+    if (FM__LIKELY(e->base == base && e->rec)) return e->rec;
+    uint32_t k = fm__dm_slot(p, base);
+    fm__chunk *c = p->dm_base[k] == base ? p->dm_rec[k] : fm__table_find_moving(p, base);
+    if (c) fm__dm2_set(p, c);
+    return c;
+}
+static inline uint32_t fm__other_chunk(const fm_pool *p, uintptr_t base) {
+    const fm__chunk *c = fm__other_rec(p, base);
+    return c ? c->idx : FM__NONE;
 }
 
 /* Finds the chunk and slot of ptr and says what is wrong with it, without

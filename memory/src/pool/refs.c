@@ -46,7 +46,7 @@ static uint64_t *fm__ref_word(fm_pool *p, const fm__loc *loc) {
 /* A count word belongs to the item whose generation it carries; any other
  * word is left over from an earlier item of the slot: that item has count 1. */
 static uint32_t fm__ref_count(const fm_pool *p, const fm__loc *loc) {
-    const uint64_t *refs = p->chunks[loc->chunk].refs;
+    const uint64_t *refs = fm__chunk_at(p, loc->chunk)->refs;
     if (!refs) return 1;
     uint64_t w = refs[loc->slot];
     return (uint32_t)(w >> 32) == (loc->meta & FM__GEN_MAX) ? (uint32_t)w + 1 : 1;
@@ -66,8 +66,7 @@ static fm_error fm__ref_locate(const fm_pool *p, const void *item, fm__loc *loc)
  * got it after that retain), which is what a missing array says. */
 
 static uint64_t *fm__refs_shared(fm_pool *p, const fm__loc *loc, bool create) {
-    fm__chunk *chunks = FM__ATOMIC_LOAD(&p->chunks, ACQUIRE);
-    uint64_t *refs = FM__ATOMIC_LOAD(&chunks[loc->chunk].refs, ACQUIRE);
+    uint64_t *refs = FM__ATOMIC_LOAD(&fm__chunk_at(p, loc->chunk)->refs, ACQUIRE);
     if (refs) return &refs[loc->slot];
     if (!create) return NULL;
     fm__mutex_lock(&p->lock);
@@ -151,7 +150,7 @@ static bool fm__release_core(fm_pool *pool, void *item) {
     if (FM__UNLIKELY(fm__cached_policy(pool))) return fm__release_shared(pool, item, &loc);
     uint32_t count = fm__ref_count(pool, &loc);
     if (count > 1) {
-        pool->chunks[loc.chunk].refs[loc.slot] =
+        fm__chunk_at(pool, loc.chunk)->refs[loc.slot] =
             (uint64_t)(loc.meta & FM__GEN_MAX) << 32 | (count - 2);
         return false;
     }

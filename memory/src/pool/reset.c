@@ -84,7 +84,7 @@ static void fm__reset_retire(fm_pool *p, fm__chunk *c, uint32_t slot) {
  * again. */
 static void fm__renumber(fm_pool *p) {
     for (uint32_t i = 0; i < p->chunk_top; i++) {
-        fm__chunk *c = &p->chunks[i];
+        fm__chunk *c = fm__chunk_at(p, i);
         if (c->gen_floor < FM__GEN_MAX - 1 && !fm__gen_raise(&c->gen_floor))
             c->gen_floor = FM__GEN_MAX; /* never reused: see fm__drop_record */
         if (c->state == FM__CHUNK_UNUSED || c->state == FM__CHUNK_FRESH) continue;
@@ -133,7 +133,7 @@ static void fm__reset_core(fm_pool *p) {
     fm__list_init(&p->partial);
     fm__list_init(&p->empty);
     for (uint32_t i = 0; i < p->chunk_top; i++) {
-        fm__chunk *c = &p->chunks[i];
+        fm__chunk *c = fm__chunk_at(p, i);
         if (c->state == FM__CHUNK_UNUSED || c->state == FM__CHUNK_FRESH) continue;
         uint32_t used = fm__chunk_used(p, i);
         if (cached) fm__reset_kill_words(p, c, used);
@@ -149,7 +149,7 @@ static void fm__reset_core(fm_pool *p) {
     p->cs->headroom = (int64_t)p->cs->peak_live; /* nothing live */
     p->resets++;
     /* The chunk the next allocation takes, now rather than in that call. */
-    if (p->empty.head != FM__NONE || p->fresh.head != FM__NONE) (void)fm__next_chunk(p);
+    if (p->empty.head != FM__NONE || p->spans) (void)fm__next_chunk(p);
 }
 
 void fm_pool_reset(fm_pool *pool) {
