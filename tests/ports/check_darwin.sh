@@ -10,7 +10,7 @@
 # errors. The headers are clang's own (stddef.h, stdint.h, stdatomic.h...)
 # and darwin_sdk_shim/include here, which declares what those sources use of
 # Apple's C library as Apple declares it (not the SDK: see its README.md).
-# Linux-only constructs (prctl, /proc, Linux's MADV_* values, fdatasync) are
+# Linux-only constructs (prctl, Linux's MADV_* values, fdatasync) are
 # absent from the shim, so a macOS build that reaches one fails here, as a
 # macOS branch that stops compiling does. Each source is compiled as a Debug
 # build sees it (FM_TRACK_SITES) and as a Release one with FM_HOOKS and

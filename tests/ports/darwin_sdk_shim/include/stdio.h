@@ -1,6 +1,6 @@
 /* stdio.h (darwin_sdk_shim, not the SDK; see ../README.md): FILE is Darwin's
  * struct __sFILE (opaque here: framemem only passes pointers), and the
- * standard streams are the C library's __stdinp, __stdoutp, __stderrp. */
+ * standard streams are the C library's __stdoutp and __stderrp. */
 #ifndef FM_DARWIN_SHIM_STDIO_H
 #define FM_DARWIN_SHIM_STDIO_H
 #include <stdarg.h>
