@@ -17,8 +17,8 @@
 # FM_DLL (the other sides of the headers' conditionals); tests/headers'
 # caller of every public header, as C99 and C11, -pedantic. Then the macOS
 # branches must have been taken: the clock calls mach_absolute_time and
-# mach_timebase_info (not clock_gettime), the file layer calls fcntl
-# (F_FULLFSYNC).
+# mach_timebase_info (not clock_gettime or prctl), the file layer calls
+# fcntl (F_FULLFSYNC), and no compiled source names a path in /proc or /sys.
 # Exit status 0 when every step passed; a missing clang or stb_ds.h fails.
 set -euo pipefail
 src=${1:?usage: check_darwin.sh SOURCE_DIR}
@@ -108,6 +108,15 @@ for target in arm64-apple-macos11 x86_64-apple-macos10.15; do
     expect os_posix.s clock_gettime no
     expect os_posix.s prctl no
     expect file.s fcntl yes
+    # macOS has neither /proc nor /sys: no path into them in what was built.
+    for asm in "$tmp/$target"-*.s; do
+        if grep -q '"/proc/\|"/sys/' "$asm"; then
+            echo "FAILED: $target $(basename "$asm" .s | sed "s/^$target-//").c: a macOS" \
+                 "build reads /proc or /sys: $(grep -o '"/proc/[^"]*"\|"/sys/[^"]*"' "$asm" |
+                 head -1)" >&2
+            failed=$((failed + 1))
+        fi
+    done
 done
 echo "check_darwin.sh: $((compiles - compile_failed)) of $compiles compiles passed" \
      "(${#sources[@]} sources and a caller; arm64-apple-macos11, x86_64-apple-macos10.15);" \
