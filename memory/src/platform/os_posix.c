@@ -4,7 +4,7 @@
  * macOS: mach_absolute_time for the clock, a fresh PROT_NONE mapping over a
  * decommitted range (its MADV_DONTNEED leaves the pages resident), no
  * MADV_POPULATE_WRITE, no transparent huge pages, no /sys or /proc. The
- * macOS paths are not compiled by tools/dev (Debian has no macOS SDK). */
+ * macOS paths are compiled (not run) by tests/ports/check_darwin.sh. */
 #include "platform/os.h"
 
 #include "platform/thread.h"
