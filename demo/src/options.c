@@ -26,7 +26,7 @@ static const char usage[] =
     "                       (Perfetto, chrome://tracing)\n"
     "  --seed N             simulation seed (default 1)\n"
     "  --scale N            load multiplier, 0.05..50 (default 1: 20,000 particles,\n"
-    "                       effect objects of 512 bytes each)\n"
+    "                       effect objects of 1 KiB each)\n"
     "  --backend NAME       allocator behind the world: pool (framemem, default),\n"
     "                       classic (Boost object_pool's doubling eager pool) or\n"
     "                       malloc\n"

@@ -116,7 +116,7 @@ static void test_large_blocks_come_from_fresh_pages_after_earlier_ones_were_free
         skip();
     }
     assert_true(demo_fresh_large_blocks());
-    const size_t n = (size_t)8 << 20; /* the particles' largest classic block */
+    const size_t n = (size_t)16 << 20; /* the particles' largest classic block */
     for (int round = 0; round < 3; round++) {
         unsigned char *p = malloc(n);
         assert_non_null(p);
