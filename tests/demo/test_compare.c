@@ -21,6 +21,11 @@
 #define TEST_TSAN 1
 #endif
 #endif
+#if defined(FM_TEST_ASAN) || defined(TEST_TSAN)
+#define TEST_SANITIZER_MALLOC 1
+#else
+#define TEST_SANITIZER_MALLOC 0
+#endif
 
 /* A frame keeps its fastest run the OS did not preempt; a preempted run only
  * while no clean one came. */
@@ -105,11 +110,11 @@ static size_t resident_pages(const void *p, size_t n) {
  * regrowth would fault nothing in. */
 static void test_large_blocks_come_from_fresh_pages_after_earlier_ones_were_freed(void **state) {
     (void)state;
-#if defined(FM_TEST_ASAN) || defined(TEST_TSAN)
-    print_message("[ did not apply ] fresh pages for large blocks: the sanitizer's malloc "
-                  "replaces glibc's and has no mmap threshold\n");
-    skip();
-#else
+    if (TEST_SANITIZER_MALLOC) {
+        print_message("[ did not apply ] fresh pages for large blocks: the sanitizer's malloc "
+                      "replaces glibc's and has no mmap threshold\n");
+        skip();
+    }
     if (fm_test_under_valgrind()) {
         print_message("[ did not apply ] fresh pages for large blocks: Valgrind's malloc "
                       "replaces glibc's and has no mmap threshold\n");
@@ -125,7 +130,6 @@ static void test_large_blocks_come_from_fresh_pages_after_earlier_ones_were_free
         assert_true(resident_pages(p, n) > 0);
         free(p);
     }
-#endif
 }
 
 int main(void) {
