@@ -14,7 +14,7 @@
 
 /* A sweep runs its operation once per N: small worlds keep the whole file
  * near a second under ASan. */
-#define SCALE 0.1
+#define SCALE 0.05
 /* Frames of each run of the frame sweeps: 1 KiB particles fill a 64 KiB
  * chunk every 63, so warm-up has made every kind of call by then. */
 #define FAULT_FRAMES 20
