@@ -290,6 +290,9 @@ int main(int argc, char **argv) {
         fputs(demo_options_usage(), stdout);
         return DEMO_EXIT_OK;
     }
+    /* Every run's classic blocks from fresh pages, as a game's first level
+     * gets them (key M and --compare make several in one process). */
+    demo_fresh_large_blocks();
     /* Inputs and outputs are checked before anything runs: a config that is
      * not a readable regular file, an output that is not a regular file, or
      * is the same file as an input or another output, is a usage error. */

@@ -30,6 +30,9 @@ enum {
 #define ENG__PARTICLES_PER_FRAME 2000.0
 #define ENG__ENTITIES_PER_SCALE 300.0
 #define ENG__TIMER_BURST 100u
+/* Bytes per particle: 32 of motion, the rest the state an effect object
+ * carries in a game (see eng__particle). */
+#define ENG__PARTICLE_BYTES 1024
 
 extern const char *const eng__store_names[ENG__ST_COUNT];
 
@@ -60,7 +63,7 @@ typedef struct eng__world_desc {
 /// removes. A config is applied on top (fm_config_apply).
 fm_pool_desc eng__world_pool_desc(int i);
 /// The default desc of tag i: its name and budget (a soft limit only:
-/// world 1 MiB, effects 8 MiB); a config's [tag.world] / [tag.effects]
+/// world 1 MiB, effects 48 MiB); a config's [tag.world] / [tag.effects]
 /// apply on top.
 fm_tag_desc eng__world_tag_desc(int i);
 /// The tag store i's pool is charged to.

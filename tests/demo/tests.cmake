@@ -12,6 +12,8 @@ if(FM_BUILD_DEMO)
   target_link_libraries(test_run_stats PRIVATE framemem_demo_core)
   fm_add_test(test_hud demo/test_hud.c demo_hud)
   target_link_libraries(test_hud PRIVATE framemem_demo_core)
+  fm_add_test(test_compare demo/test_compare.c demo_compare)
+  target_link_libraries(test_compare PRIVATE framemem_demo_core)
 
   # The program itself, run as a child process (headless; no display needed).
   # The trace check parses JSON with python3 (tools/dev installs it); without

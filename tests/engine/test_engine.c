@@ -166,6 +166,35 @@ static void test_engine_default_scale_meets_the_load_target(void **state) {
     eng_destroy(e);
 }
 
+/* The default scene's particles are effect objects of 1 KiB: on the
+ * classic backend the block its warm-up ends with holds 16,384 of them,
+ * 16 MiB linked at once (the regrowth of milliseconds the demo shows). */
+static void test_engine_default_particles_are_1_kib_and_the_classic_pool_ends_on_a_16_mib_block(
+    void **state) {
+    (void)state;
+    eng *e = eng_test_make(&(eng_desc){.seed = 5});
+    assert_int_equal(fm_pool_get_desc(eng_get_pool(e, "particles")).item_size, 1024);
+    eng_destroy(e);
+    e = eng_test_make(&(eng_desc){.seed = 5, .backend = ENG_BACKEND_CLASSIC});
+    eng_test_run(e, 30);
+    const fm_telemetry *t = eng_get_telemetry(e);
+    bool seen = false;
+    for (uint32_t s = 0; s < fm_telemetry_source_count(t); s++) {
+        const fm_telemetry_source *src = fm_telemetry_get_source(t, s);
+        if (strcmp(src->name, "particles") != 0 || src->kind != FM_TELEMETRY_POOL) continue;
+        seen = true;
+        assert_int_equal(src->item_size, 1024);
+        /* first block 1,024 (the default initial capacity), then four doublings */
+        assert_int_equal(src->total_grow_events, 4);
+        const fm_telemetry_sample *last = fm_telemetry_get_sample(t, fm_telemetry_frame_count(t) - 1, s);
+        assert_non_null(last);
+        assert_int_equal(last->capacity, 1024 + 2048 + 4096 + 8192 + 16384);
+        assert_int_equal(16384 * src->item_size, 16u << 20);
+    }
+    assert_true(seen);
+    eng_destroy(e);
+}
+
 static void test_engine_same_seed_same_world_other_seed_differs(void **state) {
     (void)state;
     eng_run_result a, b, c;
@@ -724,6 +753,7 @@ int main(void) {
         cmocka_unit_test(test_engine_paused_frames_keep_the_newest_update_readable),
         cmocka_unit_test(test_engine_a_pause_does_not_change_the_simulation),
         cmocka_unit_test(test_engine_default_scale_meets_the_load_target),
+        cmocka_unit_test(test_engine_default_particles_are_1_kib_and_the_classic_pool_ends_on_a_16_mib_block),
         cmocka_unit_test(test_engine_same_seed_same_world_other_seed_differs),
         cmocka_unit_test(test_engine_malloc_backend_simulates_the_same_world),
         cmocka_unit_test(test_engine_telemetry_sums_equal_the_pools_own_stats),

@@ -1,7 +1,7 @@
 /*
  * fm_bench/scene.c: the engine's standard scene, pool backend vs malloc backend.
  *
- * One run creates an engine (seed 1, default scale: 20,000 live particles,
+ * One run creates an engine (seed 1, default scale: 20,000 live 1 KiB particles,
  * about 2,000 born and 2,000 dying per frame, 300 entities with components),
  * runs F frames headless at dt = 1/60 (1,000; 200 with --quick) and reads
  * the telemetry: the allocation time of each frame (alloc_total_ns, the time
@@ -216,7 +216,7 @@ void scene_run(const bench_opts *opts) {
     uint32_t frames = opts->quick ? 200 : 1000;
     int runs = bench_repeat(opts);
     printf("\n## scene: the engine's standard scene, pool vs malloc backend\n\n");
-    printf("Seed 1, default scale (20,000 live particles, ~2,000 born and dying per frame, 300 "
+    printf("Seed 1, default scale (20,000 live 1 KiB particles, ~2,000 born and dying per frame, 300 "
            "entities), %u frames per run, %d run(s) per variant, interleaved. Allocation time "
            "= time inside the pools' (or malloc's) alloc/free calls per frame, as the engine's "
            "telemetry measures it.\n\n",

@@ -2,7 +2,8 @@
  * engine/engine.h: a small game-engine core on framemem.
  *
  * An eng object owns a world (entities with typed handles, components in
- * their own pools, particles from pooled emitters, events and timers), a
+ * their own pools, particles from pooled emitters (1 KiB each: effect
+ * objects with their state, see the README), events and timers), a
  * frame arena for per-frame temporaries and an fm_telemetry
  * (framemem/telemetry.h) of every pool and the frame arena, sized from an
  * fm_config (framemem/config.h): it uses framemem's telemetry, grow-ahead
@@ -235,7 +236,7 @@ const char *eng_last_failure(const eng *e);
 /// The engine's telemetry: its six pools (or, on the malloc and classic
 /// backends, their counts), the frame arena "frame" and the memory tags the
 /// pools are charged to, "world" (entities and components) and "effects"
-/// (particles), with their budgets (soft limits 1 MiB and 8 MiB; a config's
+/// (particles), with their budgets (soft limits 1 MiB and 48 MiB; a config's
 /// [tag.world] / [tag.effects] set them), in that order.
 const fm_telemetry *eng_get_telemetry(const eng *e);
 fm_telemetry *eng_get_telemetry_mut(eng *e);
