@@ -450,8 +450,11 @@ static void test_pool_refill_after_reset_takes_no_page_fault(void **state) {
         uint64_t faults = fm_test_minor_faults() - before;
         print_message("level %d: %llu minor faults filling 4000 x 200 bytes\n", level,
                       (unsigned long long)faults);
+        /* A refill that faulted the pool's pages in again would take about
+         * 200 (800 KB); an emulator's own faults, translating the code a
+         * reset leads into, are a few. */
         if (level == 0) assert_true(faults > 50); /* the pages came in as used */
-        else assert_int_equal(faults, 0);
+        else assert_true(faults <= fm_test_emulator_fault_slack());
         fm_pool_reset(pool);
     }
     free(items);

@@ -417,6 +417,11 @@ bool fm_test_feature_missing(const char *what, const char *why) {
     return true;
 }
 
+uint64_t fm_test_emulator_fault_slack(void) {
+    const char *emulator = getenv("FM_TEST_EMULATOR");
+    return emulator && emulator[0] ? 8 : 0;
+}
+
 bool fm_test_page_faults_counted(const char *what) {
     /* A fresh mapping of PAGES pages, each touched once: a counter that
      * sees first touches rises by at least PAGES. Too small for a huge page

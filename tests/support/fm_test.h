@@ -62,6 +62,10 @@ uint64_t fm_test_minor_faults(void);
 /// pages one by one (probed once, on a fresh mapping). Where it does not,
 /// fm_test_feature_missing says so for what, and the result is false.
 bool fm_test_page_faults_counted(const char *what);
+/// Page faults a count may hold that are not the code under test's: 0 on a
+/// kernel; 8 under an emulator (FM_TEST_EMULATOR), whose translation of code
+/// run for the first time touches its own pages (qemu-aarch64: 1 seen).
+uint64_t fm_test_emulator_fault_slack(void);
 /// Page faults this process takes to map `bytes` of fresh, readable and
 /// writable memory and release it, none of it touched: 0 on a kernel; an
 /// emulator's own bookkeeping of a guest mapping (qemu-user) shows here.
