@@ -155,6 +155,18 @@ static void fm__trace_x(fm_file_writer *w, bool *first, const char *name, int ti
     *first = false;
 }
 
+/* An instant event of a pool's growths in one frame: "grow" inside
+ * allocations (scope g), "grow-ahead" at the frame boundary (scope t). */
+static void fm__trace_growth(fm_file_writer *w, const char *what, char scope, const char *pool,
+                             double ts_us, uint64_t events, uint64_t ns, uint64_t frame) {
+    fm_file_printf(w,
+                   ",\n{\"name\":\"%s %s\",\"ph\":\"i\",\"s\":\"%c\",\"pid\":1,\"tid\":3,"
+                   "\"ts\":%.3f,\"args\":{\"pool\":\"%s\",\"events\":%llu,\"ns\":%llu,"
+                   "\"frame\":%llu}}",
+                   what, pool, scope, ts_us, pool, (unsigned long long)events,
+                   (unsigned long long)ns, (unsigned long long)frame);
+}
+
 bool fm_telemetry_write_trace(const fm_telemetry *tel, const char *path, char *err,
                               size_t err_len) {
     FM__TEL_REFUSE_NULL_ERR(tel, "telemetry", err, err_len, false);
@@ -193,21 +205,11 @@ bool fm_telemetry_write_trace(const fm_telemetry *tel, const char *path, char *e
         for (uint32_t s = 0; s < t->source_count; s++) {
             const fm_telemetry_sample *x = fm_telemetry_get_sample(t, i, s);
             if (x->grow_events)
-                fm_file_printf(w,
-                               ",\n{\"name\":\"grow %s\",\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":3,"
-                               "\"ts\":%.3f,\"args\":{\"pool\":\"%s\",\"events\":%llu,\"ns\":%llu,"
-                               "\"frame\":%llu}}",
-                               t->sources[s].name, ts, t->sources[s].name,
-                               (unsigned long long)x->grow_events, (unsigned long long)x->grow_ns,
-                               (unsigned long long)r->frame);
+                fm__trace_growth(w, "grow", 'g', t->sources[s].name, ts, x->grow_events,
+                                 x->grow_ns, r->frame);
             if (x->ahead_grow_events)
-                fm_file_printf(w,
-                               ",\n{\"name\":\"grow-ahead %s\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,"
-                               "\"tid\":3,\"ts\":%.3f,\"args\":{\"pool\":\"%s\",\"events\":%llu,"
-                               "\"ns\":%llu,\"frame\":%llu}}",
-                               t->sources[s].name, ts, t->sources[s].name,
-                               (unsigned long long)x->ahead_grow_events,
-                               (unsigned long long)x->ahead_grow_ns, (unsigned long long)r->frame);
+                fm__trace_growth(w, "grow-ahead", 't', t->sources[s].name, ts,
+                                 x->ahead_grow_events, x->ahead_grow_ns, r->frame);
         }
         ts += dur + (double)r->render_ns / 1000.0;
     }
