@@ -193,6 +193,54 @@ static void test_pool_calls_on_an_item_the_reset_freed_are_reported_and_change_n
     }
 }
 
+/* Four chunks full, a reset, then the first chunk's slots and three more
+ * handed out again: the first chunk is full and no longer current, the
+ * second current, the last two untouched, their meta words still as the
+ * reset found them (live: see the top of this file). A free of any item the
+ * reset freed, in the current chunk or one that is not, is reported and
+ * changes nothing; the items handed out again then free as usual, back and
+ * forth between two chunks. */
+static void test_pool_frees_of_reset_items_in_chunks_not_current_are_reported(void **state) {
+    fm_test_env *env = *state;
+    for (size_t pi = 0; pi < POLICIES; pi++) {
+        fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "stale", .item_size = 64,
+                                                           .chunk_bytes = 4096,
+                                                           .sync = policies[pi]});
+        size_t per = (size_t)stats_of(pool).items_per_chunk;
+        size_t n = per * 4;
+        void **items = alloc_many(pool, n);
+        fm_pool_reset(pool);
+        size_t m = per + 3;
+        void **again = alloc_many(pool, m);
+        fm_pool_stats before = stats_of(pool);
+        assert_int_equal(before.chunk_count, 4);
+        int reports = env->errors.count;
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            bool handed = false;
+            for (size_t j = 0; j < m && !handed; j++) handed = again[j] == items[i];
+            if (handed) continue;
+            fm_pool_free(pool, items[i]);
+            assert_int_equal(fm_last_error(), FM_ERR_DOUBLE_FREE);
+            bad++;
+        }
+        assert_int_equal(bad, n - m);
+        assert_int_equal(env->errors.count - reports, (int)bad);
+        fm_pool_stats after = stats_of(pool);
+        fm_test_assert_pool_stats_same(&before, &after, (uint64_t)bad);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        for (size_t j = 0; j < m; j += 2) fm_pool_free(pool, again[j]);
+        for (size_t j = 1; j < m; j += 2) fm_pool_free(pool, again[j]);
+        assert_int_equal(env->errors.count - reports, (int)bad);
+        assert_int_equal(stats_of(pool).live, 0);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        free(items);
+        free(again);
+        fm_test_pool_destroy_quiet(env, pool);
+        fm_test_allocator_assert_clean(&env->alloc);
+    }
+}
+
 /* =================================================================== dtors */
 
 typedef struct dtor_log {
@@ -656,6 +704,7 @@ int main(void) {
         T(test_pool_reset_of_an_empty_pool_changes_nothing_but_its_count),
         T(test_pool_reset_makes_every_outstanding_handle_stale),
         T(test_pool_calls_on_an_item_the_reset_freed_are_reported_and_change_nothing),
+        T(test_pool_frees_of_reset_items_in_chunks_not_current_are_reported),
         T(test_pool_reset_runs_the_dtor_once_on_each_live_item_first),
         T(test_pool_reset_inside_foreach_is_reported_and_changes_nothing),
         T(test_pool_reset_from_the_dtor_of_a_reset_is_refused),

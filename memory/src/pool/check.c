@@ -34,7 +34,7 @@ static fm_error fm__check_core(const fm_pool *pool) {
         uint32_t top = ci == p->cur_idx ? p->cs->cur_top : c->free_top;
         uint32_t next = ci == p->cur_idx && p->cs->cur_next_slot ? p->cs->cur_next : FM__NONE;
         /* The parked slot (see fm_pool) counts as a free slot of its chunk. */
-        if (fm__parked_in(p, ci)) next = p->parked_slot;
+        if (fm__parked_in(p, ci)) next = fm__parked_slot(p);
         FM__CHECK(bump <= c->limit && c->limit <= p->hot.per_chunk,
                   "pool '%s': chunk %u bump %u / limit %u out of range", p->name, ci, bump,
                   c->limit);

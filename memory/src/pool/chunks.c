@@ -91,6 +91,7 @@ static void fm__park_current(fm_pool *p) {
     uint32_t idx = p->cur_idx;
     p->cur_idx = FM__NONE;
     fm__file_chunk(p, idx);
+    fm__dm_refresh(p, c); /* no longer current (or released: no entry left) */
     p->cs->cur_base = 1;
     p->cs->cur_slots = NULL;
     p->cs->cur_next_slot = NULL;
@@ -112,6 +113,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
         fm__base_store(p, idx, c->base);
     }
     c->state = FM__CHUNK_CURRENT;
+    fm__dm_refresh(p, c);
     c->prev = c->next = FM__NONE;
     p->cur_idx = idx;
     p->cs->cur_base = (uintptr_t)c->base;
@@ -329,7 +331,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     fm__table_remove(p, idx);
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, NULL);
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
-    if (p->dm_base[k] == (uintptr_t)c->base) p->dm_base[k] = 1;
+    if (fm__dm_is(p->dm_base[k], (uintptr_t)c->base)) p->dm_base[k] = 1;
     if (p->dm2) {
         fm__dm2 *e = &p->dm2[((uintptr_t)c->base >> p->chunk_shift) & p->dm2_mask];
         if (e->rec == c) e->base = 0, e->rec = NULL;
@@ -837,7 +839,7 @@ static uint32_t fm__open_pending(fm_pool *p) {
         fm__span_empty(p, sp); /* retires it, or waits for its chunks */
     }
     uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
-    p->dm_base[k] = (uintptr_t)c->base;
+    p->dm_base[k] = fm__dm_key(c);
     p->dm_rec[k] = c;
     fm__dm2_set(p, c);
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, p);
@@ -1071,6 +1073,7 @@ static void fm__geometry(fm_pool *p) {
     p->hot.base_mask = p->base_mask;
     p->hot.slot_bits = 1;
     while ((1u << p->hot.slot_bits) < per) p->hot.slot_bits++;
+    p->hot.slot_mask = (1u << p->hot.slot_bits) - 1u;
     /* A handle's low word is (record + 1) << slot_bits | slot, and the
      * LOCKFREE stack's index record << slot_bits | slot (never UINT32_MAX,
      * its empty mark): records [0, 2^(32 - slot_bits) - 1) fit both. Record

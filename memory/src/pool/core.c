@@ -16,12 +16,13 @@
 static void fm__settle_next(fm_pool *p) {
     fm__pool_hot *h = p->cs;
     if (!h->cur_next_slot) return;
+    h->headroom++; /* no longer counted live (see fm__live) */
     if (h->cur_next != FM__NONE) {
         h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
-    } else if (p->parked_chunk == p->cur_idx) { /* its chunk became current */
-        h->cur_stack[h->cur_top++] = (uint16_t)p->parked_slot;
+    } else if (p->parked_rec->idx == p->cur_idx) { /* its chunk became current */
+        h->cur_stack[h->cur_top++] = (uint16_t)fm__parked_slot(p);
     } else {
-        fm__file_free_slot(p, p->parked_rec, p->parked_slot);
+        fm__file_free_slot(p, p->parked_rec, fm__parked_slot(p));
         p->live_other--;
     }
     h->cur_next_slot = NULL;
@@ -89,16 +90,19 @@ static inline void *fm__alloc_fast(fm_pool *p) {
     fm__pool_hot *h = p->cs;
     uint32_t idx;
     uint8_t *slot = h->cur_next_slot;
-    if (FM__LIKELY(slot != NULL || h->cur_top != 0)) {
-        uint32_t *meta;
-        if (slot) { /* maybe another chunk's (parked): its meta word is at hand */
-            h->cur_next_slot = NULL;
-            meta = h->cur_next_meta;
-        } else {
-            idx = h->cur_stack[--h->cur_top];
-            slot = h->cur_slots + (size_t)idx * h->stride;
-            meta = fm__meta(h->cur_base) + idx;
-        }
+    if (slot) { /* maybe another chunk's (parked): its meta word is at hand */
+        h->cur_next_slot = NULL;
+        uint32_t *meta = h->cur_next_meta;
+        FM__ATOMIC_STORE(meta, FM__ATOMIC_LOAD(meta, RELAXED) | FM__LIVE, RELAXED);
+        FM__UNPOISON(slot, p->item_size);
+        FM__VG_ALLOC(p, slot, p->item_size);
+        h->total_allocs++; /* counted live while it waited (see fm__live) */
+        return slot;
+    }
+    if (FM__LIKELY(h->cur_top != 0)) {
+        idx = h->cur_stack[--h->cur_top];
+        slot = h->cur_slots + (size_t)idx * h->stride;
+        uint32_t *meta = fm__meta(h->cur_base) + idx;
         FM__ATOMIC_STORE(meta, FM__ATOMIC_LOAD(meta, RELAXED) | FM__LIVE, RELAXED);
     } else if (FM__LIKELY(h->cur_bump < h->cur_limit && h->cur_bump >= h->cur_hw)) {
         idx = (uint32_t)h->cur_bump++;
@@ -223,7 +227,6 @@ static inline FM__ALWAYS_INLINE void fm__free_located(fm_pool *p, void *item, co
     fm__chunk *c = fm__chunk_at(p, loc->chunk);
     uintptr_t base = (uintptr_t)c->base;
     bool current = loc->chunk == p->cur_idx;
-    p->cs->headroom++;
     if (!current) {
         p->live_other--;
         c->live--;
@@ -234,12 +237,15 @@ static inline FM__ALWAYS_INLINE void fm__free_located(fm_pool *p, void *item, co
         c->retired++;
         p->retired++;
         p->capacity--;
+        p->cs->headroom++;
         fm__slot_to_free(p, item);
     } else {
         fm__meta_set(base, loc->slot, (loc->meta & FM__GEN_MAX) + 1);
         fm__slot_to_free(p, item);
+        /* The current chunk's becomes the next slot, counted live until it
+         * is settled (see fm__live); another chunk's is free now. */
         if (current) fm__push_current(p, loc->slot);
-        else fm__stack(p, c->base)[c->free_top++] = (uint16_t)loc->slot;
+        else fm__stack(p, c->base)[c->free_top++] = (uint16_t)loc->slot, p->cs->headroom++;
     }
     if (current) return;
     fm__refile_after_free(p, loc->chunk);
@@ -253,7 +259,8 @@ enum { FM__NOT_HANDLED = 0, FM__FILED = 1, FM__PARKED = 2 };
  * caller takes it off live_other); FM__PARKED (when park): into hot's next
  * slot (see fm_pool), whatever was there settled first; FM__NOT_HANDLED, with
  * nothing changed, for anything else (the current chunk, misuse, a slot to
- * retire). The caller counts the free in headroom. */
+ * retire). The caller counts a filed free in headroom (a parked slot counts
+ * live until it is settled, see fm__live). */
 static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool park) {
     uintptr_t base = (uintptr_t)item & p->base_mask;
     if (base == p->cs->cur_base) return FM__NOT_HANDLED;
@@ -269,26 +276,27 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
         h->cur_next_slot = (uint8_t *)item;
         h->cur_next_meta = fm__meta(base) + slot;
         h->cur_next = FM__NONE;
-        p->parked_chunk = c->idx;
         p->parked_rec = c;
-        p->parked_slot = slot;
         return FM__PARKED;
     }
     fm__file_free_slot(p, c, slot);
     return FM__FILED;
 }
 
-/* NONE: the common free into another chunk, with nothing waiting in hot's
- * next slot: a live item (below its chunk's bump index, generation below
- * the maximum) of a chunk the direct-mapped caches know is parked there, as
- * fm__free_other parks it. A leaf (no call, so no register is saved and the
- * general path's frame is not built; the table's probe loop would need
- * registers saved): false, with nothing changed, for anything else, which
- * fm__free_checked then does. */
+/* NONE, where the core works on hot (leaf_mask, else nothing matches): the
+ * common free into a chunk that is not current, with nothing waiting in
+ * hot's next slot: a live slot start of a chunk the direct-mapped caches
+ * key as clean (see fm__dm_key: not current, no word a reset left, so a
+ * live word is an item handed out), parked there as fm__free_other parks
+ * it. The record is not read: a random free over hundreds of chunks would
+ * miss its line. A leaf (no call, so no register is saved and the general
+ * path's frame is not built): false, with nothing changed, for anything
+ * else, which the policy's path then does. */
 static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) {
-    fm__pool_hot *h = p->cs;
-    uintptr_t base = (uintptr_t)item & p->base_mask;
-    if (h->cur_next_slot || base == h->cur_base) return false;
+    fm__pool_hot *h = &p->hot; /* p->cs, wherever leaf_mask is set */
+    uintptr_t base = (uintptr_t)item & p->leaf_mask;
+    /* Before any word a locked pool's growth writes (dm2, its mask). */
+    if (!base || h->cur_next_slot) return false;
     /* One cache or the other, whichever the pool has: trying dm_base first
      * and dm2 on a miss is a branch that a pool of more chunks than dm_base
      * has slots mispredicts at random (dm2, made past them, holds every
@@ -296,25 +304,22 @@ static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) 
     fm__chunk *c;
     if (p->dm2) {
         const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
-        if (e->base != base || !e->rec) return false;
+        if (e->base != (base | FM__DM_CLEAN)) return false;
         c = e->rec;
     } else {
         uint32_t k = fm__dm_slot(p, base);
-        if (p->dm_base[k] != base) return false;
+        if (p->dm_base[k] != (base | FM__DM_CLEAN)) return false;
         c = p->dm_rec[k];
     }
     uint64_t slot = fm__exact_index((uintptr_t)item - (base + h->slots_off), h->inv, h->inv_shift);
-    if (slot >= c->bump) return false;
+    if (slot >= h->per_chunk) return false;
     uint32_t *w = fm__meta(base) + slot;
     if (!fm__meta_kill(w, false)) return false;
     fm__slot_to_free(p, item);
     h->cur_next_slot = (uint8_t *)item;
     h->cur_next_meta = w;
     h->cur_next = FM__NONE;
-    p->parked_chunk = c->idx;
     p->parked_rec = c;
-    p->parked_slot = (uint32_t)slot;
-    h->headroom++;
     return true;
 }
 
@@ -323,8 +328,8 @@ static inline FM__ALWAYS_INLINE void fm__free_one(fm_pool *p, void *item, const 
     if (!item) return;
     int done = fm__free_other(p, item, true);
     if (FM__LIKELY(done != FM__NOT_HANDLED)) {
-        if (done == FM__FILED) p->live_other--;
-        p->cs->headroom++;
+        /* A parked slot counts live until it is settled (see fm__live). */
+        if (done == FM__FILED) p->live_other--, p->cs->headroom++;
         return;
     }
     fm__loc loc;

@@ -37,12 +37,12 @@ static inline void fm__count_op(fm_pool *p, bool alloc) {
 
 static inline uint32_t *fm__lf_link(const fm_pool *p, uint32_t g) {
     uint32_t *arr = FM__ATOMIC_LOAD(fm__links_slot(p, g >> p->hot.slot_bits), ACQUIRE);
-    return &arr[g & ((1u << p->hot.slot_bits) - 1u)];
+    return &arr[g & p->hot.slot_mask];
 }
 
 static inline uint8_t *fm__lf_slot(const fm_pool *p, uint32_t g) {
     uint8_t *base = fm__base_get(p, g >> p->hot.slot_bits);
-    return fm__slot(p, base, g & ((1u << p->hot.slot_bits) - 1u));
+    return fm__slot(p, base, g & p->hot.slot_mask);
 }
 
 static inline uint32_t fm__lf_index(const fm_pool *p, uint32_t chunk, uint32_t slot) {

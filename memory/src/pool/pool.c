@@ -247,6 +247,10 @@ size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n) {
 }
 
 void fm__pool_free_slow(fm_pool *pool, void *item) {
+#ifndef FM__THREAD_CHECKS
+    /* First: it finds nothing in a pool of any other policy (leaf_mask). */
+    if (FM__LIKELY(fm__free_park_leaf(pool, item))) return;
+#endif
     if (FM__UNLIKELY(pool->hot.sync != FM_SYNC_NONE)) {
         if (FM__UNLIKELY(pool->hot.sync & FM__SYNC_WATCHED)) fm__watch_free(pool, item);
         else fm__sync_free(pool, item, "free");
@@ -254,8 +258,8 @@ void fm__pool_free_slow(fm_pool *pool, void *item) {
     }
 #ifdef FM__THREAD_CHECKS
     if (!fm__owner_ok(pool, "free")) return;
-#endif
     if (FM__LIKELY(fm__free_park_leaf(pool, item))) return;
+#endif
     fm__free_checked(pool, item, "free");
 }
 
@@ -440,6 +444,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
      * (fm__calls_annotated) or the watch. */
     p->shadow = p->hot;
     p->cs = p->sync == FM_SYNC_NONE && !library_only ? &p->hot : &p->shadow;
+    p->leaf_mask = p->cs == &p->hot ? p->base_mask : 0;
     p->cur_idx = FM__NONE;
     p->lf.head = FM__NONE;
     for (uint32_t k = 0; k < FM__DM_SLOTS; k++) p->dm_base[k] = 1;

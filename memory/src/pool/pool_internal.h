@@ -182,9 +182,11 @@ struct fm_pool {
      * lines warm, as glibc's tcache does. Its chunk still counts it live
      * (c->live, live_other) until fm__settle_next files it, which every path
      * that moves the next slot or switches chunks does first. */
-    uint32_t parked_chunk;
-    fm__chunk *parked_rec; /* its record */
-    uint32_t parked_slot;
+    fm__chunk *parked_rec; /* its chunk's record (its slot: see fm__parked_slot) */
+    /* base_mask where the core works on hot (NONE, no annotations, no
+     * watch), else 0: the free's leaf path (pool/core.c) then finds no chunk
+     * and every other pool goes on to its policy's path. */
+    uintptr_t leaf_mask;
     uint64_t live_other; /* live items outside the current chunk, parked one included */
     uintptr_t base_mask;
 
@@ -415,7 +417,9 @@ static void fm__hook_free_live(const fm_pool *p, const void *item);
 
 /* Slots out of the core: live items, plus (THREAD_CACHE, LOCKFREE) free slots
  * held by the caches or the shared stack. */
-static inline uint64_t fm__live(const fm_pool *p) { return p->cs->peak_live - p->cs->headroom; }
+static inline uint64_t fm__live(const fm_pool *p) {
+    return p->cs->peak_live - (uint64_t)p->cs->headroom - (p->cs->cur_next_slot != NULL);
+}
 
 static inline uint8_t *fm__slot(const fm_pool *p, const uint8_t *base, uint32_t idx) {
     return (uint8_t *)base + p->hot.slots_off + (size_t)idx * p->hot.stride;
@@ -481,9 +485,15 @@ static inline uint32_t fm__parked(const fm_pool *p) {
     return p->cs->cur_next_slot && p->cs->cur_next == FM__NONE;
 }
 
+/* The parked slot's index in its chunk: its meta word's place among the
+ * chunk's (a park stores the record alone, see pool/core.c). */
+static inline uint32_t fm__parked_slot(const fm_pool *p) {
+    return (uint32_t)(p->cs->cur_next_meta - fm__meta((uintptr_t)p->parked_rec->base));
+}
+
 /* 1 when the parked slot is chunk idx's. */
 static inline uint32_t fm__parked_in(const fm_pool *p, uint32_t idx) {
-    return fm__parked(p) && p->parked_chunk == idx;
+    return fm__parked(p) && p->parked_rec->idx == idx;
 }
 
 /* A dead slot of chunk idx, not the current one, goes onto its chunk's
@@ -512,7 +522,6 @@ static inline bool fm__free_current(fm_pool *p, fm__pool_hot *h, void *item) {
     if (!(idx < h->cur_bump && fm__meta_kill(fm__meta(h->cur_base) + idx, true))) return false;
     fm__slot_to_free(p, item);
     fm__push_current(p, (uint32_t)idx);
-    h->headroom++;
     return true;
 }
 
@@ -521,21 +530,48 @@ static inline uint32_t fm__dm_slot(const fm_pool *p, uintptr_t base) {
     return (uint32_t)(base >> p->chunk_shift) & (FM__DM_SLOTS - 1);
 }
 
+/* dm_base and dm2 key a chunk by its base, plus FM__DM_CLEAN while it is
+ * not current and no slot at or past its bump index holds a word a reset
+ * left (hw <= bump): every word there is then 0, so a live word is a slot
+ * handed out, and the free's leaf (pool/core.c) needs neither the bump
+ * check nor the record, nor a test for the current chunk (whose bump index
+ * is in hot). A chunk a reset left words in is keyed by its base alone
+ * until its bump index has passed them. */
+#define FM__DM_CLEAN ((uintptr_t)2)
+static inline uintptr_t fm__dm_key(const fm__chunk *c) {
+    bool clean = c->state != FM__CHUNK_CURRENT && c->hw <= c->bump;
+    return (uintptr_t)c->base | (clean ? FM__DM_CLEAN : 0);
+}
+/* true when key (a dm_base or dm2 entry) names the chunk at base. */
+static inline bool fm__dm_is(uintptr_t key, uintptr_t base) {
+    return (key & ~FM__DM_CLEAN) == base;
+}
+
 /* The record of the chunk at base in the caches (dm_base, then dm2), or
  * NULL when neither holds it. */
 static inline fm__chunk *fm__cached_rec(const fm_pool *p, uintptr_t base) {
     uint32_t k = fm__dm_slot(p, base);
-    if (FM__LIKELY(p->dm_base[k] == base)) return p->dm_rec[k];
+    if (FM__LIKELY(fm__dm_is(p->dm_base[k], base))) return p->dm_rec[k];
     if (!p->dm2) return NULL;
     const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
-    return e->base == base ? e->rec : NULL;
+    return fm__dm_is(e->base, base) ? e->rec : NULL;
 }
 /* Enters a chunk in dm2 (none yet: nothing). */
 static inline void fm__dm2_set(fm_pool *p, fm__chunk *c) {
     if (!p->dm2) return;
     fm__dm2 *e = &p->dm2[((uintptr_t)c->base >> p->chunk_shift) & p->dm2_mask];
-    e->base = (uintptr_t)c->base;
+    e->base = fm__dm_key(c);
     e->rec = c;
+}
+/* Rewrites a chunk's keys where the caches hold it, after its state, bump
+ * index or hw changed. */
+static inline void fm__dm_refresh(fm_pool *p, const fm__chunk *c) {
+    uintptr_t base = (uintptr_t)c->base;
+    uint32_t k = fm__dm_slot(p, base);
+    if (fm__dm_is(p->dm_base[k], base)) p->dm_base[k] = fm__dm_key(c);
+    if (!p->dm2) return;
+    fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
+    if (e->rec == c) e->base = fm__dm_key(c);
 }
 
 /* NONE and MUTEX: the record of the chunk at base when it is not the current
@@ -554,13 +590,13 @@ static inline fm__chunk *fm__other_rec(const fm_pool *p, uintptr_t base) {
 static inline fm__chunk *fm__other_rec_moving(fm_pool *p, uintptr_t base) {
     if (!p->dm2) {
         uint32_t k = fm__dm_slot(p, base);
-        if (FM__LIKELY(p->dm_base[k] == base)) return p->dm_rec[k];
+        if (FM__LIKELY(fm__dm_is(p->dm_base[k], base))) return p->dm_rec[k];
         return fm__table_find_moving(p, base);
     }
     const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
-    if (FM__LIKELY(e->base == base && e->rec)) return e->rec;
+    if (FM__LIKELY(fm__dm_is(e->base, base) && e->rec)) return e->rec;
     uint32_t k = fm__dm_slot(p, base);
-    fm__chunk *c = p->dm_base[k] == base ? p->dm_rec[k] : fm__table_find_moving(p, base);
+    fm__chunk *c = fm__dm_is(p->dm_base[k], base) ? p->dm_rec[k] : fm__table_find_moving(p, base);
     if (c) fm__dm2_set(p, c);
     return c;
 }

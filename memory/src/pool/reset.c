@@ -140,6 +140,7 @@ static void fm__reset_core(fm_pool *p) {
         fm__reset_annotate(p, c, used);
         c->hw = used;
         c->bump = 0;
+        fm__dm_refresh(p, c);
         c->free_top = 0;
         c->live = 0;
         c->state = FM__CHUNK_EMPTY;

@@ -75,7 +75,10 @@ typedef struct fm__pool_hot {
     uint32_t stride;
     uint32_t inv_shift;      /* stride's trailing zero bits */
     uint64_t inv;            /* inverse of stride's odd factor mod 2^64 */
-    int64_t headroom;        /* peak_live - live; never negative outside alloc */
+    int64_t headroom;        /* peak_live - live - (1 while a next slot waits: it
+                                counts live until the library settles it, so a
+                                free into it and the alloc taking it back leave
+                                this word alone); never negative outside alloc */
     uint64_t peak_live;
     uint64_t total_allocs;
     /* handle resolution */
@@ -89,6 +92,7 @@ typedef struct fm__pool_hot {
     uint32_t sync;           /* the fm_sync policy: the library dispatches on it */
     uint32_t cur_fresh_word; /* a never-used slot's meta word once handed out:
                                 live | the current chunk's first generation */
+    uint32_t slot_mask;      /* (1 << slot_bits) - 1: a handle's slot bits */
     /* THREAD_CACHE's inline paths */
     uint64_t tc_id;          /* the pool's unique id; UINT64_MAX (no thread's) otherwise */
     uintptr_t base_mask;     /* ptr & base_mask: the chunk (its meta words) of an item */
@@ -237,7 +241,7 @@ static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool s
     const fm__pool_hot *hot = (const fm__pool_hot *)(const void *)pool;
     uint32_t loc = (uint32_t)h.bits;
     uint32_t rec = (loc >> hot->slot_bits) - 1u; /* null: wraps, fails below */
-    uint32_t slot = loc & ((1u << hot->slot_bits) - 1u);
+    uint32_t slot = loc & hot->slot_mask;
     if (rec >= FM__POOL_READ(shared, &hot->n_bases) || slot >= hot->per_chunk) return NULL;
     uint8_t **bases = FM__POOL_READ(shared, &hot->bases);
     uint8_t *base = FM__POOL_READ(shared, &bases[rec]);
@@ -402,11 +406,7 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     }
     if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
     *meta |= FM__META_LIVE;
-    h->total_allocs++;
-    if (__builtin_expect(fm__headroom_taken(&h->headroom), 0)) {
-        h->headroom = 0;
-        h->peak_live++;
-    }
+    h->total_allocs++; /* the next slot counted live while it waited */
     return slot;
 }
 
@@ -457,11 +457,12 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
             __builtin_expect(!prev || h->cur_next != UINT32_MAX, 1)) {
             uint32_t *meta = (uint32_t *)h->cur_base + idx;
             if (__builtin_expect(fm__meta_kill(meta, false), 1)) {
-                if (prev) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+                /* The item waits as the next slot, counted live (see
+                 * headroom); the one it replaces is free now. */
+                if (prev) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next, h->headroom++;
                 h->cur_next_slot = (uint8_t *)item;
                 h->cur_next_meta = meta;
                 h->cur_next = (uint32_t)idx;
-                h->headroom++;
                 return;
             }
         }
