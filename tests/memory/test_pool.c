@@ -4,6 +4,7 @@
 #include "fm_test.h"
 
 #include "framemem/framemem.h"
+#include "platform/os.h" /* fm__os_reserve_below */
 
 #include <ctype.h>
 #include <math.h>
@@ -1871,6 +1872,47 @@ static void test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages(voi
     assert_int_equal(env->errors.count, 0);
 }
 
+/* fm__os_reserve_below, which a growth maps its chunks with: the range
+ * ending at the address given where it is free (POSIX: one mmap there;
+ * Windows takes no hint), an aligned range elsewhere that overlaps nothing
+ * mapped where it is not, fm__os_reserve's for NULL; every result aligned,
+ * readable and writable. The free range is a hole of exactly its size
+ * between two held ones, where fm__os_reserve, which over-reserves to
+ * align, never puts it. */
+static void test_os_reserve_below_takes_the_free_range_below_else_one_elsewhere(void **state) {
+    (void)state;
+    const size_t align = 64 << 10, b = 4 * align;
+    uint8_t *r = fm__os_reserve(4 * b, align, true);
+    assert_non_null(r);
+    fm__os_release(r + b, b); /* held: [r, r + b) and [r + 2b, r + 4b) */
+    uint8_t *below = fm__os_reserve_below(r + 2 * b + align / 2, b, align, true);
+    assert_non_null(below);
+    assert_true(fm_is_aligned(below, align));
+#if !defined(_WIN32)
+    assert_ptr_equal(below, r + b);
+#endif
+    memset(below, 0xAB, b);
+    /* The range below r + 4b is held: another one, clear of all three. */
+    uint8_t *other = fm__os_reserve_below(r + 4 * b, b, align, true);
+    assert_non_null(other);
+    assert_true(fm_is_aligned(other, align));
+    assert_true(other + b <= r || other >= r + 4 * b || other == r + b);
+    if (other != below) assert_true(other + b <= below || other >= below + b);
+    memset(other, 0xCD, b);
+    assert_int_equal(below[0], 0xAB);
+    assert_int_equal(r[0], 0);
+    assert_int_equal(r[2 * b], 0);
+    uint8_t *plain = fm__os_reserve_below(NULL, b, align, true);
+    assert_non_null(plain);
+    assert_true(fm_is_aligned(plain, align));
+    plain[b - 1] = 1;
+    fm__os_release(plain, b);
+    fm__os_release(other, b);
+    fm__os_release(below, b);
+    fm__os_release(r, b);
+    fm__os_release(r + 2 * b, 2 * b);
+}
+
 /* Chunks a growth mapped that never became current go back first on trim,
  * newest first, down to the initial capacity; the pool works on. */
 static void test_pool_trim_returns_chunks_a_growth_never_opened(void **state) {
@@ -2881,6 +2923,7 @@ int main(void) {
         T(test_pool_reserve_above_max_capacity_fails),
         T(test_pool_reserve_with_prefault_works),
         T(test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages),
+        T(test_os_reserve_below_takes_the_free_range_below_else_one_elsewhere),
         T(test_pool_trim_returns_chunks_a_growth_never_opened),
         T(test_pool_trim_gives_a_growths_chunks_back_to_the_os_and_its_mapping_with_the_last),
         T(test_pool_reset_trim_and_destroy_after_a_growth_give_every_chunk_back),

@@ -36,6 +36,14 @@ const fm__os_caps *fm__os_get_caps(void);
  * writable at once (pages come in zero-filled on first touch); otherwise
  * inaccessible until fm__os_commit. */
 void *fm__os_reserve(size_t bytes, size_t align, bool commit);
+/* fm__os_reserve's, placed to end at `end` rounded down to align (bytes a
+ * multiple of align) where that range is free: one system call where
+ * fm__os_reserve may need three to align (POSIX; Windows reserves aligned in
+ * one already, and takes no hint). A pool's next growth asks for the range
+ * below its last: where Linux places anonymous mappings top-down, that is
+ * where the next one goes anyway, less the alignment. NULL end:
+ * fm__os_reserve. */
+void *fm__os_reserve_below(void *end, size_t bytes, size_t align, bool commit);
 /* Makes reserved pages readable and writable; false when the OS refuses. */
 bool fm__os_commit(void *ptr, size_t bytes);
 /* Gives the memory of committed pages back and makes them inaccessible (the

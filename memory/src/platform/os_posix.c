@@ -77,6 +77,22 @@ void *fm__os_reserve(size_t bytes, size_t align, bool commit) {
     return start;
 }
 
+void *fm__os_reserve_below(void *end, size_t bytes, size_t align, bool commit) {
+    uintptr_t e = (uintptr_t)end & ~(uintptr_t)(align - 1);
+    if (e && bytes && bytes % align == 0 && e > bytes) {
+        uint8_t *want = (uint8_t *)(e - bytes);
+        int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+#if defined(MAP_FIXED_NOREPLACE)
+        flags |= MAP_FIXED_NOREPLACE; /* fails (EEXIST) rather than move */
+#endif
+        uint8_t *got = mmap(want, bytes, commit ? PROT_READ | PROT_WRITE : PROT_NONE, flags, -1, 0);
+        if (got == want) return got;
+        /* Elsewhere: a kernel that takes the address as a hint only. */
+        if (got != MAP_FAILED) munmap(got, bytes);
+    }
+    return fm__os_reserve(bytes, align, commit);
+}
+
 bool fm__os_commit(void *ptr, size_t bytes) {
     return mprotect(ptr, bytes, PROT_READ | PROT_WRITE) == 0;
 }

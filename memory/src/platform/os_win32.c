@@ -99,6 +99,11 @@ void *fm__os_reserve(size_t bytes, size_t align, bool commit) {
     return NULL;
 }
 
+void *fm__os_reserve_below(void *end, size_t bytes, size_t align, bool commit) {
+    (void)end; /* one call aligns already (see fm__os_reserve) */
+    return fm__os_reserve(bytes, align, commit);
+}
+
 bool fm__os_commit(void *ptr, size_t bytes) {
     return VirtualAlloc(ptr, bytes, MEM_COMMIT, PAGE_READWRITE) != NULL;
 }

@@ -386,6 +386,9 @@ typedef struct fm__growth_plan {
     uint32_t dm2_cap;
     fm__span *span;  /* the new chunks */
     bool span_spare; /* span is one of spare_spans (already counted) */
+    uint8_t *block;  /* use_os: the chunks' mapping, until span holds it */
+    size_t block_bytes;
+    uint8_t *below;  /* the lowest of this growth's mappings (see os_below) */
     uint32_t k;
     bool map_failed; /* the chunk map (pool/map.c) could not take the chunks */
 } fm__growth_plan;
@@ -571,6 +574,7 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     if (g->bases) fm__array_delete(p, g->bases, fm__bases_bytes(g->bases_cap));
     if (g->dm2) fm__array_delete(p, g->dm2, (size_t)g->dm2_cap * sizeof *g->dm2);
     if (g->carve.left) fm__os_release(g->carve.next, g->carve.left);
+    if (g->block) fm__os_release(g->block, g->block_bytes);
     if (g->span) {
         /* Its chunks go back and it retires (to the head of spare_spans):
          * none of them got a record. */
@@ -627,10 +631,27 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     fm__carve_need(p, &total, fm__bases_bytes(g->bases_cap));
     fm__carve_need(p, &total, (size_t)g->dm2_cap * sizeof(fm__dm2));
     fm__carve_need(p, &total, fm__table_bytes(g->table_cap));
+    /* The chunks' mapping first, then the arrays' just below it, each where
+     * the OS has the range free (one system call each): the next growth
+     * asks for the range below both, so no mapping of this one takes the
+     * place the next one's chunks would go. */
+    g->below = p->os_below;
+    if (p->use_os) {
+        /* One mapping for all k chunks, so growing by many chunks costs a
+         * few system calls; each chunk goes back on its own later, by
+         * itself or, where the OS releases only whole reservations, as a
+         * decommit until the mapping's last one goes (see fm__span). */
+        if (g->k > SIZE_MAX / p->chunk_bytes) return false;
+        g->block_bytes = (size_t)g->k * p->chunk_bytes;
+        g->block = fm__os_reserve_below(g->below, g->block_bytes, p->chunk_bytes, true);
+        if (!g->block) return false;
+        g->below = g->block;
+    }
     if (total) {
-        g->carve.next = fm__os_reserve(total, fm__os_get_caps()->page_size, true);
+        g->carve.next = fm__os_reserve_below(g->below, total, fm__os_get_caps()->page_size, true);
         if (!g->carve.next) return false;
         g->carve.left = total;
+        g->below = g->carve.next;
     }
     for (uint32_t s = s0; s < s1; s++)
         if (!(g->segs[s] = fm__array_take(p, &g->carve, fm__seg_bytes(s), false))) return false;
@@ -661,14 +682,9 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
         }
     }
     if (p->use_os) {
-        /* One mapping for all k chunks, so growing by many chunks costs a
-         * few system calls; each chunk goes back on its own later, by
-         * itself or, where the OS releases only whole reservations, as a
-         * decommit until the mapping's last one goes (see fm__span). */
-        if (g->k > SIZE_MAX / p->chunk_bytes) return false;
-        size_t bytes = (size_t)g->k * p->chunk_bytes;
-        uint8_t *block = fm__os_reserve(bytes, p->chunk_bytes, true);
-        if (!block) return false;
+        uint8_t *block = g->block;
+        size_t bytes = g->block_bytes;
+        g->block = NULL; /* the span's now: fm__span_empty gives it back */
         g->span->next = g->span->region = block;
         g->span->region_bytes = bytes;
         g->span->left = g->span->held = g->k;
@@ -766,6 +782,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
         p->bytes_reserved += (size_t)g.dm2_cap * sizeof *g.dm2;
     }
     fm__span *sp = g.span;
+    if (g.below) p->os_below = g.below;
     if (p->desc.prefault) {
         if (sp->next) fm__os_prefault(sp->next, (size_t)g.k * p->chunk_bytes);
         for (uint8_t *c = sp->chain; c;) {

@@ -226,6 +226,8 @@ struct fm_pool {
      * same whatever it adds. Oldest first. */
     struct fm__span *spans, *spans_tail;
     struct fm__span *spare_spans; /* used up, kept for the next growth */
+    uint8_t *os_below; /* use_os: the last growth's mapping; the next asks for the
+                          range just below it (fm__os_reserve_below) */
     uint32_t *table; /* open addressing: chunk base -> record index + 1 */
     uintptr_t table_pub; /* table as lock-free readers see it (fm__table_tag) */
     uintptr_t old_pub;   /* old_table likewise */
