@@ -4,6 +4,7 @@
 #include "fm_test.h"
 
 #include "framemem/framemem.h"
+#include "internal.h"    /* fm__pool_set_window_chunks */
 #include "platform/os.h" /* fm__os_reserve_below */
 
 #include <ctype.h>
@@ -1913,6 +1914,81 @@ static void test_os_reserve_below_takes_the_free_range_below_else_one_elsewhere(
     fm__os_release(r + 2 * b, 2 * b);
 }
 
+/* Chunk bases of the first item after each growth of a LINEAR pool of 1 KiB
+ * items growing by `step` chunks (the first chunk of each growth: nothing
+ * is freed, so a growth's chunks open in order), growths (at most 16) into
+ * bases; every item is the pool's. */
+static uint32_t growth_bases(fm_pool *pool, uint32_t growths, uintptr_t *bases, void **items,
+                             size_t cap, size_t *n) {
+    fm_pool_stats s = stats_of(pool);
+    uintptr_t mask = ~(uintptr_t)(s.chunk_bytes - 1);
+    uint64_t events = s.grow_events;
+    uint32_t got = 0;
+    while (got < growths && *n < cap) {
+        void *item = fm_pool_alloc(pool);
+        assert_non_null(item);
+        assert_ptr_equal(fm_pool_of(item), pool);
+        items[(*n)++] = item;
+        uint64_t now = stats_of(pool).grow_events;
+        if (now != events) bases[got++] = (uintptr_t)item & mask, events = now;
+    }
+    return got;
+}
+
+/* Growth windows (pool/chunks.c, fm__window_take), where the OS has them:
+ * a window of 32 chunks takes eight growths of 4 chunks side by side, from
+ * its bottom up, with no mapping of their own; the ninth maps a new window,
+ * clear of the first; a growth above a quarter of a window (here: with
+ * windows of 12 chunks) maps its own chunks. Every item is the pool's and
+ * frees; the pool checks clean. Elsewhere growths map their own chunks, and
+ * the hook that sizes windows changes nothing. */
+static void test_pool_growths_take_their_chunks_from_a_window(void **state) {
+    fm_test_env *env = *state;
+    bool windows = fm__os_get_caps()->window_bytes != 0;
+    if (!windows)
+        print_message("[ did not apply ] growth windows: this OS has none (window_bytes 0); "
+                      "growths checked without\n");
+    enum { CAP = 6000 };
+    void **items = malloc(CAP * sizeof *items);
+    assert_non_null(items);
+    for (int round = 0; round < 2; round++) {
+        fm_pool *pool = fm_pool_create(&(fm_pool_desc){.name = "window", .item_size = 1024,
+                                                       .growth = FM_GROWTH_LINEAR,
+                                                       .grow_step = 1,
+                                                       .initial_capacity = 1});
+        assert_non_null(pool);
+        fm_pool_stats s = stats_of(pool);
+        size_t cb = (size_t)s.chunk_bytes, per = (size_t)s.items_per_chunk;
+        fm_pool_destroy(pool);
+        const uint32_t step = 4; /* chunks per growth */
+        pool = fm_pool_create(&(fm_pool_desc){.name = "window", .item_size = 1024,
+                                              .growth = FM_GROWTH_LINEAR,
+                                              .grow_step = (uint32_t)(step * per),
+                                              .initial_capacity = 1});
+        assert_non_null(pool);
+        fm__pool_set_window_chunks(pool, round == 0 ? 32 : 12);
+        uintptr_t bases[16];
+        size_t n = 0;
+        uint32_t got = growth_bases(pool, round == 0 ? 9 : 3, bases, items, CAP, &n);
+        assert_int_equal(got, round == 0 ? 9 : 3);
+        if (windows && round == 0) {
+            for (uint32_t i = 1; i < 8; i++) assert_true(bases[i] == bases[i - 1] + step * cb);
+            assert_true(bases[8] + step * cb <= bases[0] || bases[8] >= bases[0] + 32 * cb);
+        } else if (windows) {
+            /* 4 chunks > 12 / 4: each growth its own mapping, the next just
+             * below the last (fm__os_reserve_below). */
+            for (uint32_t i = 1; i < 3; i++) assert_true(bases[i] + step * cb == bases[i - 1]);
+        }
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        for (size_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
+        assert_int_equal(stats_of(pool).live, 0);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        fm_pool_destroy(pool);
+    }
+    free(items);
+    assert_int_equal(env->errors.count, 0);
+}
+
 /* Chunks a growth mapped that never became current go back first on trim,
  * newest first, down to the initial capacity; the pool works on. */
 static void test_pool_trim_returns_chunks_a_growth_never_opened(void **state) {
@@ -2924,6 +3000,7 @@ int main(void) {
         T(test_pool_reserve_with_prefault_works),
         T(test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages),
         T(test_os_reserve_below_takes_the_free_range_below_else_one_elsewhere),
+        T(test_pool_growths_take_their_chunks_from_a_window),
         T(test_pool_trim_returns_chunks_a_growth_never_opened),
         T(test_pool_trim_gives_a_growths_chunks_back_to_the_os_and_its_mapping_with_the_last),
         T(test_pool_reset_trim_and_destroy_after_a_growth_give_every_chunk_back),

@@ -13,7 +13,11 @@
  *   released whole with its last chunk (pool/chunks.c, fm__span).
  * - huge_page_size: the size of a transparent huge page where the OS has
  *   them (0 otherwise); fm__os_huge_pages_usable says whether they may be
- *   used now. */
+ *   used now.
+ * - window_bytes: address space a pool may map readable and writable ahead
+ *   of its growths, which takes no memory and no commit charge until its
+ *   pages are touched (Linux, 64-bit, overcommit not strict); 0 where that
+ *   does not hold (pool/chunks.c, fm__window). */
 #ifndef FRAMEMEM_PLATFORM_OS_H
 #define FRAMEMEM_PLATFORM_OS_H
 
@@ -26,6 +30,7 @@ typedef struct fm__os_caps {
     size_t huge_page_size;    /* 0: no huge pages on this OS */
     bool has_virtual_reserve; /* reserve now, commit later */
     bool has_partial_release; /* release part of a reservation */
+    size_t window_bytes;      /* 0: no growth windows */
 } fm__os_caps;
 
 /* What the OS offers; filled on first use, constant afterwards. */

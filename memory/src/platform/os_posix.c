@@ -21,8 +21,11 @@
 #include <mach/mach_time.h>
 #endif
 
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#if defined(__linux__)
 #include <fcntl.h>
+#endif
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
 #include <sys/prctl.h>
 #define FM__OS_THP 1
 #endif
@@ -32,6 +35,19 @@
 static fm__os_caps fm__os_caps_value;
 static fm__once fm__os_caps_once = FM__ONCE_INIT;
 
+#if defined(__linux__) && UINTPTR_MAX > 0xFFFFFFFFu
+/* true when the kernel charges every writable private mapping against its
+ * commit limit, MAP_NORESERVE or not (vm.overcommit_memory = 2). */
+static bool fm__os_overcommit_strict(void) {
+    int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true; /* unknown: take no window */
+    char c = 0;
+    ssize_t n = read(fd, &c, 1);
+    close(fd);
+    return n != 1 || c == '2';
+}
+#endif
+
 static void fm__os_caps_fill(void) {
     long p = sysconf(_SC_PAGESIZE);
     fm__os_caps_value = (fm__os_caps){
@@ -39,6 +55,9 @@ static void fm__os_caps_fill(void) {
         .has_virtual_reserve = true,
         .has_partial_release = true,
     };
+#if defined(__linux__) && UINTPTR_MAX > 0xFFFFFFFFu
+    if (!fm__os_overcommit_strict()) fm__os_caps_value.window_bytes = (size_t)1 << 30;
+#endif
 #ifdef FM__OS_THP
     fm__os_caps_value.huge_page_size = (size_t)2 << 20;
 #endif

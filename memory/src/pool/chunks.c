@@ -389,6 +389,7 @@ typedef struct fm__growth_plan {
     uint8_t *block;  /* use_os: the chunks' mapping, until span holds it */
     size_t block_bytes;
     uint8_t *below;  /* the lowest of this growth's mappings (see os_below) */
+    bool window_ok;  /* may map a window (not at create: most pools never grow) */
     uint32_t k;
     bool map_failed; /* the chunk map (pool/map.c) could not take the chunks */
 } fm__growth_plan;
@@ -586,6 +587,43 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     }
 }
 
+/* Growth windows. Any system call right after many first-touch page faults
+ * costs 15-20 us in a VM, an mmap of any size included (the kernel's
+ * deferred work; getppid takes 4 us there: fm-bench regrowth, bench/
+ * RESULTS.md). So where the OS has windows, a pool's first growth after
+ * create maps address space ahead, readable and writable and untouched
+ * (no memory, no commit charge), and growths that fit take their chunks
+ * from its bottom and their arrays from its top with no system call; one
+ * that does not fit maps a new window (the old one's rest goes back) or,
+ * above a quarter of a window, its own mappings. Everything taken is
+ * released part by part as before: the window is only where mappings come
+ * from. true when g's chunks (block) and arrays (carve) are the window's. */
+static bool fm__window_take(fm_pool *p, fm__growth_plan *g, size_t arrays) {
+    size_t need = g->block_bytes + arrays;
+    if (need < g->block_bytes || !p->win_bytes) return false;
+    if ((size_t)(p->win_end - p->win_next) < need) {
+        if (!g->window_ok || need > p->win_bytes / 4) return false;
+        uint8_t *win = fm__os_reserve_below(p->os_below, p->win_bytes, p->chunk_bytes, true);
+        if (!win) return false;
+        if (p->win_next != p->win_end) fm__os_release(p->win_next, (size_t)(p->win_end - p->win_next));
+        p->win_next = win;
+        p->win_end = win + p->win_bytes;
+        g->below = win;
+    }
+    g->block = p->win_next;
+    p->win_next += g->block_bytes;
+    if (arrays) {
+        p->win_end -= arrays;
+        g->carve.next = p->win_end;
+        g->carve.left = arrays;
+    }
+    return true;
+}
+
+void fm__pool_set_window_chunks(fm_pool *pool, uint32_t chunks) {
+    if (pool->win_bytes) pool->win_bytes = (size_t)chunks * pool->chunk_bytes;
+}
+
 /* Allocates everything; false (nothing reported yet) when any piece fails. */
 static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     const fm_allocator *a = &p->desc.allocator;
@@ -631,18 +669,21 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     fm__carve_need(p, &total, fm__bases_bytes(g->bases_cap));
     fm__carve_need(p, &total, (size_t)g->dm2_cap * sizeof(fm__dm2));
     fm__carve_need(p, &total, fm__table_bytes(g->table_cap));
+    g->below = p->os_below;
+    if (p->use_os) {
+        if (g->k > SIZE_MAX / p->chunk_bytes) return false;
+        g->block_bytes = (size_t)g->k * p->chunk_bytes;
+        if (fm__window_take(p, g, total)) goto arrays;
+    }
     /* The chunks' mapping first, then the arrays' just below it, each where
      * the OS has the range free (one system call each): the next growth
      * asks for the range below both, so no mapping of this one takes the
      * place the next one's chunks would go. */
-    g->below = p->os_below;
     if (p->use_os) {
         /* One mapping for all k chunks, so growing by many chunks costs a
          * few system calls; each chunk goes back on its own later, by
          * itself or, where the OS releases only whole reservations, as a
          * decommit until the mapping's last one goes (see fm__span). */
-        if (g->k > SIZE_MAX / p->chunk_bytes) return false;
-        g->block_bytes = (size_t)g->k * p->chunk_bytes;
         g->block = fm__os_reserve_below(g->below, g->block_bytes, p->chunk_bytes, true);
         if (!g->block) return false;
         g->below = g->block;
@@ -653,6 +694,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
         g->carve.left = total;
         g->below = g->carve.next;
     }
+arrays:
     for (uint32_t s = s0; s < s1; s++)
         if (!(g->segs[s] = fm__array_take(p, &g->carve, fm__seg_bytes(s), false))) return false;
     if (g->bases_cap &&
@@ -735,7 +777,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
                    (unsigned long long)p->max_chunks * p->hot.per_chunk);
         return false;
     }
-    fm__growth_plan g = {.k = (uint32_t)k64};
+    fm__growth_plan g = {.k = (uint32_t)k64, .window_ok = kind != FM__GROW_CREATE};
     /* The chunks' bytes are charged to the tag before they are taken. */
     uint64_t charged = k64 * p->chunk_bytes;
     if (!fm__tag_charge(p->desc.tag, charged, "pool", p->name)) return false;

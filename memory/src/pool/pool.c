@@ -419,6 +419,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     const fm__os_caps *caps = fm__os_get_caps();
     p->use_os = fm__allocator_is_system(&desc->allocator) && caps->has_virtual_reserve &&
                 p->chunk_bytes % caps->page_size == 0;
+    p->win_bytes = p->use_os ? caps->window_bytes : 0; /* see pool/chunks.c, fm__window_take */
     p->sync = desc->sync;
     p->watch_scale = desc->timing == FM_POOL_TIMING_EVERY_CALL ? 1u
                      : desc->timing == FM_POOL_TIMING_SAMPLED  ? FM_POOL_TIMING_SAMPLE
@@ -587,6 +588,7 @@ void fm_pool_destroy(fm_pool *pool) {
         if (fm__chunk_at(p, ci)->state != FM__CHUNK_UNUSED) fm__release_chunk(p, ci);
     }
     fm__spans_release(p);
+    if (p->win_next != p->win_end) fm__os_release(p->win_next, (size_t)(p->win_end - p->win_next));
     fm_allocator a = p->desc.allocator;
     for (uint32_t i = 0; i < p->chunk_top; i++) {
         uint32_t *links = *fm__links_slot(p, i);

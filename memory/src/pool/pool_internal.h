@@ -228,6 +228,12 @@ struct fm_pool {
     struct fm__span *spare_spans; /* used up, kept for the next growth */
     uint8_t *os_below; /* use_os: the last growth's mapping; the next asks for the
                           range just below it (fm__os_reserve_below) */
+    /* use_os, where the OS has windows (fm__os_caps): address space mapped
+     * ahead for later growths, [win_next, win_end): chunks are taken from
+     * its bottom, arrays from its top (see fm__window_take). win_bytes: the
+     * size of the next one (0: none). */
+    uint8_t *win_next, *win_end;
+    size_t win_bytes;
     uint32_t *table; /* open addressing: chunk base -> record index + 1 */
     uintptr_t table_pub; /* table as lock-free readers see it (fm__table_tag) */
     uintptr_t old_pub;   /* old_table likewise */
