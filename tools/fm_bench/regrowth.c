@@ -110,6 +110,10 @@ typedef struct regrow_result {
     uint64_t grow_ns_max; /* the slowest of those growths; UINT64_MAX: unknown */
     uint64_t grow_events; /* growths during the timed allocations */
     uint64_t minor_faults;
+    /* bare row only: one mmap of a chunk's size, the first system call
+     * after its touches, as a growth that maps its chunks makes it: the
+     * physical limit of such a growth */
+    uint64_t mmap_after_ns;
     regrow_group group[GROUPS]; /* fm_pool only: rest, opens a chunk, next after */
 } regrow_result;
 
@@ -119,7 +123,8 @@ typedef struct regrow_result {
 #define REGROW_FIELDS(X)                                                                \
     X(create_ns) X(reserve_ns) X(lat.median) X(lat.p99) X(lat.p999) X(lat.max)          \
         X(lat.over_20x_median) X(lat.over_1us) X(grow_ns) X(grow_ns_max) X(grow_events) \
-            X(minor_faults) REGROW_GROUP_FIELDS(X, GROUP_REST)                          \
+            X(minor_faults) X(mmap_after_ns)                                            \
+                REGROW_GROUP_FIELDS(X, GROUP_REST)                                      \
                 REGROW_GROUP_FIELDS(X, GROUP_OPEN) REGROW_GROUP_FIELDS(X, GROUP_NEXT)
 
 /* ------------------------------------------------------------ one run */
@@ -301,6 +306,16 @@ static void run_bare(const regrow_variant *v, const regrow_layout *lay, uint32_t
     uint64_t faults = bench_minor_faults();
     timed_bare(region, lay, n, ticks, items);
     out->minor_faults = bench_minor_faults() - faults;
+    /* What the first system call costs right after those first touches:
+     * a growth that maps its chunks pays it (fm_pool's growth windows do
+     * not map, see pool/chunks.c). */
+    uint64_t s1 = fm_clock_now();
+    void *m = mmap(NULL, lay->chunk_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    uint64_t s2 = fm_clock_now();
+    if (m == MAP_FAILED) bench_die("regrowth, %s: mmap of one chunk failed", v->name);
+    out->mmap_after_ns = fm_clock_to_ns(s2 - s1);
+    munmap(m, lay->chunk_bytes);
     munmap(region, bytes);
 }
 
@@ -618,6 +633,15 @@ static void print_targets(const regrow_result *res, const regrow_result *runs,
                "%.0f ns worst: %s\n",
                regrow_variants[v].name, med, worst, met ? "met" : "NOT met");
     }
+    uint64_t mmap_worst = 0;
+    for (int r = 0; r < repeat; r++)
+        if (runs[V_BARE * repeat + r].mmap_after_ns > mmap_worst)
+            mmap_worst = runs[V_BARE * repeat + r].mmap_after_ns;
+    printf("Physical limit of a growth that maps its chunks (the bare row): one mmap of a "
+           "chunk, the first system call after the row's first touches: %.1f us median, %.1f "
+           "us worst (fm_pool's growths take address space mapped ahead where the OS allows, "
+           "and make no system call)\n",
+           (double)res[V_BARE].mmap_after_ns / 1000.0, (double)mmap_worst / 1000.0);
     for (int v = 0; v < REGROW_VARIANTS; v++) {
         if (regrow_variants[v].kind != REGROW_FM_POOL) continue;
         uint64_t slowest = 0, events = 0;
