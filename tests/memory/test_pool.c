@@ -1873,6 +1873,15 @@ static void test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages(voi
     assert_int_equal(env->errors.count, 0);
 }
 
+/* Who places this process's mappings when it is not the kernel alone:
+ * Valgrind and qemu-user choose the addresses of a guest's mmap calls
+ * themselves, hints included. NULL: the kernel. */
+static const char *mapping_placer(void) {
+    if (fm_test_under_valgrind()) return "Valgrind";
+    const char *emulator = getenv("FM_TEST_EMULATOR");
+    return emulator && *emulator ? emulator : NULL;
+}
+
 /* fm__os_reserve_below, which a growth maps its chunks with: the range
  * ending at the address given where it is free (POSIX: one mmap there;
  * Windows takes no hint), an aligned range elsewhere that overlaps nothing
@@ -1890,7 +1899,10 @@ static void test_os_reserve_below_takes_the_free_range_below_else_one_elsewhere(
     assert_non_null(below);
     assert_true(fm_is_aligned(below, align));
 #if !defined(_WIN32)
-    assert_ptr_equal(below, r + b);
+    if (!mapping_placer()) assert_ptr_equal(below, r + b);
+    else
+        print_message("[ did not apply ] the range asked for: %s places mappings itself\n",
+                      mapping_placer());
 #endif
     memset(below, 0xAB, b);
     /* The range below r + 4b is held: another one, clear of all three. */
@@ -1974,10 +1986,14 @@ static void test_pool_growths_take_their_chunks_from_a_window(void **state) {
         if (windows && round == 0) {
             for (uint32_t i = 1; i < 8; i++) assert_true(bases[i] == bases[i - 1] + step * cb);
             assert_true(bases[8] + step * cb <= bases[0] || bases[8] >= bases[0] + 32 * cb);
-        } else if (windows) {
+        } else if (windows && !mapping_placer()) {
             /* 4 chunks > 12 / 4: each growth its own mapping, the next just
              * below the last (fm__os_reserve_below). */
             for (uint32_t i = 1; i < 3; i++) assert_true(bases[i] + step * cb == bases[i - 1]);
+        } else if (windows) {
+            print_message("[ did not apply ] growths mapped below each other: %s places "
+                          "mappings itself\n",
+                          mapping_placer());
         }
         assert_int_equal(fm_pool_check(pool), FM_OK);
         for (size_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
