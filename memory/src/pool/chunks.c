@@ -600,14 +600,15 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
  * from. true when g's chunks (block) and arrays (carve) are the window's. */
 static bool fm__window_take(fm_pool *p, fm__growth_plan *g, size_t arrays) {
     size_t need = g->block_bytes + arrays;
-    if (need < g->block_bytes || !p->win_bytes) return false;
+    size_t win_bytes = (size_t)p->win_chunks * p->chunk_bytes;
+    if (need < g->block_bytes || !win_bytes) return false;
     if ((size_t)(p->win_end - p->win_next) < need) {
-        if (!g->window_ok || need > p->win_bytes / 4) return false;
-        uint8_t *win = fm__os_reserve_below(p->os_below, p->win_bytes, p->chunk_bytes, true);
+        if (!g->window_ok || need > win_bytes / 4) return false;
+        uint8_t *win = fm__os_reserve_below(p->os_below, win_bytes, p->chunk_bytes, true);
         if (!win) return false;
         if (p->win_next != p->win_end) fm__os_release(p->win_next, (size_t)(p->win_end - p->win_next));
         p->win_next = win;
-        p->win_end = win + p->win_bytes;
+        p->win_end = win + win_bytes;
         g->below = win;
     }
     g->block = p->win_next;
@@ -621,7 +622,7 @@ static bool fm__window_take(fm_pool *p, fm__growth_plan *g, size_t arrays) {
 }
 
 void fm__pool_set_window_chunks(fm_pool *pool, uint32_t chunks) {
-    if (pool->win_bytes) pool->win_bytes = (size_t)chunks * pool->chunk_bytes;
+    if (pool->win_chunks) pool->win_chunks = chunks;
 }
 
 /* Allocates everything; false (nothing reported yet) when any piece fails. */
@@ -1130,6 +1131,9 @@ static void fm__geometry(fm_pool *p) {
     p->chunk_shift = fm__ctz32((uint32_t)(cb >> 1)) + 1;
     p->base_mask = ~(uintptr_t)(cb - 1);
     p->hot.base_mask = p->base_mask;
+    /* Growth windows (fm__window_take) of chunks that come from the OS. */
+    size_t win = fm__os_get_caps()->window_bytes;
+    p->win_chunks = win && cb <= win / 4 ? (uint32_t)(win / cb) : 0;
     p->hot.slot_bits = 1;
     while ((1u << p->hot.slot_bits) < per) p->hot.slot_bits++;
     p->hot.slot_mask = (1u << p->hot.slot_bits) - 1u;

@@ -283,9 +283,9 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
     return FM__FILED;
 }
 
-/* NONE, where the core works on hot (leaf_mask, else nothing matches): the
- * common free into a chunk that is not current, with nothing waiting in
- * hot's next slot: a live slot start of a chunk the direct-mapped caches
+/* NONE, where the core works on hot (every other pool's hot has no current
+ * chunk): the common free into a chunk that is not current, with nothing
+ * waiting in hot's next slot: a live slot start of a chunk the direct-mapped caches
  * key as clean (see fm__dm_key: not current, no word a reset left, so a
  * live word is an item handed out), parked there as fm__free_other parks
  * it. The record is not read: a random free over hundreds of chunks would
@@ -293,10 +293,10 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
  * path's frame is not built): false, with nothing changed, for anything
  * else, which the policy's path then does. */
 static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) {
-    fm__pool_hot *h = &p->hot; /* p->cs, wherever leaf_mask is set */
-    uintptr_t base = (uintptr_t)item & p->leaf_mask;
+    fm__pool_hot *h = &p->hot; /* p->cs, wherever hot has a current chunk */
+    uintptr_t base = (uintptr_t)item & p->base_mask;
     /* Before any word a locked pool's growth writes (dm2, its mask). */
-    if (!base || h->cur_next_slot) return false;
+    if (h->cur_base == 1 || h->cur_next_slot) return false;
     /* One cache or the other, whichever the pool has: trying dm_base first
      * and dm2 on a miss is a branch that a pool of more chunks than dm_base
      * has slots mispredicts at random (dm2, made past them, holds every

@@ -248,7 +248,7 @@ size_t fm_pool_alloc_n(fm_pool *pool, void **out, size_t n) {
 
 void fm__pool_free_slow(fm_pool *pool, void *item) {
 #ifndef FM__THREAD_CHECKS
-    /* First: it finds nothing in a pool of any other policy (leaf_mask). */
+    /* First: in a pool of any other policy hot has no current chunk. */
     if (FM__LIKELY(fm__free_park_leaf(pool, item))) return;
 #endif
     if (FM__UNLIKELY(pool->hot.sync != FM_SYNC_NONE)) {
@@ -419,7 +419,6 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     const fm__os_caps *caps = fm__os_get_caps();
     p->use_os = fm__allocator_is_system(&desc->allocator) && caps->has_virtual_reserve &&
                 p->chunk_bytes % caps->page_size == 0;
-    p->win_bytes = p->use_os ? caps->window_bytes : 0; /* see pool/chunks.c, fm__window_take */
     p->sync = desc->sync;
     p->watch_scale = desc->timing == FM_POOL_TIMING_EVERY_CALL ? 1u
                      : desc->timing == FM_POOL_TIMING_SAMPLED  ? FM_POOL_TIMING_SAMPLE
@@ -445,7 +444,6 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
      * (fm__calls_annotated) or the watch. */
     p->shadow = p->hot;
     p->cs = p->sync == FM_SYNC_NONE && !library_only ? &p->hot : &p->shadow;
-    p->leaf_mask = p->cs == &p->hot ? p->base_mask : 0;
     p->cur_idx = FM__NONE;
     p->lf.head = FM__NONE;
     for (uint32_t k = 0; k < FM__DM_SLOTS; k++) p->dm_base[k] = 1;

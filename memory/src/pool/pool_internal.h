@@ -176,6 +176,8 @@ struct fm_pool {
      * chunk opens and when the table finds one, cleared on release. */
     struct fm__dm2 *dm2;
     uint32_t dm2_mask;
+    uint32_t win_chunks; /* the size of the pool's next growth window (see win_next);
+                            0: none */
     /* NONE and MUTEX: a single free outside the current chunk parks its slot
      * in hot's next slot (cur_next UINT32_MAX) instead of pushing it onto its
      * chunk's stack, so an alloc right after takes that slot back, its cache
@@ -183,10 +185,6 @@ struct fm_pool {
      * (c->live, live_other) until fm__settle_next files it, which every path
      * that moves the next slot or switches chunks does first. */
     fm__chunk *parked_rec; /* its chunk's record (its slot: see fm__parked_slot) */
-    /* base_mask where the core works on hot (NONE, no annotations, no
-     * watch), else 0: the free's leaf path (pool/core.c) then finds no chunk
-     * and every other pool goes on to its policy's path. */
-    uintptr_t leaf_mask;
     uint64_t live_other; /* live items outside the current chunk, parked one included */
     uintptr_t base_mask;
 
@@ -230,10 +228,8 @@ struct fm_pool {
                           range just below it (fm__os_reserve_below) */
     /* use_os, where the OS has windows (fm__os_caps): address space mapped
      * ahead for later growths, [win_next, win_end): chunks are taken from
-     * its bottom, arrays from its top (see fm__window_take). win_bytes: the
-     * size of the next one (0: none). */
+     * its bottom, arrays from its top (see fm__window_take). */
     uint8_t *win_next, *win_end;
-    size_t win_bytes;
     uint32_t *table; /* open addressing: chunk base -> record index + 1 */
     uintptr_t table_pub; /* table as lock-free readers see it (fm__table_tag) */
     uintptr_t old_pub;   /* old_table likewise */
