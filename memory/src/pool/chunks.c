@@ -593,7 +593,7 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
  * RESULTS.md). So where the OS has windows, a pool's first growth after
  * create maps address space ahead, readable and writable and untouched
  * (no memory, no commit charge), and growths that fit take their chunks
- * from its bottom and their arrays from its top with no system call; one
+ * from its top and their arrays from its bottom with no system call; one
  * that does not fit maps a new window (the old one's rest goes back) or,
  * above a quarter of a window, its own mappings. Everything taken is
  * released part by part as before: the window is only where mappings come
@@ -611,12 +611,16 @@ static bool fm__window_take(fm_pool *p, fm__growth_plan *g, size_t arrays) {
         p->win_end = win + win_bytes;
         g->below = win;
     }
-    g->block = p->win_next;
-    p->win_next += g->block_bytes;
+    /* Chunks from the top down: a new window ends where the pool's last
+     * mapping begins, so its chunks continue the ones before it, each in its
+     * own slot of dm_base (chunk number mod 64: chunks 1 GiB apart would
+     * share one, and every free into one of them would miss it). */
+    p->win_end -= g->block_bytes;
+    g->block = p->win_end;
     if (arrays) {
-        p->win_end -= arrays;
-        g->carve.next = p->win_end;
+        g->carve.next = p->win_next;
         g->carve.left = arrays;
+        p->win_next += arrays;
     }
     return true;
 }

@@ -228,7 +228,7 @@ struct fm_pool {
                           range just below it (fm__os_reserve_below) */
     /* use_os, where the OS has windows (fm__os_caps): address space mapped
      * ahead for later growths, [win_next, win_end): chunks are taken from
-     * its bottom, arrays from its top (see fm__window_take). */
+     * its top, arrays from its bottom (see fm__window_take). */
     uint8_t *win_next, *win_end;
     uint32_t *table; /* open addressing: chunk base -> record index + 1 */
     uintptr_t table_pub; /* table as lock-free readers see it (fm__table_tag) */
