@@ -1958,6 +1958,11 @@ static uint32_t growth_bases(fm_pool *pool, uint32_t growths, uintptr_t *bases, 
 static void test_pool_growths_take_their_chunks_from_a_window(void **state) {
     fm_test_env *env = *state;
     bool windows = fm__os_get_caps()->window_bytes != 0;
+    /* TSan's interceptor does not always honour a hint either: in CI a 1
+     * GiB window did not land below create's chunk under it, nor, in another
+     * run, a growth's chunks below the last's (the OS test's hole did). */
+    const char *placer = mapping_placer();
+    if (!placer && FM_TEST_TSAN) placer = "ThreadSanitizer";
     if (!windows)
         print_message("[ did not apply ] growth windows: this OS has none (window_bytes 0); "
                       "growths checked without\n");
@@ -1992,15 +1997,19 @@ static void test_pool_growths_take_their_chunks_from_a_window(void **state) {
              * cache (chunk number mod 64; 1 GiB away they would share one,
              * and a random free into either would miss it). */
             uintptr_t first = (uintptr_t)items[0] & ~(uintptr_t)(cb - 1);
-            if (!mapping_placer()) assert_true(bases[0] + step * cb == first);
-        } else if (windows && !mapping_placer()) {
+            if (!placer) assert_true(bases[0] + step * cb == first);
+            else
+                print_message("[ did not apply ] the window below create's chunk: %s places "
+                              "mappings itself\n",
+                              placer);
+        } else if (windows && !placer) {
             /* 4 chunks > 12 / 4: each growth its own mapping, the next just
              * below the last (fm__os_reserve_below). */
             for (uint32_t i = 1; i < 3; i++) assert_true(bases[i] + step * cb == bases[i - 1]);
         } else if (windows) {
             print_message("[ did not apply ] growths mapped below each other: %s places "
                           "mappings itself\n",
-                          mapping_placer());
+                          placer);
         }
         assert_int_equal(fm_pool_check(pool), FM_OK);
         for (size_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
