@@ -140,10 +140,10 @@ static void fm__reset_core(fm_pool *p) {
         fm__reset_annotate(p, c, used);
         c->hw = used;
         c->bump = 0;
-        fm__dm_refresh(p, c);
         c->free_top = 0;
         c->live = 0;
         c->state = FM__CHUNK_EMPTY;
+        fm__dm_refresh(p, c); /* its key says whether words a reset left remain */
         fm__list_push(p, &p->empty, i);
     }
     p->live_other = 0;
