@@ -588,9 +588,9 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
 }
 
 /* Growth windows. Any system call right after many first-touch page faults
- * costs 15-20 us in a VM, an mmap of any size included (the kernel's
- * deferred work; getppid takes 4 us there: fm-bench regrowth, bench/
- * RESULTS.md). So where the OS has windows, a pool's first growth after
+ * costs 15-20 us in a VM, an mmap of any size included (whatever the kernel
+ * or the hypervisor leaves for the next entry: getppid takes 4 us there;
+ * fm-bench regrowth, bench/RESULTS.md). So where the OS has windows, a pool's first growth after
  * create maps address space ahead, readable and writable and untouched
  * (no memory, no commit charge), and growths that fit take their chunks
  * from its top and their arrays from its bottom with no system call; one
