@@ -1878,8 +1878,7 @@ static void test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages(voi
  * themselves, hints included. NULL: the kernel. */
 static const char *mapping_placer(void) {
     if (fm_test_under_valgrind()) return "Valgrind";
-    const char *emulator = getenv("FM_TEST_EMULATOR");
-    return emulator && *emulator ? emulator : NULL;
+    return fm_test_emulator();
 }
 
 /* fm__os_reserve_below, which a growth maps its chunks with: the range

@@ -407,9 +407,14 @@ void fm_test_filter_from_env(void) {
     if (pattern && pattern[0]) cmocka_set_test_filter(pattern);
 }
 
-bool fm_test_feature_missing(const char *what, const char *why) {
+const char *fm_test_emulator(void) {
     const char *emulator = getenv("FM_TEST_EMULATOR");
-    if (!emulator || !emulator[0]) {
+    return emulator && emulator[0] ? emulator : NULL;
+}
+
+bool fm_test_feature_missing(const char *what, const char *why) {
+    const char *emulator = fm_test_emulator();
+    if (!emulator) {
         print_error("%s: %s (a native run must have it)\n", what, why);
         fail();
     }
@@ -417,10 +422,7 @@ bool fm_test_feature_missing(const char *what, const char *why) {
     return true;
 }
 
-uint64_t fm_test_emulator_fault_slack(void) {
-    const char *emulator = getenv("FM_TEST_EMULATOR");
-    return emulator && emulator[0] ? 8 : 0;
-}
+uint64_t fm_test_emulator_fault_slack(void) { return fm_test_emulator() ? 8 : 0; }
 
 bool fm_test_page_faults_counted(const char *what) {
     /* A fresh mapping of PAGES pages, each touched once: a counter that

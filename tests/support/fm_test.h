@@ -66,6 +66,9 @@ bool fm_test_page_faults_counted(const char *what);
 /// kernel; 8 under an emulator (FM_TEST_EMULATOR), whose translation of code
 /// run for the first time touches its own pages (qemu-aarch64: 1 seen).
 uint64_t fm_test_emulator_fault_slack(void);
+/// The emulator the cross build runs the tests under (FM_TEST_EMULATOR, e.g.
+/// "qemu-aarch64"), or NULL on a native run.
+const char *fm_test_emulator(void);
 /// Page faults this process takes to map `bytes` of fresh, readable and
 /// writable memory and release it, none of it touched: 0 on a kernel; an
 /// emulator's own bookkeeping of a guest mapping (qemu-user) shows here.
