@@ -1946,6 +1946,126 @@ static uint32_t growth_bases(fm_pool *pool, uint32_t growths, uintptr_t *bases, 
     return got;
 }
 
+/* A heap whose chunk-sized blocks (4 KiB, 4 KiB-aligned) lie 64 chunks
+ * apart in one region: every chunk of a pool on it falls on the same entry
+ * of the pool's chunk cache (by chunk number: 64 entries, more past 64
+ * chunks). Everything else comes from the counting allocator. */
+enum { SPREAD_CHUNK = 4096, SPREAD_STEP = 64, SPREAD_MAX = 16 };
+typedef struct spread_heap {
+    fm_allocator inner;
+    uint8_t *region; /* SPREAD_MAX blocks, SPREAD_STEP chunks apart */
+    size_t used;     /* blocks handed out */
+    size_t held;     /* blocks not given back */
+} spread_heap;
+
+static bool spread_owns(const spread_heap *h, const void *p) {
+    uintptr_t a = (uintptr_t)p, r = (uintptr_t)h->region;
+    return a >= r && a - r < (size_t)SPREAD_MAX * SPREAD_STEP * SPREAD_CHUNK;
+}
+
+static void *spread_alloc(size_t size, size_t align, void *user) {
+    spread_heap *h = user;
+    if (size != SPREAD_CHUNK || align != SPREAD_CHUNK) return h->inner.alloc(size, align, h->inner.user);
+    if (h->used == SPREAD_MAX) return NULL;
+    h->held++;
+    return h->region + h->used++ * SPREAD_STEP * SPREAD_CHUNK;
+}
+
+static void spread_free(void *p, size_t size, void *user) {
+    spread_heap *h = user;
+    if (spread_owns(h, p)) h->held--;
+    else h->inner.free(p, size, h->inner.user);
+}
+
+/* Frees into chunks that share one entry of the chunk cache: each finds its
+ * chunk in the table and takes the entry from the one before, whose parked
+ * slot (NONE, MUTEX) is then settled into the right chunk. Round-robin
+ * frees over six such chunks count right and check clean; a double free, an
+ * interior pointer and a pointer into the region where no chunk is are
+ * reported with nothing changed; every item then goes back. Every policy. */
+static void test_pool_frees_into_chunks_that_share_a_cache_entry(void **state) {
+    fm_test_env *env = *state;
+    static const fm_sync syncs[] = {FM_SYNC_NONE, FM_SYNC_MUTEX, FM_SYNC_THREAD_CACHE,
+                                    FM_SYNC_LOCKFREE};
+    for (size_t pi = 0; pi < sizeof syncs / sizeof syncs[0]; pi++) {
+        spread_heap heap = {.inner = fm_test_allocator_get(&env->alloc)};
+        heap.region = aligned_alloc(SPREAD_CHUNK, (size_t)SPREAD_MAX * SPREAD_STEP * SPREAD_CHUNK);
+        assert_non_null(heap.region);
+        fm_pool *pool = fm_pool_create(&(fm_pool_desc){
+            .name = "spread", .item_size = 64, .chunk_bytes = SPREAD_CHUNK, .sync = syncs[pi],
+            .allocator = {spread_alloc, spread_free, &heap}});
+        assert_non_null(pool);
+        size_t per = (size_t)stats_of(pool).items_per_chunk;
+        enum { CHUNKS = 6 };
+        size_t n = per * CHUNKS;
+        /* by[k * per + j]: the j-th item handed out in the heap's block k */
+        void **by = calloc((size_t)SPREAD_MAX * per, sizeof *by);
+        size_t in[SPREAD_MAX] = {0};
+        assert_non_null(by);
+        for (size_t i = 0; i < n; i++) {
+            void *item = fm_pool_alloc(pool);
+            assert_non_null(item);
+            assert_true(spread_owns(&heap, item));
+            size_t k = ((uintptr_t)item - (uintptr_t)heap.region) / (SPREAD_STEP * SPREAD_CHUNK);
+            assert_true(in[k] < per);
+            fm_test_fill(item, 64, (uint32_t)(k * per + in[k]) + 1);
+            by[k * per + in[k]++] = item;
+        }
+        size_t used = 0; /* blocks that hold items */
+        for (size_t k = 0; k < SPREAD_MAX; k++) used += in[k] != 0;
+        assert_true(used >= 2 && heap.used < SPREAD_MAX);
+        int reports = env->errors.count;
+        size_t freed = 0;
+        /* Round robin: the even items of every block in turn. */
+        for (size_t j = 0; j < per; j += 2) {
+            for (size_t k = 0; k < SPREAD_MAX; k++) {
+                if (j >= in[k]) continue;
+                fm_pool_free(pool, by[k * per + j]);
+                assert_int_equal(stats_of(pool).live, n - ++freed);
+            }
+        }
+        assert_int_equal(env->errors.count, reports);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        fm_pool_stats before = stats_of(pool);
+        int bad = 0;
+        for (size_t k = 0; k < SPREAD_MAX; k++) {
+            if (!in[k]) continue;
+            fm_pool_free(pool, by[k * per]);
+            assert_int_equal(fm_last_error(), FM_ERR_DOUBLE_FREE);
+            bad++;
+            if (in[k] < 2) continue;
+            fm_pool_free(pool, byte_offset(by[k * per + 1], 8));
+            assert_int_equal(fm_last_error(), FM_ERR_INTERIOR_POINTER);
+            bad++;
+        }
+        /* Where the heap's next block would go: the same cache entry, no chunk. */
+        fm_pool_free(pool, byte_offset(heap.region, heap.used * SPREAD_STEP * SPREAD_CHUNK +
+                                                        ((uintptr_t)by[0] % SPREAD_CHUNK)));
+        assert_int_equal(fm_last_error(), FM_ERR_FOREIGN_POINTER);
+        bad++;
+        assert_int_equal(env->errors.count - reports, bad);
+        fm_pool_stats after = stats_of(pool);
+        assert_stats_same(&before, &after, (uint64_t)bad);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        /* The odd items, the blocks in reverse, their contents intact. */
+        for (size_t j = 1; j < per; j += 2) {
+            for (size_t k = SPREAD_MAX; k-- > 0;) {
+                if (j >= in[k]) continue;
+                assert_true(fm_test_check_fill(by[k * per + j], 64, (uint32_t)(k * per + j) + 1));
+                fm_pool_free(pool, by[k * per + j]);
+            }
+        }
+        assert_int_equal(env->errors.count - reports, bad);
+        assert_int_equal(stats_of(pool).live, 0);
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        free(by);
+        fm_test_pool_destroy_quiet(env, pool);
+        assert_int_equal(heap.held, 0);
+        free(heap.region);
+        fm_test_allocator_assert_clean(&env->alloc);
+    }
+}
+
 /* Growth windows (pool/chunks.c, fm__window_take), where the OS has them:
  * a window of 32 chunks takes eight growths of 4 chunks side by side, from
  * its top down, with no mapping of their own; the ninth maps a new window,
@@ -3032,6 +3152,7 @@ int main(void) {
         T(test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages),
         T(test_os_reserve_below_takes_the_free_range_below_else_one_elsewhere),
         T(test_pool_growths_take_their_chunks_from_a_window),
+        T(test_pool_frees_into_chunks_that_share_a_cache_entry),
         T(test_pool_trim_returns_chunks_a_growth_never_opened),
         T(test_pool_trim_gives_a_growths_chunks_back_to_the_os_and_its_mapping_with_the_last),
         T(test_pool_reset_trim_and_destroy_after_a_growth_give_every_chunk_back),

@@ -25,7 +25,7 @@
  *   at (i mod 16) x 64 bytes past its start), so that the two rows' gap is
  *   what the placement of chunk metadata costs; and the first of them with
  *   fm_pool's two other checks instead of the region's bounds: the chunk
- *   found by a direct-mapped table of chunk bases (fm_pool's dm2, safe for
+ *   found by a direct-mapped table of chunk bases (fm_pool's chunk cache, safe for
  *   any pointer: no read of memory at the pointer before the chunk is
  *   known), and the slot below its chunk record's bump index (a 64-byte
  *   record per chunk, as fm_pool's).

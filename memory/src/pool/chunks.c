@@ -330,12 +330,8 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     /* Unpublish first: lock-free lookups stop finding the chunk. */
     fm__table_remove(p, idx);
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, NULL);
-    uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
-    if (fm__dm_is(p->dm_base[k], (uintptr_t)c->base)) p->dm_base[k] = 1;
-    if (p->dm2) {
-        fm__dm2 *e = &p->dm2[((uintptr_t)c->base >> p->chunk_shift) & p->dm2_mask];
-        if (e->rec == c) e->base = 0, e->rec = NULL;
-    }
+    fm__dm *e = fm__dm_entry(p, (uintptr_t)c->base);
+    if (e->rec == c) e->key = 0, e->rec = NULL;
     fm__base_store(p, idx, NULL);
     /* The next chunk of this record starts above every generation this one
      * handed out: handles to its items stay stale (trim is not a hot path). */
@@ -382,8 +378,8 @@ typedef struct fm__growth_plan {
     fm__carve carve; /* the arrays' mapping, what is not handed out yet */
     uint8_t **bases; /* NULL: the base arrays are big enough */
     uint32_t bases_cap;
-    fm__dm2 *dm2;    /* NULL: dm2 is big enough (or not needed) */
-    uint32_t dm2_cap;
+    fm__dm *dm; /* a larger chunk cache; NULL: the pool's is large enough */
+    uint32_t dm_cap;
     fm__span *span;  /* the new chunks */
     bool span_spare; /* span is one of spare_spans (already counted) */
     uint8_t *block;  /* use_os: the chunks' mapping, until span holds it */
@@ -400,7 +396,7 @@ typedef struct fm__pending {
     uint8_t *next;
 } fm__pending;
 
-/* Record segments, base arrays, dm2 and chunk tables of FM__OS_ARRAY_BYTES
+/* Record segments, base arrays, chunk caches and chunk tables of FM__OS_ARRAY_BYTES
  * or more of a pool whose chunks come from the OS come from the OS too,
  * zero-filled and not touched until used: all those a growth needs from one
  * mapping (fm__carve), each released on its own later. A growth then costs
@@ -409,7 +405,7 @@ typedef struct fm__pending {
  * regrowth). Where the OS releases only whole reservations (Windows) each
  * array is a reservation of its own: at most a few per growth, still none
  * per chunk. Smaller ones, and all of a pool on an allocator, come from the
- * allocator (tables and dm2 zeroed here). */
+ * allocator (tables and caches zeroed here). */
 enum { FM__OS_ARRAY_BYTES = 16 << 10 };
 static bool fm__array_os(const fm_pool *p, size_t bytes) {
     return p->use_os && bytes >= FM__OS_ARRAY_BYTES;
@@ -573,7 +569,7 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
         fm__array_delete(p, g->segs[s], fm__seg_bytes(s));
     fm__table_delete(p, g->table, g->table_cap);
     if (g->bases) fm__array_delete(p, g->bases, fm__bases_bytes(g->bases_cap));
-    if (g->dm2) fm__array_delete(p, g->dm2, (size_t)g->dm2_cap * sizeof *g->dm2);
+    if (g->dm) fm__array_delete(p, g->dm, (size_t)g->dm_cap * sizeof *g->dm);
     if (g->carve.left) fm__os_release(g->carve.next, g->carve.left);
     if (g->block) fm__os_release(g->block, g->block_bytes);
     if (g->span) {
@@ -613,8 +609,8 @@ static bool fm__window_take(fm_pool *p, fm__growth_plan *g, size_t arrays) {
     }
     /* Chunks from the top down: a new window ends where the pool's last
      * mapping begins, so its chunks continue the ones before it, each in its
-     * own slot of dm_base (chunk number mod 64: chunks 1 GiB apart would
-     * share one, and every free into one of them would miss it). */
+     * own entry of the chunk cache (by chunk number: chunks 1 GiB apart
+     * would share one, and every free into one of them would miss it). */
     p->win_end -= g->block_bytes;
     g->block = p->win_end;
     if (arrays) {
@@ -650,14 +646,14 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
         while (cap < need * 2) cap *= 2;
         g->bases_cap = (uint32_t)cap;
     }
-    /* Past the 64 slots of dm_base, dm2 with at least twice as many slots as
-     * chunks (made empty: it fills as chunks open and as the table finds
-     * them). */
+    /* Past the chunk cache's first 64 entries, one with at least twice as
+     * many entries as chunks (made empty: it fills as chunks open and as
+     * frees find them in the table). */
     uint64_t chunks = (uint64_t)p->chunk_count + g->k;
-    if (chunks > FM__DM_SLOTS && chunks * 2 > (p->dm2 ? (uint64_t)p->dm2_mask + 1 : 0)) {
+    if (chunks > FM__DM_SLOTS && chunks * 2 > (uint64_t)p->dm_mask + 1) {
         uint64_t cap = 256;
         while (cap < chunks * 4) cap *= 2;
-        g->dm2_cap = (uint32_t)cap;
+        g->dm_cap = (uint32_t)cap;
     }
     /* The table stays at most half full (tombstones and entries still to
      * move included) so probes stay short. A new one is twice what that
@@ -672,7 +668,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     size_t total = 0;
     for (uint32_t s = s0; s < s1; s++) fm__carve_need(p, &total, fm__seg_bytes(s));
     fm__carve_need(p, &total, fm__bases_bytes(g->bases_cap));
-    fm__carve_need(p, &total, (size_t)g->dm2_cap * sizeof(fm__dm2));
+    fm__carve_need(p, &total, (size_t)g->dm_cap * sizeof(fm__dm));
     fm__carve_need(p, &total, fm__table_bytes(g->table_cap));
     g->below = p->os_below;
     if (p->use_os) {
@@ -705,8 +701,8 @@ arrays:
     if (g->bases_cap &&
         !(g->bases = fm__array_take(p, &g->carve, fm__bases_bytes(g->bases_cap), false)))
         return false;
-    if (g->dm2_cap &&
-        !(g->dm2 = fm__array_take(p, &g->carve, (size_t)g->dm2_cap * sizeof *g->dm2, true)))
+    if (g->dm_cap &&
+        !(g->dm = fm__array_take(p, &g->carve, (size_t)g->dm_cap * sizeof *g->dm, true)))
         return false;
     if (g->table_cap &&
         !(g->table = fm__array_take(p, &g->carve, fm__table_bytes(g->table_cap), true)))
@@ -822,11 +818,12 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
             p->bases_copied = 0;
         }
     }
-    if (g.dm2) {
-        fm__retire_array(p, p->dm2, ((size_t)p->dm2_mask + 1) * sizeof *p->dm2);
-        p->dm2 = g.dm2;
-        p->dm2_mask = g.dm2_cap - 1;
-        p->bytes_reserved += (size_t)g.dm2_cap * sizeof *g.dm2;
+    if (g.dm) {
+        if (p->dm != p->dm_first)
+            fm__retire_array(p, p->dm, ((size_t)p->dm_mask + 1) * sizeof *p->dm);
+        p->dm = g.dm;
+        p->dm_mask = g.dm_cap - 1;
+        p->bytes_reserved += (size_t)g.dm_cap * sizeof *g.dm;
     }
     fm__span *sp = g.span;
     if (g.below) p->os_below = g.below;
@@ -902,10 +899,7 @@ static uint32_t fm__open_pending(fm_pool *p) {
         if (!p->spans) p->spans_tail = NULL;
         fm__span_empty(p, sp); /* retires it, or waits for its chunks */
     }
-    uint32_t k = fm__dm_slot(p, (uintptr_t)c->base);
-    p->dm_base[k] = fm__dm_key(c);
-    p->dm_rec[k] = c;
-    fm__dm2_set(p, c);
+    fm__dm_set(p, c);
     fm__map_set((uintptr_t)c->base, p->chunk_bytes, p);
     c->state = FM__CHUNK_FRESH;
     uint8_t *slots0 = c->base + p->hot.slots_off;

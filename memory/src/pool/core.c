@@ -19,10 +19,11 @@ static void fm__settle_next(fm_pool *p) {
     h->headroom++; /* no longer counted live (see fm__live) */
     if (h->cur_next != FM__NONE) {
         h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
-    } else if (p->parked_rec->idx == p->cur_idx) { /* its chunk became current */
+    } else if (fm__parked_base(p) == h->cur_base) { /* its chunk became current */
         h->cur_stack[h->cur_top++] = (uint16_t)fm__parked_slot(p);
     } else {
-        fm__file_free_slot(p, p->parked_rec, fm__parked_slot(p));
+        /* A chunk with a live item is not released: its record is there. */
+        fm__file_free_slot(p, fm__other_rec_moving(p, fm__parked_base(p)), fm__parked_slot(p));
         p->live_other--;
     }
     h->cur_next_slot = NULL;
@@ -276,7 +277,6 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
         h->cur_next_slot = (uint8_t *)item;
         h->cur_next_meta = fm__meta(base) + slot;
         h->cur_next = FM__NONE;
-        p->parked_rec = c;
         return FM__PARKED;
     }
     fm__file_free_slot(p, c, slot);
@@ -285,33 +285,21 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
 
 /* NONE, where the core works on hot (every other pool's hot has no current
  * chunk): the common free into a chunk that is not current, with nothing
- * waiting in hot's next slot: a live slot start of a chunk the direct-mapped caches
- * key as clean (see fm__dm_key: not current, no word a reset left, so a
- * live word is an item handed out), parked there as fm__free_other parks
- * it. The record is not read: a random free over hundreds of chunks would
- * miss its line. A leaf (no call, so no register is saved and the general
- * path's frame is not built): false, with nothing changed, for anything
- * else, which the policy's path then does. */
+ * waiting in hot's next slot: a live slot start of a chunk the cache keys
+ * as clean (see fm__dm_key: not current, no word a reset left, so a live
+ * word is an item handed out), parked there as fm__free_other parks it.
+ * Neither the record nor the bump index is read: a random free over
+ * hundreds of chunks would miss the record's line. A leaf (no call, so no
+ * register is saved and the general path's frame is not built): false,
+ * with nothing changed, for anything else, which the policy's path then
+ * does. */
 static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) {
     fm__pool_hot *h = &p->hot; /* p->cs, wherever hot has a current chunk */
     uintptr_t base = (uintptr_t)item & p->base_mask;
-    /* Before any word a locked pool's growth writes (dm2, its mask). */
+    /* Before any word a locked pool's growth writes (the cache, its mask). */
     if (h->cur_base == 1 || h->cur_next_slot) return false;
-    /* One cache or the other, whichever the pool has: trying dm_base first
-     * and dm2 on a miss is a branch that a pool of more chunks than dm_base
-     * has slots mispredicts at random (dm2, made past them, holds every
-     * chunk dm_base does). */
-    fm__chunk *c;
-    if (p->dm2) {
-        const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
-        if (e->base != (base | FM__DM_CLEAN)) return false;
-        c = e->rec;
-    } else {
-        uint32_t k = fm__dm_slot(p, base);
-        if (p->dm_base[k] != (base | FM__DM_CLEAN)) return false;
-        c = p->dm_rec[k];
-    }
-    uint64_t slot = fm__exact_index((uintptr_t)item - (base + h->slots_off), h->inv, h->inv_shift);
+    if (fm__dm_entry(p, base)->key != (base | FM__DM_CLEAN)) return false;
+    uint64_t slot = fm__exact_index((uintptr_t)item - base - h->slots_off, h->inv, h->inv_shift);
     if (slot >= h->per_chunk) return false;
     uint32_t *w = fm__meta(base) + slot;
     if (!fm__meta_kill(w, false)) return false;
@@ -319,7 +307,6 @@ static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) 
     h->cur_next_slot = (uint8_t *)item;
     h->cur_next_meta = w;
     h->cur_next = FM__NONE;
-    p->parked_rec = c;
     return true;
 }
 

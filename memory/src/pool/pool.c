@@ -446,7 +446,8 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->cs = p->sync == FM_SYNC_NONE && !library_only ? &p->hot : &p->shadow;
     p->cur_idx = FM__NONE;
     p->lf.head = FM__NONE;
-    for (uint32_t k = 0; k < FM__DM_SLOTS; k++) p->dm_base[k] = 1;
+    p->dm = p->dm_first;
+    p->dm_mask = FM__DM_SLOTS - 1;
     if (p->sync != FM_SYNC_NONE && !fm__mutex_init(&p->lock, true)) {
         fm__report(FM_ERR_OUT_OF_MEMORY, "pool '%s': cannot create its lock", name);
         fm_allocator_free(&desc->allocator, p, self_bytes);
@@ -595,7 +596,8 @@ void fm_pool_destroy(fm_pool *pool) {
     for (uint32_t s = 0; s < FM__REC_SEGS; s++)
         if (p->seg[s]) fm__array_delete(p, fm__seg_mem(p, s), fm__seg_bytes(s));
     fm__array_delete(p, p->hot.bases, fm__bases_bytes(p->bases_cap));
-    if (p->dm2) fm__array_delete(p, p->dm2, ((size_t)p->dm2_mask + 1) * sizeof *p->dm2);
+    if (p->dm != p->dm_first)
+        fm__array_delete(p, p->dm, ((size_t)p->dm_mask + 1) * sizeof *p->dm);
     fm__array_delete(p, p->bases_next, fm__bases_bytes(p->bases_next_cap));
     fm__table_delete(p, p->table, p->table_cap);
     fm__table_delete(p, p->old_table, p->old_cap);

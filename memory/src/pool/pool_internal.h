@@ -87,6 +87,15 @@ typedef struct fm__list {
 
 enum { FM__DM_SLOTS = 64 };
 
+/* NONE and MUTEX: an entry of a pool's direct-mapped cache of chunk records
+ * (see fm_pool.dm). key: the chunk's base, plus FM__DM_CLEAN while the
+ * chunk is clean (see fm__dm_key); 0, with rec NULL: empty. */
+typedef struct fm__dm {
+    uintptr_t key;
+    struct fm__chunk *rec;
+} fm__dm;
+#define FM__DM_CLEAN ((uintptr_t)2)
+
 /* Chunks of one growth still without a record (see fm_pool.spans): use_os,
  * the next `left` chunks of one mapping from `next` on; otherwise a chain of
  * chunks from the allocator, linked through their first bytes. LOCKFREE: link
@@ -109,11 +118,6 @@ typedef struct fm__span {
     uint32_t held;       /* use_os: chunks of region not given back */
     uint32_t last_limit; /* the span's last chunk's usable slots (max_capacity) */
 } fm__span;
-
-typedef struct fm__dm2 {
-    uintptr_t base;
-    struct fm__chunk *rec;
-} fm__dm2;
 
 typedef struct fm__chunk {
     uint8_t *base;
@@ -157,25 +161,21 @@ struct fm_pool {
     uint32_t stack_off; /* a chunk's free stack: per_chunk 16-bit slot indices */
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
-    /* NONE and MUTEX: chunk bases by chunk number mod FM__DM_SLOTS, written
-     * when a chunk first becomes current and cleared when it gives its
-     * memory back, so the
-     * lookup of a free outside the current chunk is one load and a compare
-     * that goes the same way every time while no two chunks share a slot
-     * (a growth maps its chunks side by side, so the first 64 never do); a
-     * miss goes to the table. Where the last free's chunk was remembered
+    /* NONE and MUTEX: the chunk cache, so that the lookup of a free
+     * outside the current chunk is one load and a compare that goes the
+     * same way every time while no two chunks share an entry (a growth maps
+     * its chunks side by side). Where the last free's chunk was remembered
      * instead, random frees over a few chunks mispredicted that compare
-     * about as often as not. 1 marks an empty slot (no chunk base is odd;
-     * 0 would match pointers below one chunk size). */
-    uintptr_t dm_base[FM__DM_SLOTS];
-    fm__chunk *dm_rec[FM__DM_SLOTS]; /* records never move (see seg) */
-    /* NONE and MUTEX: past 64 chunks, a second direct-mapped cache of at
-     * least twice as many slots as chunks held (made by growth, empty; a
-     * base of 0 or no record: empty), so random frees over hundreds of
-     * chunks (1 KiB items, 10,000 live: 159) skip the table too: set when a
-     * chunk opens and when the table finds one, cleared on release. */
-    struct fm__dm2 *dm2;
-    uint32_t dm2_mask;
+     * about as often as not. Entries are written when a chunk first becomes
+     * current and when the table finds one, and cleared when it gives its
+     * memory back. These 64 first; past 64 chunks growth makes a cache of at
+     * least twice as many entries as chunks (empty: it fills as chunks open
+     * and as frees find them in the table), so random frees over hundreds of
+     * chunks (1 KiB items, 10,000 live: 159) skip the table too. An entry
+     * by chunk number (base >> chunk_shift, mod dm_mask + 1). */
+    fm__dm *dm;
+    uint32_t dm_mask;
+    fm__dm dm_first[FM__DM_SLOTS];
     uint32_t win_chunks; /* the size of the pool's next growth window (see win_next);
                             0: none */
     /* NONE and MUTEX: a single free outside the current chunk parks its slot
@@ -184,7 +184,6 @@ struct fm_pool {
      * lines warm, as glibc's tcache does. Its chunk still counts it live
      * (c->live, live_other) until fm__settle_next files it, which every path
      * that moves the next slot or switches chunks does first. */
-    fm__chunk *parked_rec; /* its chunk's record (its slot: see fm__parked_slot) */
     uint64_t live_other; /* live items outside the current chunk, parked one included */
     uintptr_t base_mask;
 
@@ -489,15 +488,21 @@ static inline uint32_t fm__parked(const fm_pool *p) {
     return p->cs->cur_next_slot && p->cs->cur_next == FM__NONE;
 }
 
+/* The chunk base of the parked slot: its meta word's (a park stores no
+ * record, see fm__free_park_leaf). */
+static inline uintptr_t fm__parked_base(const fm_pool *p) {
+    return (uintptr_t)p->cs->cur_next_meta & p->base_mask;
+}
+
 /* The parked slot's index in its chunk: its meta word's place among the
- * chunk's (a park stores the record alone, see pool/core.c). */
+ * chunk's. */
 static inline uint32_t fm__parked_slot(const fm_pool *p) {
-    return (uint32_t)(p->cs->cur_next_meta - fm__meta((uintptr_t)p->parked_rec->base));
+    return (uint32_t)(p->cs->cur_next_meta - fm__meta(fm__parked_base(p)));
 }
 
 /* 1 when the parked slot is chunk idx's. */
 static inline uint32_t fm__parked_in(const fm_pool *p, uint32_t idx) {
-    return fm__parked(p) && p->parked_rec->idx == idx;
+    return fm__parked(p) && fm__parked_base(p) == (uintptr_t)fm__chunk_at(p, idx)->base;
 }
 
 /* A dead slot of chunk idx, not the current one, goes onto its chunk's
@@ -529,79 +534,63 @@ static inline bool fm__free_current(fm_pool *p, fm__pool_hot *h, void *item) {
     return true;
 }
 
-/* The dm_base slot of a chunk base. */
-static inline uint32_t fm__dm_slot(const fm_pool *p, uintptr_t base) {
-    return (uint32_t)(base >> p->chunk_shift) & (FM__DM_SLOTS - 1);
+/* The chunk cache's entry for a chunk base. */
+static inline fm__dm *fm__dm_entry(const fm_pool *p, uintptr_t base) {
+    return &p->dm[(base >> p->chunk_shift) & p->dm_mask];
 }
 
-/* dm_base and dm2 key a chunk by its base, plus FM__DM_CLEAN while it is
- * not current and no slot at or past its bump index holds a word a reset
- * left (hw <= bump): every word there is then 0, so a live word is a slot
- * handed out, and the free's leaf (pool/core.c) needs neither the bump
- * check nor the record, nor a test for the current chunk (whose bump index
- * is in hot). A chunk a reset left words in is keyed by its base alone
- * until its bump index has passed them. */
-#define FM__DM_CLEAN ((uintptr_t)2)
+/* A chunk's key in the cache: its base, plus FM__DM_CLEAN while it is not
+ * current and no slot at or past its bump index holds a word a reset left
+ * (hw <= bump): every word there is then 0, so a live word is a slot handed
+ * out, and fm__free_park_leaf needs neither the bump check nor the record,
+ * nor a test for the current chunk (whose bump index is in hot). A chunk a
+ * reset left words in is keyed by its base alone until its bump index has
+ * passed them. */
 static inline uintptr_t fm__dm_key(const fm__chunk *c) {
     bool clean = c->state != FM__CHUNK_CURRENT && c->hw <= c->bump;
     return (uintptr_t)c->base | (clean ? FM__DM_CLEAN : 0);
 }
-/* true when key (a dm_base or dm2 entry) names the chunk at base. */
+/* true when key (a cache entry's) names the chunk at base. */
 static inline bool fm__dm_is(uintptr_t key, uintptr_t base) {
     return (key & ~FM__DM_CLEAN) == base;
 }
 
-/* The record of the chunk at base in the caches (dm_base, then dm2), or
- * NULL when neither holds it. */
+/* The record of the chunk at base in the cache, or NULL when it does not
+ * hold it (an empty entry has none). */
 static inline fm__chunk *fm__cached_rec(const fm_pool *p, uintptr_t base) {
-    uint32_t k = fm__dm_slot(p, base);
-    if (FM__LIKELY(fm__dm_is(p->dm_base[k], base))) return p->dm_rec[k];
-    if (!p->dm2) return NULL;
-    const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
-    return fm__dm_is(e->base, base) ? e->rec : NULL;
+    const fm__dm *e = fm__dm_entry(p, base);
+    return fm__dm_is(e->key, base) ? e->rec : NULL;
 }
-/* Enters a chunk in dm2 (none yet: nothing). */
-static inline void fm__dm2_set(fm_pool *p, fm__chunk *c) {
-    if (!p->dm2) return;
-    fm__dm2 *e = &p->dm2[((uintptr_t)c->base >> p->chunk_shift) & p->dm2_mask];
-    e->base = fm__dm_key(c);
+/* Enters a chunk in the cache, in place of the one that shared its entry. */
+static inline void fm__dm_set(fm_pool *p, fm__chunk *c) {
+    fm__dm *e = fm__dm_entry(p, (uintptr_t)c->base);
+    e->key = fm__dm_key(c);
     e->rec = c;
 }
-/* Rewrites a chunk's keys where the caches hold it, after its state, bump
+/* Rewrites a chunk's key where the cache holds it, after its state, bump
  * index or hw changed. */
 static inline void fm__dm_refresh(fm_pool *p, const fm__chunk *c) {
-    uintptr_t base = (uintptr_t)c->base;
-    uint32_t k = fm__dm_slot(p, base);
-    if (fm__dm_is(p->dm_base[k], base)) p->dm_base[k] = fm__dm_key(c);
-    if (!p->dm2) return;
-    fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
-    if (e->rec == c) e->base = fm__dm_key(c);
+    fm__dm *e = fm__dm_entry(p, (uintptr_t)c->base);
+    if (e->rec == c) e->key = fm__dm_key(c);
 }
 
 /* NONE and MUTEX: the record of the chunk at base when it is not the current
- * one: the caches, else the table; NULL when base is not a chunk. */
+ * one: the cache, else the table; NULL when base is not a chunk. */
 static inline fm__chunk *fm__other_rec(const fm_pool *p, uintptr_t base) {
     fm__chunk *c = fm__cached_rec(p, base);
     if (FM__LIKELY(c != NULL)) return c;
     uint32_t idx = fm__table_find(p, base);
     return idx == FM__NONE ? NULL : fm__chunk_at(p, idx);
 }
-/* The same for a free. Where the pool has dm2, it is the cache a free's
- * leaf path reads (pool/core.c): a chunk it misses, found in dm_base or the
- * table, enters it. One found in the old table (see pool/chunks.c) moves to
- * the new one on the way, so that a pool that stops opening chunks does not
- * look in both tables for ever. */
+/* The same for a free: a chunk found in the table enters the cache, and one
+ * found in the old table (see pool/chunks.c) moves to the new one on the
+ * way, so that a pool that stops opening chunks does not look in both
+ * tables for ever. */
 static inline fm__chunk *fm__other_rec_moving(fm_pool *p, uintptr_t base) {
-    if (!p->dm2) {
-        uint32_t k = fm__dm_slot(p, base);
-        if (FM__LIKELY(fm__dm_is(p->dm_base[k], base))) return p->dm_rec[k];
-        return fm__table_find_moving(p, base);
-    }
-    const fm__dm2 *e = &p->dm2[(base >> p->chunk_shift) & p->dm2_mask];
-    if (FM__LIKELY(fm__dm_is(e->base, base) && e->rec)) return e->rec;
-    uint32_t k = fm__dm_slot(p, base);
-    fm__chunk *c = fm__dm_is(p->dm_base[k], base) ? p->dm_rec[k] : fm__table_find_moving(p, base);
-    if (c) fm__dm2_set(p, c);
+    fm__chunk *c = fm__cached_rec(p, base);
+    if (FM__LIKELY(c != NULL)) return c;
+    c = fm__table_find_moving(p, base);
+    if (c) fm__dm_set(p, c);
     return c;
 }
 static inline uint32_t fm__other_chunk(const fm_pool *p, uintptr_t base) {
