@@ -70,23 +70,29 @@ const fm__os_caps *fm__os_get_caps(void) {
 
 /* ----------------------------------------------------------- virtual memory */
 
+/* An anonymous private mapping of bytes, read-write (commit) or reserved
+ * only, at `at` as extra_flags say (0: where the kernel likes); MAP_FAILED
+ * when refused. */
+static void *fm__os_map(void *at, size_t bytes, bool commit, int extra_flags) {
+    return mmap(at, bytes, commit ? PROT_READ | PROT_WRITE : PROT_NONE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags, -1, 0);
+}
+
 void *fm__os_reserve(size_t bytes, size_t align, bool commit) {
     /* Over-reserve by the alignment less a page, then unmap both ends. */
     size_t page = fm__os_get_caps()->page_size;
     size_t slack = align > page ? align - page : 0;
     if (bytes == 0 || bytes > SIZE_MAX - slack) return NULL;
-    int prot = commit ? PROT_READ | PROT_WRITE : PROT_NONE;
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     /* Linux places anonymous mappings of whole 2 MiB multiples on a 2 MiB
      * boundary where it can (for huge pages): try the exact size first, one
      * system call instead of three (each a few us in a VM). */
     if (slack && align <= ((size_t)2 << 20) && bytes % ((size_t)2 << 20) == 0) {
-        uint8_t *exact = mmap(NULL, bytes, prot, flags, -1, 0);
+        uint8_t *exact = fm__os_map(NULL, bytes, commit, 0);
         if (exact == MAP_FAILED) return NULL;
         if (fm_is_aligned(exact, align)) return exact;
         munmap(exact, bytes);
     }
-    uint8_t *raw = mmap(NULL, bytes + slack, prot, flags, -1, 0);
+    uint8_t *raw = fm__os_map(NULL, bytes + slack, commit, 0);
     if (raw == MAP_FAILED) return NULL;
     uint8_t *start = (uint8_t *)fm_align_up((uintptr_t)raw, align);
     size_t head = (size_t)(start - raw);
@@ -100,11 +106,12 @@ void *fm__os_reserve_below(void *end, size_t bytes, size_t align, bool commit) {
     uintptr_t e = (uintptr_t)end & ~(uintptr_t)(align - 1);
     if (e && bytes && bytes % align == 0 && e > bytes) {
         uint8_t *want = (uint8_t *)(e - bytes);
-        int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 #if defined(MAP_FIXED_NOREPLACE)
-        flags |= MAP_FIXED_NOREPLACE; /* fails (EEXIST) rather than move */
+        int there = MAP_FIXED_NOREPLACE; /* fails (EEXIST) rather than move */
+#else
+        int there = 0;
 #endif
-        uint8_t *got = mmap(want, bytes, commit ? PROT_READ | PROT_WRITE : PROT_NONE, flags, -1, 0);
+        uint8_t *got = fm__os_map(want, bytes, commit, there);
         if (got == want) return got;
         /* Elsewhere: a kernel that takes the address as a hint only. */
         if (got != MAP_FAILED) munmap(got, bytes);

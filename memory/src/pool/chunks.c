@@ -625,6 +625,36 @@ void fm__pool_set_window_chunks(fm_pool *pool, uint32_t chunks) {
     if (pool->win_chunks) pool->win_chunks = chunks;
 }
 
+/* The mappings of a growth: use_os, its chunks (g->block) and its arrays of
+ * OS size (g->carve, `arrays` bytes) from the pool's window where that
+ * serves them, else the chunks' mapping and then the arrays' just below it,
+ * each where the OS has the range free below the pool's last mapping (one
+ * system call each): the next growth asks for the range below both, so no
+ * mapping of this one takes the place the next one's chunks would go.
+ * Otherwise the arrays' alone (the allocator gives the chunks). false when
+ * the OS refuses. */
+static bool fm__growth_map(fm_pool *p, fm__growth_plan *g, size_t arrays) {
+    if (p->use_os) {
+        if (g->k > SIZE_MAX / p->chunk_bytes) return false;
+        g->block_bytes = (size_t)g->k * p->chunk_bytes;
+        if (fm__window_take(p, g, arrays)) return true;
+        /* One mapping for all k chunks, so growing by many chunks costs a
+         * few system calls; each chunk goes back on its own later, by
+         * itself or, where the OS releases only whole reservations, as a
+         * decommit until the mapping's last one goes (see fm__span). */
+        g->block = fm__os_reserve_below(g->below, g->block_bytes, p->chunk_bytes, true);
+        if (!g->block) return false;
+        g->below = g->block;
+    }
+    if (arrays) {
+        g->carve.next = fm__os_reserve_below(g->below, arrays, fm__os_get_caps()->page_size, true);
+        if (!g->carve.next) return false;
+        g->carve.left = arrays;
+        g->below = g->carve.next;
+    }
+    return true;
+}
+
 /* Allocates everything; false (nothing reported yet) when any piece fails. */
 static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     const fm_allocator *a = &p->desc.allocator;
@@ -671,31 +701,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     fm__carve_need(p, &total, (size_t)g->dm_cap * sizeof(fm__dm));
     fm__carve_need(p, &total, fm__table_bytes(g->table_cap));
     g->below = p->os_below;
-    if (p->use_os) {
-        if (g->k > SIZE_MAX / p->chunk_bytes) return false;
-        g->block_bytes = (size_t)g->k * p->chunk_bytes;
-        if (fm__window_take(p, g, total)) goto arrays;
-    }
-    /* The chunks' mapping first, then the arrays' just below it, each where
-     * the OS has the range free (one system call each): the next growth
-     * asks for the range below both, so no mapping of this one takes the
-     * place the next one's chunks would go. */
-    if (p->use_os) {
-        /* One mapping for all k chunks, so growing by many chunks costs a
-         * few system calls; each chunk goes back on its own later, by
-         * itself or, where the OS releases only whole reservations, as a
-         * decommit until the mapping's last one goes (see fm__span). */
-        g->block = fm__os_reserve_below(g->below, g->block_bytes, p->chunk_bytes, true);
-        if (!g->block) return false;
-        g->below = g->block;
-    }
-    if (total) {
-        g->carve.next = fm__os_reserve_below(g->below, total, fm__os_get_caps()->page_size, true);
-        if (!g->carve.next) return false;
-        g->carve.left = total;
-        g->below = g->carve.next;
-    }
-arrays:
+    if (!fm__growth_map(p, g, total)) return false;
     for (uint32_t s = s0; s < s1; s++)
         if (!(g->segs[s] = fm__array_take(p, &g->carve, fm__seg_bytes(s), false))) return false;
     if (g->bases_cap &&
