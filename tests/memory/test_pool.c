@@ -2011,7 +2011,8 @@ static void test_pool_frees_into_chunks_that_share_a_cache_entry(void **state) {
                                     FM_SYNC_LOCKFREE};
     for (size_t pi = 0; pi < sizeof syncs / sizeof syncs[0]; pi++) {
         spread_heap heap = {.inner = fm_test_allocator_get(&env->alloc)};
-        heap.region = aligned_alloc(SPREAD_CHUNK, (size_t)SPREAD_MAX * SPREAD_STEP * SPREAD_CHUNK);
+        const size_t region_bytes = (size_t)SPREAD_MAX * SPREAD_STEP * SPREAD_CHUNK;
+        heap.region = fm__os_reserve(region_bytes, SPREAD_CHUNK, true);
         assert_non_null(heap.region);
         fm_pool *pool = fm_pool_create(&(fm_pool_desc){
             .name = "spread", .item_size = 64, .chunk_bytes = SPREAD_CHUNK, .sync = syncs[pi],
@@ -2083,7 +2084,7 @@ static void test_pool_frees_into_chunks_that_share_a_cache_entry(void **state) {
         free(by);
         fm_test_pool_destroy_quiet(env, pool);
         assert_int_equal(heap.held, 0);
-        free(heap.region);
+        fm__os_release(heap.region, region_bytes);
         fm_test_allocator_assert_clean(&env->alloc);
     }
 }
