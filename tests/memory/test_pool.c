@@ -1903,6 +1903,30 @@ static bool range_mapped(uintptr_t lo, uintptr_t hi, char *line, size_t line_len
 #endif
 }
 
+/* Linux: the bounds of the mapping (as /proc/self/maps lists it, adjacent
+ * ones of the same kind merged) that holds addr; false when none does (or
+ * elsewhere). */
+static bool mapping_around(uintptr_t addr, uintptr_t *lo, uintptr_t *hi) {
+#if defined(__linux__)
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return false;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, (int)sizeof line, f)) {
+        unsigned long a = 0, b = 0;
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= addr && addr < b) {
+            *lo = a, *hi = b;
+            found = true;
+        }
+    }
+    fclose(f);
+    return found;
+#else
+    (void)addr, (void)lo, (void)hi;
+    return false;
+#endif
+}
+
 /* fm__os_reserve_below, which a growth maps its chunks with: the range
  * ending at the address given where it is free (POSIX: one mmap there;
  * Windows takes no hint), an aligned range elsewhere that overlaps nothing
@@ -2087,6 +2111,67 @@ static void test_pool_frees_into_chunks_that_share_a_cache_entry(void **state) {
         fm__os_release(heap.region, region_bytes);
         fm_test_allocator_assert_clean(&env->alloc);
     }
+}
+
+/* Where the OS has growth windows, create of a pool that may grow maps its
+ * window and takes its chunk from the top: the first growths take theirs
+ * just below it, side by side, with no mapping of their own (so wherever
+ * the window went, Valgrind and qemu-user included), and the mapping that
+ * holds create's chunk spans the window. A FIXED pool maps no window. */
+static void test_pool_create_maps_the_window_its_first_growths_take_from(void **state) {
+    fm_test_env *env = *state;
+    size_t win = fm__os_get_caps()->window_bytes;
+    if (!win)
+        print_message("[ did not apply ] growth windows: this OS has none (window_bytes 0); "
+                      "growths checked without\n");
+    enum { CAP = 2000 };
+    void **items = malloc(CAP * sizeof *items);
+    assert_non_null(items);
+    fm_pool *pool = fm_pool_create(&(fm_pool_desc){.name = "window", .item_size = 1024,
+                                                   .growth = FM_GROWTH_GEOMETRIC,
+                                                   .initial_capacity = 1});
+    assert_non_null(pool);
+    fm_pool_stats s = stats_of(pool);
+    size_t cb = (size_t)s.chunk_bytes;
+    void *first_item = fm_pool_alloc(pool);
+    assert_non_null(first_item);
+    uintptr_t first = (uintptr_t)first_item & ~(uintptr_t)(cb - 1);
+    uintptr_t lo = 0, hi = 0;
+    if (win) {
+        assert_true(mapping_around(first, &lo, &hi));
+        assert_true(hi - lo >= win);
+    }
+    uintptr_t bases[4];
+    size_t n = 0;
+    assert_int_equal(growth_bases(pool, 4, bases, items, CAP, &n), 4);
+    if (win) {
+        /* geometric from one chunk: growths of 1, 2, 4 and 8 chunks, each
+         * just below the one before */
+        assert_true(bases[0] + cb == first);
+        assert_true(bases[1] + 2 * cb == bases[0]);
+        assert_true(bases[2] + 4 * cb == bases[1]);
+        assert_true(bases[3] + 8 * cb == bases[2]);
+        for (int i = 0; i < 4; i++) assert_true(bases[i] >= lo && bases[i] < hi);
+    }
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    fm_pool_free(pool, first_item);
+    for (size_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
+    assert_int_equal(stats_of(pool).live, 0);
+    fm_pool_destroy(pool);
+    fm_pool *fixed = fm_pool_create(&(fm_pool_desc){.name = "fixed", .item_size = 1024,
+                                                    .growth = FM_GROWTH_FIXED,
+                                                    .initial_capacity = 1});
+    assert_non_null(fixed);
+    void *item = fm_pool_alloc(fixed);
+    assert_non_null(item);
+    if (win) {
+        assert_true(mapping_around((uintptr_t)item, &lo, &hi));
+        assert_true(hi - lo < win);
+    }
+    fm_pool_free(fixed, item);
+    fm_pool_destroy(fixed);
+    free(items);
+    assert_int_equal(env->errors.count, 0);
 }
 
 /* Growth windows (pool/chunks.c, fm__window_take), where the OS has them:
@@ -3185,6 +3270,7 @@ int main(void) {
         T(test_pool_reserve_with_prefault_works),
         T(test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages),
         T(test_os_reserve_below_takes_the_free_range_below_else_one_elsewhere),
+        T(test_pool_create_maps_the_window_its_first_growths_take_from),
         T(test_pool_growths_take_their_chunks_from_a_window),
         T(test_pool_frees_into_chunks_that_share_a_cache_entry),
         T(test_pool_trim_returns_chunks_a_growth_never_opened),

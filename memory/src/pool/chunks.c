@@ -385,7 +385,6 @@ typedef struct fm__growth_plan {
     uint8_t *block;  /* use_os: the chunks' mapping, until span holds it */
     size_t block_bytes;
     uint8_t *below;  /* the lowest of this growth's mappings (see os_below) */
-    bool window_ok;  /* may map a window (not at create: most pools never grow) */
     uint32_t k;
     bool map_failed; /* the chunk map (pool/map.c) could not take the chunks */
 } fm__growth_plan;
@@ -586,20 +585,23 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
 /* Growth windows. Any system call right after many first-touch page faults
  * costs 15-20 us in a VM, an mmap of any size included (whatever the kernel
  * or the hypervisor leaves for the next entry: getppid takes 4 us there;
- * fm-bench regrowth, bench/RESULTS.md). So where the OS has windows, a pool's first growth after
- * create maps address space ahead, readable and writable and untouched
- * (no memory, no commit charge), and growths that fit take their chunks
- * from its top and their arrays from its bottom with no system call; one
- * that does not fit maps a new window (the old one's rest goes back) or,
- * above a quarter of a window, its own mappings. Everything taken is
- * released part by part as before: the window is only where mappings come
- * from. true when g's chunks (block) and arrays (carve) are the window's. */
+ * fm-bench regrowth, bench/RESULTS.md). So where the OS has windows, create
+ * of a pool that may grow maps address space ahead, readable and writable
+ * and untouched (no memory, no commit charge), and takes its own chunks
+ * from it as growths do: those that fit take their chunks from its top and
+ * their arrays from its bottom with no system call (the first growth made
+ * the mapping before, after the page faults of the allocations it follows:
+ * the slowest growth of a pool). One that does not fit maps a new window
+ * (the old one's rest goes back) or, above a quarter of a window, its own
+ * mappings. Everything taken is released part by part as before: the
+ * window is only where mappings come from. true when g's chunks (block)
+ * and arrays (carve) are the window's. */
 static bool fm__window_take(fm_pool *p, fm__growth_plan *g, size_t arrays) {
     size_t need = g->block_bytes + arrays;
     size_t win_bytes = (size_t)p->win_chunks * p->chunk_bytes;
     if (need < g->block_bytes || !win_bytes) return false;
     if ((size_t)(p->win_end - p->win_next) < need) {
-        if (!g->window_ok || need > win_bytes / 4) return false;
+        if (need > win_bytes / 4) return false;
         uint8_t *win = fm__os_reserve_below(p->os_below, win_bytes, p->chunk_bytes, true);
         if (!win) return false;
         if (p->win_next != p->win_end) fm__os_release(p->win_next, (size_t)(p->win_end - p->win_next));
@@ -622,7 +624,14 @@ static bool fm__window_take(fm_pool *p, fm__growth_plan *g, size_t arrays) {
 }
 
 void fm__pool_set_window_chunks(fm_pool *pool, uint32_t chunks) {
-    if (pool->win_chunks) pool->win_chunks = chunks;
+    if (!pool->win_chunks) return;
+    pool->win_chunks = chunks;
+    /* The next growth maps a window of the new size just below the lowest
+     * chunk taken from this one. */
+    if (pool->win_next != pool->win_end)
+        fm__os_release(pool->win_next, (size_t)(pool->win_end - pool->win_next));
+    if (pool->win_end) pool->os_below = pool->win_end;
+    pool->win_next = pool->win_end = NULL;
 }
 
 /* The mappings of a growth: use_os, its chunks (g->block) and its arrays of
@@ -784,7 +793,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
                    (unsigned long long)p->max_chunks * p->hot.per_chunk);
         return false;
     }
-    fm__growth_plan g = {.k = (uint32_t)k64, .window_ok = kind != FM__GROW_CREATE};
+    fm__growth_plan g = {.k = (uint32_t)k64};
     /* The chunks' bytes are charged to the tag before they are taken. */
     uint64_t charged = k64 * p->chunk_bytes;
     if (!fm__tag_charge(p->desc.tag, charged, "pool", p->name)) return false;

@@ -414,6 +414,10 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->desc.initial_capacity = fm__def(desc->initial_capacity, p->hot.per_chunk);
     if (p->desc.max_capacity && p->desc.initial_capacity > p->desc.max_capacity)
         p->desc.initial_capacity = p->desc.max_capacity;
+    /* Only a pool that may grow maps a growth window (see fm__window_take). */
+    if (p->desc.growth == FM_GROWTH_FIXED ||
+        (p->desc.max_capacity && p->desc.max_capacity <= p->desc.initial_capacity))
+        p->win_chunks = 0;
     /* Chunks smaller than a page come from the C heap: a mapping is released
      * in whole pages. */
     const fm__os_caps *caps = fm__os_get_caps();
