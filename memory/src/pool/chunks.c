@@ -403,11 +403,19 @@ typedef struct fm__pending {
  * to 15 us in a VM, as does the first touch of a fresh page (fm-bench
  * regrowth). Where the OS releases only whole reservations (Windows) each
  * array is a reservation of its own: at most a few per growth, still none
- * per chunk. Smaller ones, and all of a pool on an allocator, come from the
- * allocator (tables and caches zeroed here). */
+ * per chunk. A pool with a growth window takes every array from it, however
+ * small, with no system call: one from the allocator would be zeroed, or
+ * at least have its header written, on fresh heap pages, and those first
+ * touches were most of what a growth from a window cost (12 us of 12.2 for
+ * a growth by 64 chunks of 64 KiB, in the VM measured; see
+ * bench/RESULTS.md). Whether an array is the OS's follows from its size and
+ * the pool alone (win_chunks is 0 or not for the pool's life), so that
+ * fm__array_delete needs no record of where it came from. Smaller ones of
+ * other pools, and all of a pool on an allocator, come from the allocator
+ * (tables and caches zeroed here). */
 enum { FM__OS_ARRAY_BYTES = 16 << 10 };
 static bool fm__array_os(const fm_pool *p, size_t bytes) {
-    return p->use_os && bytes >= FM__OS_ARRAY_BYTES;
+    return p->use_os && (p->win_chunks != 0 || bytes >= FM__OS_ARRAY_BYTES);
 }
 static size_t fm__page_round(size_t bytes) {
     size_t page = fm__os_get_caps()->page_size;
@@ -624,7 +632,7 @@ static bool fm__window_take(fm_pool *p, fm__growth_plan *g, size_t arrays) {
 }
 
 void fm__pool_set_window_chunks(fm_pool *pool, uint32_t chunks) {
-    if (!pool->win_chunks) return;
+    if (!pool->win_chunks || !chunks) return; /* 0 or not for life: see fm__array_os */
     pool->win_chunks = chunks;
     /* The next growth maps a window of the new size just below the lowest
      * chunk taken from this one. */
