@@ -472,19 +472,34 @@ static void print_table(const regrow_result *res, const uint64_t *worst_max, uin
 
 /* ------------------------------------------------- where slow samples are */
 
-/* One more run of three rows after the timed ones, each sample followed (off
+/* One more run of four rows after the timed ones, each sample followed (off
  * the clock) by getrusage(RUSAGE_THREAD): whether the sample took a page
  * fault, and whether the thread was switched out (preempted, or throttled
- * as a real-time task) during it. The main table's runs make no such call,
- * as it costs a system call between samples. */
+ * as a real-time task) during it; in the growing pool's row, also whether
+ * it grew the pool, and the pool's own time for that growth, so that a
+ * growth over the target is told from a preemption. The main table's runs
+ * make no such call, as it costs a system call between samples. */
 typedef struct regrow_why {
     uint64_t slow, with_fault, with_switch, with_neither; /* samples > REGROW_SLOW_NS */
     uint64_t max_fault, max_switch, max_quiet; /* max_quiet: of all samples with neither */
+    /* the growing pool's growths, each by the sample it happened in (the
+     * pool's own time for it, stats.grow_ns_total): over the target, with a
+     * switch, with a fault and no switch, with neither */
+    uint64_t growths, grow_over, grow_switch, grow_fault, grow_neither;
+    uint64_t grow_max, grow_max_quiet; /* ns */
 } regrow_why;
 
 enum { REGROW_SLOW_NS = 20000 };
+/* The growth target: every single growth at most this long. */
+#define REGROW_GROWTH_TARGET_NS 25000u
 
-typedef enum regrow_step_kind { STEP_POOL, STEP_BARE, STEP_MALLOC } regrow_step_kind;
+typedef enum regrow_step_kind {
+    STEP_POOL,
+    STEP_BARE,
+    STEP_MALLOC,
+    STEP_POOL_GROWING,
+    STEP_KINDS
+} regrow_step_kind;
 
 static void thread_usage(uint64_t *faults, uint64_t *switches) {
     struct rusage ru;
@@ -502,9 +517,10 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
     fm_pool *pool = NULL;
     uint8_t *raw = NULL, *region = NULL;
     size_t map_bytes = 0;
-    if (kind == STEP_POOL) {
-        pool = fm_pool_create(&(fm_pool_desc){.name = "regrowth_why", .item_size = REGROW_ITEM,
-                                              .initial_capacity = REGROW_BIG});
+    if (kind == STEP_POOL || kind == STEP_POOL_GROWING) {
+        pool = fm_pool_create(&(fm_pool_desc){
+            .name = "regrowth_why", .item_size = REGROW_ITEM,
+            .initial_capacity = kind == STEP_POOL ? REGROW_BIG : 1});
         if (!pool) regrow_failed("attribution", "fm_pool_create");
     } else if (kind == STEP_BARE) {
         size_t chunks = (n + lay->per_chunk - 1) / lay->per_chunk;
@@ -517,11 +533,14 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
     }
     regrow_why w = {0};
     uint64_t f0, c0, f1, c1;
+    fm_pool_stats st = {0};
+    if (pool) fm_pool_get_stats(pool, &st);
+    uint64_t grow_events = st.grow_events, grow_ns = st.grow_ns_total;
     thread_usage(&f0, &c0);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t t0 = fm_clock_now();
         void *p;
-        if (kind == STEP_POOL) {
+        if (kind == STEP_POOL || kind == STEP_POOL_GROWING) {
             p = fm_pool_alloc(pool);
         } else if (kind == STEP_BARE) {
             uint8_t *base = region + (size_t)(i / lay->per_chunk) * lay->chunk_bytes;
@@ -537,6 +556,25 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
         items[i] = p;
         thread_usage(&f1, &c1);
         bool fault = f1 != f0, sw = c1 != c0;
+        if (kind == STEP_POOL_GROWING) {
+            fm_pool_get_stats(pool, &st);
+            if (st.grow_events != grow_events) {
+                uint64_t g = st.grow_ns_total - grow_ns;
+                w.growths++;
+                if (g > w.grow_max) w.grow_max = g;
+                if (!fault && !sw && g > w.grow_max_quiet) w.grow_max_quiet = g;
+                if (g > REGROW_GROWTH_TARGET_NS) {
+                    w.grow_over++;
+                    if (sw) w.grow_switch++;
+                    else if (fault) w.grow_fault++;
+                    else w.grow_neither++;
+                }
+                grow_events = st.grow_events;
+                grow_ns = st.grow_ns_total;
+            }
+            /* the stats call's own faults and switches are not the next sample's */
+            thread_usage(&f1, &c1);
+        }
         f0 = f1;
         c0 = c1;
         if (!fault && !sw && ns > w.max_quiet) w.max_quiet = ns;
@@ -548,7 +586,7 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
         if (sw && ns > w.max_switch) w.max_switch = ns;
         if (fault && !sw && ns > w.max_fault) w.max_fault = ns;
     }
-    if (kind == STEP_POOL) {
+    if (pool) {
         for (uint32_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
         fm_pool_destroy(pool);
     } else if (kind == STEP_BARE) {
@@ -561,13 +599,13 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
 }
 
 static void print_attribution(const regrow_layout *lay, uint32_t n, void **items) {
-    static const char *const names[3] = {"fm_pool geometric, initial 100000",
-                                          "bare mapping in fm_pool's layout (physical limit)",
-                                          "malloc(1024)"};
-    regrow_why w[3];
-    for (int k = 0; k < 3; k++) w[k] = attributed_run((regrow_step_kind)k, lay, n, items);
+    static const char *const names[STEP_KINDS] = {
+        "fm_pool geometric, initial 100000", "bare mapping in fm_pool's layout (physical limit)",
+        "malloc(1024)", "fm_pool geometric, initial 1"};
+    regrow_why w[STEP_KINDS];
+    for (int k = 0; k < STEP_KINDS; k++) w[k] = attributed_run((regrow_step_kind)k, lay, n, items);
     printf("\n### regrowth: where the slow samples are\n\n"
-           "One more run of three rows, each sample followed (off the clock) by "
+           "One more run of four rows, each sample followed (off the clock) by "
            "getrusage(RUSAGE_THREAD): a sample is slow above %d µs; it took a page fault when "
            "the thread's fault count moved, and was switched out (preempted by another "
            "process, or throttled as a real-time task) when its context switch count moved. "
@@ -577,16 +615,22 @@ static void print_attribution(const regrow_layout *lay, uint32_t n, void **items
     printf("| variant | slow samples | with a page fault | with a switch | with neither | max "
            "with a fault, no switch ns | max with a switch ns | max of quiet samples ns |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < STEP_KINDS; k++)
         printf("| %s | %llu | %llu | %llu | %llu | %llu | %llu | %llu |\n", names[k],
                (unsigned long long)w[k].slow, (unsigned long long)w[k].with_fault,
                (unsigned long long)w[k].with_switch, (unsigned long long)w[k].with_neither,
                (unsigned long long)w[k].max_fault, (unsigned long long)w[k].max_switch,
                (unsigned long long)w[k].max_quiet);
+    const regrow_why *g = &w[STEP_POOL_GROWING];
+    printf("\nThe growths of the last row, each by the sample it happened in (the pool's own time "
+           "for it): %llu growths, the slowest %.1f us, the slowest in a sample with no fault "
+           "and no switch %.1f us; above %u us: %llu (switched out: %llu; a page fault, no "
+           "switch: %llu; neither: %llu)\n",
+           (unsigned long long)g->growths, (double)g->grow_max / 1000.0,
+           (double)g->grow_max_quiet / 1000.0, REGROW_GROWTH_TARGET_NS / 1000u,
+           (unsigned long long)g->grow_over, (unsigned long long)g->grow_switch,
+           (unsigned long long)g->grow_fault, (unsigned long long)g->grow_neither);
 }
-
-/* The growth target: every single growth at most this long. */
-#define REGROW_GROWTH_TARGET_NS 25000u
 
 /* The peer row's max over the rounds: median and worst. */
 static void peer_max(const bench_series *s, double *median, double *worst) {
