@@ -2113,6 +2113,15 @@ static void test_pool_frees_into_chunks_that_share_a_cache_entry(void **state) {
     }
 }
 
+/* The OS's growth window size (0: none, which the test says it skips). */
+static size_t growth_window_bytes(void) {
+    size_t win = fm__os_get_caps()->window_bytes;
+    if (!win)
+        print_message("[ did not apply ] growth windows: this OS has none (window_bytes 0); "
+                      "growths checked without\n");
+    return win;
+}
+
 /* Where the OS has growth windows, create of a pool that may grow maps its
  * window and takes its chunk from the top: the first growths take theirs
  * just below it, side by side, with no mapping of their own (so wherever
@@ -2120,10 +2129,7 @@ static void test_pool_frees_into_chunks_that_share_a_cache_entry(void **state) {
  * holds create's chunk spans the window. A FIXED pool maps no window. */
 static void test_pool_create_maps_the_window_its_first_growths_take_from(void **state) {
     fm_test_env *env = *state;
-    size_t win = fm__os_get_caps()->window_bytes;
-    if (!win)
-        print_message("[ did not apply ] growth windows: this OS has none (window_bytes 0); "
-                      "growths checked without\n");
+    size_t win = growth_window_bytes();
     enum { CAP = 2000 };
     void **items = malloc(CAP * sizeof *items);
     assert_non_null(items);
@@ -2186,15 +2192,12 @@ static void test_pool_create_maps_the_window_its_first_growths_take_from(void **
  * changes nothing. */
 static void test_pool_growths_take_their_chunks_from_a_window(void **state) {
     fm_test_env *env = *state;
-    bool windows = fm__os_get_caps()->window_bytes != 0;
+    bool windows = growth_window_bytes() != 0;
     /* TSan's interceptor does not always honour a hint either: in CI a 1
      * GiB window did not land below create's chunk under it, nor, in another
      * run, a growth's chunks below the last's (the OS test's hole did). */
     const char *placer = mapping_placer();
     if (!placer && FM_TEST_TSAN) placer = "ThreadSanitizer";
-    if (!windows)
-        print_message("[ did not apply ] growth windows: this OS has none (window_bytes 0); "
-                      "growths checked without\n");
     enum { CAP = 6000 };
     void **items = malloc(CAP * sizeof *items);
     assert_non_null(items);
