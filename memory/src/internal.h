@@ -203,10 +203,11 @@ struct fm_pool;
 void fm__event_set_limits(struct fm_event *ev, uint32_t gen_bits, uint32_t slots_max);
 void fm__pool_set_max_chunks(struct fm_pool *pool, uint32_t max_chunks);
 void fm__pool_set_gen_budget(struct fm_pool *pool, uint32_t budget);
-/* The size of a pool's next growth window, in chunks (pool/chunks.c; 0:
- * none): the untouched rest of its window goes back, and the next growth
- * maps one of this size just below the lowest chunk taken. Where the pool
- * has no windows, nothing. */
+/* The size of a pool's next growth window, in chunks (pool/chunks.c): the
+ * untouched rest of its window goes back, and the next growth maps one of
+ * this size just below the lowest chunk taken. A pool with no window, and
+ * chunks 0, change nothing (whether a pool has windows is fixed at
+ * create). */
 void fm__pool_set_window_chunks(struct fm_pool *pool, uint32_t chunks);
 
 /* Debug fill bytes (docs/CONTRIBUTING.md, "Debug aids"): freed pool slots. */

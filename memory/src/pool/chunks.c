@@ -597,9 +597,9 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
  * of a pool that may grow maps address space ahead, readable and writable
  * and untouched (no memory, no commit charge), and takes its own chunks
  * from it as growths do: those that fit take their chunks from its top and
- * their arrays from its bottom with no system call (the first growth made
- * the mapping before, after the page faults of the allocations it follows:
- * the slowest growth of a pool). One that does not fit maps a new window
+ * their arrays from its bottom with no system call (a first growth that
+ * mapped it would do so right after the page faults of the allocations
+ * before it, and be the pool's slowest). One that does not fit maps a new window
  * (the old one's rest goes back) or, above a quarter of a window, its own
  * mappings. Everything taken is released part by part as before: the
  * window is only where mappings come from. true when g's chunks (block)
