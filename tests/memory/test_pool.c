@@ -2011,7 +2011,8 @@ static bool spread_owns(const spread_heap *h, const void *p) {
 
 static void *spread_alloc(size_t size, size_t align, void *user) {
     spread_heap *h = user;
-    if (size != SPREAD_CHUNK || align != SPREAD_CHUNK) return h->inner.alloc(size, align, h->inner.user);
+    if (size != SPREAD_CHUNK || align != SPREAD_CHUNK)
+        return h->inner.alloc(size, align, h->inner.user);
     if (h->used == SPREAD_MAX) return NULL;
     h->held++;
     return h->region + h->used++ * SPREAD_STEP * SPREAD_CHUNK;
@@ -2038,9 +2039,12 @@ static void test_pool_frees_into_chunks_that_share_a_cache_entry(void **state) {
         const size_t region_bytes = (size_t)SPREAD_MAX * SPREAD_STEP * SPREAD_CHUNK;
         heap.region = fm__os_reserve(region_bytes, SPREAD_CHUNK, true);
         assert_non_null(heap.region);
-        fm_pool *pool = fm_pool_create(&(fm_pool_desc){
-            .name = "spread", .item_size = 64, .chunk_bytes = SPREAD_CHUNK, .sync = syncs[pi],
-            .allocator = {spread_alloc, spread_free, &heap}});
+        fm_pool *pool =
+            fm_pool_create(&(fm_pool_desc){.name = "spread",
+                                           .item_size = 64,
+                                           .chunk_bytes = SPREAD_CHUNK,
+                                           .sync = syncs[pi],
+                                           .allocator = {spread_alloc, spread_free, &heap}});
         assert_non_null(pool);
         size_t per = (size_t)stats_of(pool).items_per_chunk;
         enum { CHUNKS = 6 };
@@ -2133,9 +2137,8 @@ static void test_pool_create_maps_the_window_its_first_growths_take_from(void **
     enum { CAP = 2000 };
     void **items = malloc(CAP * sizeof *items);
     assert_non_null(items);
-    fm_pool *pool = fm_pool_create(&(fm_pool_desc){.name = "window", .item_size = 1024,
-                                                   .growth = FM_GROWTH_GEOMETRIC,
-                                                   .initial_capacity = 1});
+    fm_pool *pool = fm_pool_create(&(fm_pool_desc){
+        .name = "window", .item_size = 1024, .growth = FM_GROWTH_GEOMETRIC, .initial_capacity = 1});
     assert_non_null(pool);
     fm_pool_stats s = stats_of(pool);
     size_t cb = (size_t)s.chunk_bytes;
@@ -2164,9 +2167,8 @@ static void test_pool_create_maps_the_window_its_first_growths_take_from(void **
     for (size_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
     assert_int_equal(stats_of(pool).live, 0);
     fm_pool_destroy(pool);
-    fm_pool *fixed = fm_pool_create(&(fm_pool_desc){.name = "fixed", .item_size = 1024,
-                                                    .growth = FM_GROWTH_FIXED,
-                                                    .initial_capacity = 1});
+    fm_pool *fixed = fm_pool_create(&(fm_pool_desc){
+        .name = "fixed", .item_size = 1024, .growth = FM_GROWTH_FIXED, .initial_capacity = 1});
     assert_non_null(fixed);
     void *item = fm_pool_alloc(fixed);
     assert_non_null(item);
@@ -3250,7 +3252,7 @@ int main(void) {
         T(test_pool_double_free_is_reported_and_state_kept),
         T(test_pool_double_free_right_after_free_is_reported),
         T(test_pool_free_n_frees_a_batch_and_reports_each_bad_entry),
-    T(test_pool_free_of_stack_pointer_is_reported_as_foreign),
+        T(test_pool_free_of_stack_pointer_is_reported_as_foreign),
         T(test_pool_free_of_malloc_block_is_reported_as_foreign),
         T(test_pool_free_of_another_pools_item_is_reported_as_foreign),
         T(test_pool_free_of_far_away_pointer_is_reported_as_foreign),

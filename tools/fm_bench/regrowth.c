@@ -518,9 +518,10 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
     uint8_t *raw = NULL, *region = NULL;
     size_t map_bytes = 0;
     if (kind == STEP_POOL || kind == STEP_POOL_GROWING) {
-        pool = fm_pool_create(&(fm_pool_desc){
-            .name = "regrowth_why", .item_size = REGROW_ITEM,
-            .initial_capacity = kind == STEP_POOL ? REGROW_BIG : 1});
+        pool =
+            fm_pool_create(&(fm_pool_desc){.name = "regrowth_why",
+                                           .item_size = REGROW_ITEM,
+                                           .initial_capacity = kind == STEP_POOL ? REGROW_BIG : 1});
         if (!pool) regrow_failed("attribution", "fm_pool_create");
     } else if (kind == STEP_BARE) {
         size_t chunks = (n + lay->per_chunk - 1) / lay->per_chunk;

@@ -600,8 +600,7 @@ void fm_pool_destroy(fm_pool *pool) {
     for (uint32_t s = 0; s < FM__REC_SEGS; s++)
         if (p->seg[s]) fm__array_delete(p, fm__seg_mem(p, s), fm__seg_bytes(s));
     fm__array_delete(p, p->hot.bases, fm__bases_bytes(p->bases_cap));
-    if (p->dm != p->dm_first)
-        fm__array_delete(p, p->dm, ((size_t)p->dm_mask + 1) * sizeof *p->dm);
+    if (p->dm != p->dm_first) fm__array_delete(p, p->dm, ((size_t)p->dm_mask + 1) * sizeof *p->dm);
     fm__array_delete(p, p->bases_next, fm__bases_bytes(p->bases_next_cap));
     fm__table_delete(p, p->table, p->table_cap);
     fm__table_delete(p, p->old_table, p->old_cap);
