@@ -406,7 +406,7 @@ typedef struct fm__pending {
  * per chunk. A pool with a growth window takes every array from it, however
  * small, with no system call: one from the allocator would be zeroed, or
  * at least have its header written, on fresh heap pages, and those first
- * touches were most of what a growth from a window cost (12 us of 12.2 for
+ * touches were most of what a growth from a window cost (11.2 us of 12.2 for
  * a growth by 64 chunks of 64 KiB, in the VM measured; see
  * bench/RESULTS.md). Whether an array is the OS's follows from its size and
  * the pool alone (win_chunks is 0 or not for the pool's life), so that
