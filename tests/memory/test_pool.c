@@ -1881,50 +1881,37 @@ static const char *mapping_placer(void) {
     return fm_test_emulator();
 }
 
-/* Linux: the first line of /proc/self/maps for a mapping that overlaps
- * [lo, hi), into line; false when none does (or elsewhere). A sanitizer's
- * allocator maps its own regions at any time, top-down as the pool's, and
- * may take a range the pool was to map next. */
-static bool range_mapped(uintptr_t lo, uintptr_t hi, char *line, size_t line_len) {
+/* Linux: the first mapping /proc/self/maps lists (adjacent ones of the
+ * same kind merged) that overlaps [lo, hi): its line (newline dropped) into
+ * line and its bounds into *start and *end; false when none does (or
+ * elsewhere). A sanitizer's allocator maps its own regions at any time,
+ * top-down as the pool's, and may take a range the pool was to map next. */
+static bool range_mapped(uintptr_t lo, uintptr_t hi, char *line, size_t line_len, uintptr_t *start,
+                         uintptr_t *end) {
 #if defined(__linux__)
     FILE *f = fopen("/proc/self/maps", "r");
     if (!f) return false;
     bool found = false;
     while (!found && fgets(line, (int)line_len, f)) {
         unsigned long a = 0, b = 0;
-        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo) found = true;
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo) {
+            *start = a, *end = b;
+            found = true;
+        }
     }
     fclose(f);
     line[strcspn(line, "\n")] = '\0';
     return found;
 #else
-    (void)lo, (void)hi, (void)line, (void)line_len;
+    (void)lo, (void)hi, (void)line, (void)line_len, (void)start, (void)end;
     return false;
 #endif
 }
 
-/* Linux: the bounds of the mapping (as /proc/self/maps lists it, adjacent
- * ones of the same kind merged) that holds addr; false when none does (or
- * elsewhere). */
+/* The bounds of the mapping that holds addr (see range_mapped). */
 static bool mapping_around(uintptr_t addr, uintptr_t *lo, uintptr_t *hi) {
-#if defined(__linux__)
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return false;
-    char line[512];
-    bool found = false;
-    while (!found && fgets(line, (int)sizeof line, f)) {
-        unsigned long a = 0, b = 0;
-        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= addr && addr < b) {
-            *lo = a, *hi = b;
-            found = true;
-        }
-    }
-    fclose(f);
-    return found;
-#else
-    (void)addr, (void)lo, (void)hi;
-    return false;
-#endif
+    char line[512] = "";
+    return range_mapped(addr, addr + 1, line, sizeof line, lo, hi);
 }
 
 /* fm__os_reserve_below, which a growth maps its chunks with: the range
@@ -2232,12 +2219,13 @@ static void test_pool_growths_take_their_chunks_from_a_window(void **state) {
              * and a random free into either would miss it). */
             uintptr_t first = (uintptr_t)items[0] & ~(uintptr_t)(cb - 1);
             char other[256] = "";
+            uintptr_t lo = 0, hi = 0; /* the other mapping's bounds */
             if (placer) {
                 print_message("[ did not apply ] the window below create's chunk: %s places "
                               "mappings itself\n",
                               placer);
             } else if ((bases[0] < first - 36 * cb || bases[0] >= first) &&
-                       range_mapped(first - 36 * cb, first, other, sizeof other)) {
+                       range_mapped(first - 36 * cb, first, other, sizeof other, &lo, &hi)) {
                 /* The window went elsewhere, and not the pool's mapping is in
                  * the range: what took it between create and the first
                  * growth. */
