@@ -1005,5 +1005,6 @@ int main(void) {
 #undef T
 #endif
     };
+    fm_test_filter_from_env();
     return cmocka_run_group_tests_name("hooks", tests, NULL, NULL);
 }
