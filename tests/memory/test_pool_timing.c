@@ -176,13 +176,15 @@ static void test_pool_timing_sampled_times_about_one_call_in_the_sample_rate(voi
         /* The estimate counts each timed call 16 times: some time, never
          * more than FM_POOL_TIMING_SAMPLE x the loop (the timed intervals
          * lie inside it without overlap), and in the median block not more
-         * than 4 x the block's loop. */
+         * than 3 x the block's loop (0.05-1.71 x seen natively, with
+         * sanitizers, under memcheck, qemu and wine, beside busy loops too;
+         * a scale 4 x too large put Release's first policy at 3.9-6.4 x). */
         assert_true(st.alloc_ns_total > 0 && st.free_ns_total > 0);
         uint64_t estimate = st.alloc_ns_total + st.free_ns_total;
         assert_true(estimate <= FM_POOL_TIMING_SAMPLE * fm_clock_to_ns(wall_ticks));
         qsort(ratio_pct, BLOCKS, sizeof ratio_pct[0], cmp_u64);
         uint64_t median = ratio_pct[BLOCKS / 2];
-        if (median > 400) {
+        if (median > 300) {
             print_error("policy %d: median block estimate %llu %% of its loop (%llu..%llu)\n", k,
                         (unsigned long long)median, (unsigned long long)ratio_pct[0],
                         (unsigned long long)ratio_pct[BLOCKS - 1]);
