@@ -82,7 +82,18 @@ void fm_test_errors_restore(void) {
 
 /* ----------------------------------------------------------------- fixture */
 
+/* Set by fm_test_filter_from_env: a suite that ctest runs with
+ * FM_TEST_FILTER set and that never reads it would run every case where
+ * only its thread cases were meant to repeat. */
+static bool fm_test_filter_read;
+
 int fm_test_setup(void **state) {
+    const char *pattern = getenv("FM_TEST_FILTER");
+    if (pattern && pattern[0] && !fm_test_filter_read) {
+        print_error("FM_TEST_FILTER is set, but this suite's main does not call "
+                    "fm_test_filter_from_env() before cmocka_run_group_tests\n");
+        return -1;
+    }
     fm_test_env *env = calloc(1, sizeof *env);
     if (!env) return -1;
     fm_test_allocator_init(&env->alloc);
@@ -403,6 +414,7 @@ bool fm_test_os_states_known(const char *what) {
 }
 
 void fm_test_filter_from_env(void) {
+    fm_test_filter_read = true;
     const char *pattern = getenv("FM_TEST_FILTER");
     if (pattern && pattern[0]) cmocka_set_test_filter(pattern);
 }
