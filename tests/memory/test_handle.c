@@ -166,16 +166,6 @@ static uint64_t rng_next(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
-    return (x > y) - (x < y);
-}
-
 /* true when the two sorted arrays share a value. */
 static bool sorted_share_a_value(const uint64_t *a, size_t na, const uint64_t *b, size_t nb) {
     size_t i = 0, j = 0;
@@ -558,11 +548,12 @@ static void check_trimmed_chunks_handles_die(fm_test_env *env, backing b) {
     void **old_items = malloc(n * sizeof *old_items);
     assert_non_null(old_items);
     memcpy(old_items, items, n * sizeof *items);
-    qsort(old_items, n, sizeof *old_items, cmp_ptr);
+    qsort(old_items, n, sizeof *old_items, fm_test_cmp_ptr);
     for (size_t i = 0; i < n; i++) {
         items[i] = alloc_ok(pool);
         cur[i] = handle_ok(env, pool, items[i]).bits;
-        if (bsearch(&items[i], old_items, n, sizeof *old_items, cmp_ptr)) reused_addresses++;
+        if (bsearch(&items[i], old_items, n, sizeof *old_items, fm_test_cmp_ptr))
+            reused_addresses++;
     }
     if (b == BACKING_RECYCLING) assert_int_equal(reused_addresses, n);
     for (size_t i = 0; i < n; i++) {
@@ -570,11 +561,11 @@ static void check_trimmed_chunks_handles_die(fm_test_env *env, backing b) {
         assert_resolves_to(env, pool, (fm_handle){cur[i]}, items[i]);
     }
     /* No new handle equals any old one. */
-    qsort(old, n, sizeof *old, cmp_u64);
+    qsort(old, n, sizeof *old, fm_test_cmp_u64);
     uint64_t *sorted_cur = malloc(n * sizeof *sorted_cur);
     assert_non_null(sorted_cur);
     memcpy(sorted_cur, cur, n * sizeof *cur);
-    qsort(sorted_cur, n, sizeof *sorted_cur, cmp_u64);
+    qsort(sorted_cur, n, sizeof *sorted_cur, fm_test_cmp_u64);
     assert_false(sorted_share_a_value(old, n, sorted_cur, n));
     print_message("%s allocator: %zu of %zu addresses reused after trim\n", backing_name(b),
                   reused_addresses, n);

@@ -1214,12 +1214,6 @@ static void visit_record(void *item, void *user) {
     if (v->free_each || (v->free_odd && (v->count & 1))) fm_pool_free(v->pool, item);
 }
 
-static int cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)*(void *const *)a;
-    uintptr_t y = (uintptr_t)*(void *const *)b;
-    return (x > y) - (x < y);
-}
-
 /* Every live item seen exactly once, nothing else. */
 static void assert_visited_exactly(visit_log *v, const live_set *live) {
     assert_int_equal(v->count, live->count);
@@ -1227,8 +1221,8 @@ static void assert_visited_exactly(visit_log *v, const live_set *live) {
     void **expected = malloc((live->count + 1) * sizeof *expected);
     assert_non_null(expected);
     memcpy(expected, live->items, live->count * sizeof *expected);
-    qsort(expected, live->count, sizeof *expected, cmp_ptr);
-    qsort(v->seen, v->count, sizeof *v->seen, cmp_ptr);
+    qsort(expected, live->count, sizeof *expected, fm_test_cmp_ptr);
+    qsort(v->seen, v->count, sizeof *v->seen, fm_test_cmp_ptr);
     for (size_t i = 0; i < live->count; i++) assert_ptr_equal(v->seen[i], expected[i]);
     free(expected);
 }
@@ -2765,7 +2759,7 @@ static void test_pool_destroy_runs_dtor_on_live_items_and_reports_the_leak_count
     assert_ptr_equal(hooks.dtor_user, &hooks);
     /* Each live item got the dtor once. */
     void **seen = &hooks.dtor_items[3];
-    qsort(seen, 37, sizeof *seen, cmp_ptr);
+    qsort(seen, 37, sizeof *seen, fm_test_cmp_ptr);
     for (size_t i = 0; i < 37; i++) {
         assert_true(live_contains(&live, seen[i]));
         if (i) assert_ptr_not_equal(seen[i], seen[i - 1]);

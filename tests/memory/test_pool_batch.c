@@ -64,12 +64,6 @@ static uint32_t where_of(const fm_pool *pool, const void *item) {
 
 #define shuffle fm_test_shuffle
 
-static int cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)*(void *const *)a;
-    uintptr_t y = (uintptr_t)*(void *const *)b;
-    return (x > y) - (x < y);
-}
-
 /* cmocka-asserts that a[0, n) and b[0, n) hold the same pointers. */
 static void assert_same_set(void *const *a, void *const *b, size_t n) {
     void **x = malloc((n + 1) * sizeof *x);
@@ -78,8 +72,8 @@ static void assert_same_set(void *const *a, void *const *b, size_t n) {
     assert_non_null(y);
     memcpy(x, a, n * sizeof *x);
     memcpy(y, b, n * sizeof *y);
-    qsort(x, n, sizeof *x, cmp_ptr);
-    qsort(y, n, sizeof *y, cmp_ptr);
+    qsort(x, n, sizeof *x, fm_test_cmp_ptr);
+    qsort(y, n, sizeof *y, fm_test_cmp_ptr);
     size_t bad = n;
     for (size_t i = 0; i < n && bad == n; i++)
         if (x[i] != y[i]) bad = i;

@@ -172,12 +172,6 @@ static void recent_push(model *m, void *p) {
     }
 }
 
-static int cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)*(void *const *)a;
-    uintptr_t y = (uintptr_t)*(void *const *)b;
-    return (x > y) - (x < y);
-}
-
 /* ------------------------------------------------------------- budget */
 
 static uint64_t tag_committed(const model *m) {
@@ -535,7 +529,7 @@ typedef struct visit {
 static void visit_item(void *item, void *user) {
     visit *v = user;
     v->visits++;
-    if (!bsearch(&item, v->sorted, v->n, sizeof *v->sorted, cmp_ptr)) v->strangers++;
+    if (!bsearch(&item, v->sorted, v->n, sizeof *v->sorted, fm_test_cmp_ptr)) v->strangers++;
 }
 
 static void **model_sorted(const model *m) {
@@ -543,7 +537,7 @@ static void **model_sorted(const model *m) {
     assert_non_null(sorted);
     if (m->count) {
         memcpy(sorted, m->items, m->count * sizeof *sorted);
-        qsort(sorted, m->count, sizeof *sorted, cmp_ptr);
+        qsort(sorted, m->count, sizeof *sorted, fm_test_cmp_ptr);
     }
     return sorted;
 }

@@ -39,11 +39,6 @@ static void **alloc_many(fm_pool *pool, size_t n) {
     return items;
 }
 
-static int cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
-    return (x > y) - (x < y);
-}
-
 /* ============================================================ the basics */
 
 /* Three chunks and a bit of items, some freed before: the reset frees the
@@ -78,11 +73,11 @@ static void test_pool_reset_frees_every_item_keeps_the_chunks_and_counts_the_fre
         /* The next level: the same chunks again, nothing grown. */
         uintptr_t mask = ~(uintptr_t)(before.chunk_bytes - 1);
         for (size_t i = 0; i < n; i++) items[i] = (void *)((uintptr_t)items[i] & mask);
-        qsort(items, n, sizeof *items, cmp_ptr);
+        qsort(items, n, sizeof *items, fm_test_cmp_ptr);
         void **again = alloc_many(pool, n);
         for (size_t i = 0; i < n; i++) {
             void *chunk = (void *)((uintptr_t)again[i] & mask);
-            assert_non_null(bsearch(&chunk, items, n, sizeof *items, cmp_ptr));
+            assert_non_null(bsearch(&chunk, items, n, sizeof *items, fm_test_cmp_ptr));
         }
         fm_test_assert_no_overlap(again, n, 40);
         fm_pool_stats refilled = stats_of(pool);
@@ -410,7 +405,7 @@ static void test_pool_reset_retires_a_slot_whose_generations_are_used_up(void **
         /* The whole chunk live; its lowest item is slot 0, whose meta word
          * (live bit | generation) opens the chunk. */
         void **all = alloc_many(pool, (size_t)s.capacity);
-        qsort(all, (size_t)s.capacity, sizeof *all, cmp_ptr);
+        qsort(all, (size_t)s.capacity, sizeof *all, fm_test_cmp_ptr);
         uint8_t *first = all[0];
         free(all);
         uint32_t *meta0 = (uint32_t *)((uintptr_t)first & ~(uintptr_t)(s.chunk_bytes - 1));
@@ -454,7 +449,7 @@ static void test_pool_reset_leaves_meta_words_alone_except_under_cached_policies
         fm_pool_stats s = stats_of(pool);
         size_t n = s.items_per_chunk; /* the whole first chunk */
         void **items = alloc_many(pool, n);
-        qsort(items, n, sizeof *items, cmp_ptr); /* slot i = item i */
+        qsort(items, n, sizeof *items, fm_test_cmp_ptr); /* slot i = item i */
         uint32_t *meta = (uint32_t *)((uintptr_t)items[0] & ~(uintptr_t)(s.chunk_bytes - 1));
         for (size_t i = 0; i < n; i++)
             assert_ptr_equal((uint8_t *)items[0] + i * s.stride, items[i]);
@@ -580,7 +575,7 @@ static void test_pool_reset_drops_every_threads_cached_slots(void **state) {
         void **sorted = malloc(n * sizeof *sorted);
         assert_non_null(sorted);
         memcpy(sorted, all, n * sizeof *sorted);
-        qsort(sorted, n, sizeof *sorted, cmp_ptr);
+        qsort(sorted, n, sizeof *sorted, fm_test_cmp_ptr);
         for (size_t i = 0; i < n; i++) assert_non_null(sorted[i]);
         for (size_t i = 0; i + 1 < n; i++) assert_ptr_not_equal(sorted[i], sorted[i + 1]);
         assert_int_equal(stats_of(pool).grow_events, before.grow_events);

@@ -138,11 +138,6 @@ static void test_pool_timing_times_a_batch_once_and_new_as_an_alloc(void **state
     }
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static void test_pool_timing_sampled_times_about_one_call_in_the_sample_rate(void **state) {
     fm_test_env *env = *state;
     for (int k = 0; k < POLICIES; k++) {
@@ -182,7 +177,7 @@ static void test_pool_timing_sampled_times_about_one_call_in_the_sample_rate(voi
         assert_true(st.alloc_ns_total > 0 && st.free_ns_total > 0);
         uint64_t estimate = st.alloc_ns_total + st.free_ns_total;
         assert_true(estimate <= FM_POOL_TIMING_SAMPLE * fm_clock_to_ns(wall_ticks));
-        qsort(ratio_pct, BLOCKS, sizeof ratio_pct[0], cmp_u64);
+        qsort(ratio_pct, BLOCKS, sizeof ratio_pct[0], fm_test_cmp_u64);
         uint64_t median = ratio_pct[BLOCKS / 2];
         if (median > 300) {
             print_error("policy %d: median block estimate %llu %% of its loop (%llu..%llu)\n", k,

@@ -136,9 +136,13 @@ bool fm_test_check_fill(const void *p, size_t n, uint32_t seed) {
     return true;
 }
 
-static int fm_test__cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)*(void *const *)a;
-    uintptr_t y = (uintptr_t)*(void *const *)b;
+int fm_test_cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int fm_test_cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
     return (x > y) - (x < y);
 }
 
@@ -147,7 +151,7 @@ void fm_test_assert_no_overlap(void *const *items, size_t count, size_t size) {
     void **sorted = malloc(count * sizeof *sorted);
     assert_non_null(sorted);
     memcpy(sorted, items, count * sizeof *sorted);
-    qsort(sorted, count, sizeof *sorted, fm_test__cmp_ptr);
+    qsort(sorted, count, sizeof *sorted, fm_test_cmp_ptr);
     size_t bad = count;
     for (size_t i = 0; i + 1 < count; i++) {
         if ((uintptr_t)sorted[i] + size > (uintptr_t)sorted[i + 1]) {

@@ -196,6 +196,10 @@ void fm_test_fill(void *p, size_t n, uint32_t seed);
 bool fm_test_check_fill(const void *p, size_t n, uint32_t seed);
 /// Shuffles a[0, n) in place, the same way for the same seed (xorshift32).
 void fm_test_shuffle(void **a, size_t n, uint32_t seed);
+/// qsort comparators: ascending uint64_t values; ascending pointers (by
+/// address) in an array of void *.
+int fm_test_cmp_u64(const void *a, const void *b);
+int fm_test_cmp_ptr(const void *a, const void *b);
 /// cmocka-asserts that no two of the count items (each size bytes) overlap.
 void fm_test_assert_no_overlap(void *const *items, size_t count, size_t size);
 /// true when haystack contains needle (both may be NULL: false).
