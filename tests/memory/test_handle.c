@@ -624,6 +624,171 @@ static void test_resolve_survives_growth_of_the_record_array(void **state) {
     destroy_clean(env, pool);
 }
 
+/* ====================================================== slot fields past the slots
+ *
+ * fm_pool_resolve does not test a handle's slot field against the chunk's
+ * slot count: it reads the meta word of any slot the field can name, [0,
+ * 2^slot_bits), and the words past the last slot's (the free stack's
+ * entries, then zero padding) must never read as live (pool/chunks.c,
+ * fm__layout). White-box: a chunk starts with its meta words and is aligned
+ * to its size (README, "How growth stays hitch-free"). */
+
+#define META_LIVE 0x80000000u
+#define META_GEN 0x7FFFFFFFu
+
+static uint32_t word_at(const void *item, size_t chunk_bytes, uint32_t slot) {
+    uintptr_t base = (uintptr_t)item & ~(uintptr_t)(chunk_bytes - 1);
+    uint32_t w;
+    memcpy(&w, (const unsigned char *)base + (size_t)slot * 4u, sizeof w);
+    return w;
+}
+
+static fm_handle handle_at(uint32_t rec1, uint32_t bits, uint32_t slot, uint32_t gen) {
+    return (fm_handle){(uint64_t)(gen & META_GEN) << 32 | (uint64_t)(rec1 << bits | slot)};
+}
+
+/* Fills chunks of one pool, frees them in a scrambled order (the free
+ * stacks hold every index) and takes a third back; then every slot field
+ * past the slots, of every chunk, with the generation that would match its
+ * word were that word live and with random ones, resolves to NULL, as do
+ * record fields 0 and one past the last; the live items still resolve. */
+static void check_slot_fields_past_the_slots(fm_test_env *env, fm_pool_desc desc, backing b) {
+    recycler *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    fm_pool *pool = create_on(env, desc, b, r);
+    fm_pool_stats s0 = stats_of(pool);
+    size_t cb = fm_pool_get_desc(pool).chunk_bytes;
+    uint32_t per = (uint32_t)s0.items_per_chunk;
+    size_t n = (size_t)per * 3;
+    void **items = malloc(n * sizeof *items);
+    fm_handle *hs = malloc(n * sizeof *hs);
+    bool *live = calloc(n, sizeof *live);
+    assert_non_null(items);
+    assert_non_null(hs);
+    assert_non_null(live);
+    /* Items full of set bits: a word read from a slot would look live. */
+    for (size_t i = 0; i < n; i++) items[i] = alloc_ok(pool), live[i] = true;
+    for (size_t i = 0; i < n; i++) memset(items[i], 0xFF, desc.item_size);
+    uint64_t seed = 0xC0FFEE ^ per;
+    for (size_t i = n; i > 1; i--) { /* shuffle, then free all but a third */
+        size_t j = (size_t)(rng_next(&seed) % i);
+        void *t = items[i - 1];
+        items[i - 1] = items[j];
+        items[j] = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (i % 3) fm_pool_free(pool, items[i]), live[i] = false;
+    for (size_t i = 0; i < n; i++)
+        if (!live[i]) {
+            items[i] = alloc_ok(pool), live[i] = i % 3 == 1;
+            memset(items[i], 0xFF, desc.item_size);
+        }
+    for (size_t i = 0; i < n; i++)
+        if (i % 3 == 2) fm_pool_free(pool, items[i]);
+    for (size_t i = 0; i < n; i++)
+        if (live[i]) hs[i] = handle_ok(env, pool, items[i]);
+
+    /* The handle layout, from a live item's handle: (record + 1) << bits |
+     * slot, and its generation bits (the slot's minus the pool's key). */
+    size_t first = 0;
+    while (!live[first]) first++;
+    uint32_t loc0 = (uint32_t)hs[first].bits, bits = 1;
+    while ((1u << bits) < per) bits++;
+    uint32_t slot0 = loc0 & ((1u << bits) - 1u);
+    uint32_t key = (word_at(items[first], cb, slot0) - (uint32_t)(hs[first].bits >> 32)) & META_GEN;
+    uint32_t records = (uint32_t)stats_of(pool).chunk_count, checked = 0;
+    assert_true(records >= 3);
+    bool *chunk_done = calloc((size_t)records + 2, sizeof *chunk_done);
+    assert_non_null(chunk_done);
+
+    for (size_t i = 0; i < n; i++) {
+        if (!live[i]) continue;
+        uint32_t loc = (uint32_t)hs[i].bits, rec1 = loc >> bits, gen = (uint32_t)(hs[i].bits >> 32);
+        assert_true(rec1 >= 1 && rec1 <= records);
+        assert_int_equal((word_at(items[i], cb, loc & ((1u << bits) - 1u)) - gen) & META_GEN, key);
+        assert_resolves_null(env, pool, handle_at(0, bits, loc & ((1u << bits) - 1u), gen));
+        assert_resolves_null(env, pool,
+                             handle_at(records + 1, bits, loc & ((1u << bits) - 1u), gen));
+        if (chunk_done[rec1]) continue;
+        chunk_done[rec1] = true;
+        for (uint32_t s = per; s < (1u << bits); s++) { /* this item's chunk, past its slots */
+            uint32_t w = word_at(items[i], cb, s);
+            if (w & META_LIVE) {
+                print_error("pool '%s' (%u slots, %u slot bits): the word past the slots at "
+                            "slot field %u reads as live: %#x\n",
+                            fm_pool_name(pool), per, bits, s, w);
+                fail();
+            }
+            assert_resolves_null(env, pool, handle_at(rec1, bits, s, (w & META_GEN) - key));
+            assert_resolves_null(env, pool, handle_at(rec1, bits, s, (uint32_t)rng_next(&seed)));
+            checked++;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (live[i]) assert_resolves_to(env, pool, hs[i], items[i]);
+    print_message("%s allocator, %s: %u slots, %u slot bits, %u words past the slots checked\n",
+                  backing_name(b), fm_pool_name(pool), per, bits, checked);
+
+    /* Trimmed: every record reads the dead chunk, whatever the fields. */
+    for (size_t i = 0; i < n; i++)
+        if (live[i]) fm_pool_free(pool, items[i]);
+    fm_pool_trim(pool);
+    for (uint32_t rec1 = 0; rec1 <= records + 1; rec1++)
+        for (uint32_t s = 0; s < (1u << bits); s += 1u + (1u << bits) / 64u)
+            for (int g = 0; g < 4; g++)
+                assert_resolves_null(
+                    env, pool, handle_at(rec1, bits, s, g ? (uint32_t)rng_next(&seed) : 0u - key));
+    for (size_t i = 0; i < n; i++)
+        if (live[i]) assert_resolves_null(env, pool, hs[i]);
+    assert_int_equal(env->errors.count, 0);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    if (b == BACKING_COUNTING) destroy_clean(env, pool);
+    else fm_pool_destroy(pool);
+    if (b == BACKING_RECYCLING) assert_int_equal(r->live, 0);
+    recycler_release(r);
+    free(r);
+    free(chunk_done);
+    free(live);
+    free(hs);
+    free(items);
+}
+
+static void test_resolve_of_slot_fields_past_a_chunks_slots_is_null(void **state) {
+    fm_test_env *env = *state;
+    /* Slot counts just above a power of two (zero padding past the stack),
+     * well above one (the stack covers the words), one, past 16384 (stack
+     * entries up to 2^15 - 1) and at the most a chunk holds (12-byte items
+     * would fit 58254); the shared read path (MUTEX, THREAD_CACHE) and
+     * allocator memory that starts as 0xA5 (recycling) as well as the OS's
+     * zero pages. */
+    static const struct {
+        size_t item_size, chunk_bytes;
+        fm_sync sync;
+    } cases[] = {
+        {20, 4096, FM_SYNC_NONE},
+        {20, 4096, FM_SYNC_MUTEX},
+        {3000, 16384, FM_SYNC_NONE},
+        {16, 4096, FM_SYNC_NONE},
+        {100, 65536, FM_SYNC_NONE},
+        {4, 1u << 18, FM_SYNC_NONE},
+        {12, 1u << 20, FM_SYNC_NONE},
+        {3000, 4096, FM_SYNC_NONE},
+        {48, 1u << 16, FM_SYNC_THREAD_CACHE},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int b = BACKING_SYSTEM; b <= BACKING_RECYCLING; b++) {
+            char name[48];
+            snprintf(name, sizeof name, "past-%zu-%zu", cases[c].item_size, cases[c].chunk_bytes);
+            fm_pool_desc desc = {.name = name,
+                                 .item_size = cases[c].item_size,
+                                 .item_align = 4,
+                                 .chunk_bytes = cases[c].chunk_bytes,
+                                 .sync = cases[c].sync};
+            check_slot_fields_past_the_slots(env, desc, (backing)b);
+        }
+    }
+}
+
 static void test_resolve_of_garbage_bits_is_null_or_a_live_item(void **state) {
     fm_test_env *env = *state;
     fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "garbage", .item_size = 24});
@@ -910,6 +1075,7 @@ int main(void) {
         T(test_resolve_into_a_trimmed_chunk_is_null_even_after_reuse),
         T(test_resolve_survives_growth_of_the_record_array),
         T(test_resolve_of_garbage_bits_is_null_or_a_live_item),
+        T(test_resolve_of_slot_fields_past_a_chunks_slots_is_null),
         T(test_handle_to_a_slot_retired_at_generation_wrap_is_null_for_good),
         T(test_pool_growth_past_the_chunks_its_handles_address_is_pool_full_for_any_size),
         T(test_pool_at_its_chunk_limit_is_full_intact_and_every_handle_resolves),

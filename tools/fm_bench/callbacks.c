@@ -680,8 +680,9 @@ static void cb_items_open(cb_items *it) {
     }
     /* The handle layout the inline resolve reads (framemem/detail/pool.h). */
     const fm__pool_hot *hot = (const fm__pool_hot *)(const void *)it->pool;
-    it->bare_bases = bench_xmalloc((size_t)hot->n_bases * sizeof *it->bare_bases);
-    memcpy(it->bare_bases, hot->bases, (size_t)hot->n_bases * sizeof *it->bare_bases);
+    size_t bare_bytes = ((size_t)hot->n_bases + 1) * sizeof *it->bare_bases; /* [0]: dead */
+    it->bare_bases = bench_xmalloc(bare_bytes);
+    memcpy(it->bare_bases, hot->bases, bare_bytes);
     it->bare_slot_bits = hot->slot_bits;
     it->bare_key = hot->gen_key;
     it->bare_slots_off = hot->slots_off;
@@ -839,12 +840,17 @@ static BENCH_NOINLINE uint64_t res_raw(cb_entity *const *ents, const uint32_t *i
  * from an array, the slot's meta word compared with live | generation, the
  * item's address; no check that the record or the slot exists. */
 static inline void *res_bare_one(const cb_items *it, fm_handle h) {
+    /* The geometry is read before anything depends on the handle, as
+     * fm_pool_resolve reads its pool's, so a loop reads it once. */
+    uint8_t *const *bases = it->bare_bases;
+    uint32_t slot_bits = it->bare_slot_bits, key = it->bare_key;
+    uint32_t slots_off = it->bare_slots_off, stride = it->bare_stride;
     uint32_t loc = (uint32_t)h.bits;
-    uint8_t *base = it->bare_bases[(loc >> it->bare_slot_bits) - 1u];
-    uint32_t slot = loc & ((1u << it->bare_slot_bits) - 1u);
-    uint32_t want = 0x80000000u | ((uint32_t)(h.bits >> 32) + it->bare_key);
+    uint8_t *base = bases[loc >> slot_bits];
+    uint32_t slot = loc & ((1u << slot_bits) - 1u);
+    uint32_t want = 0x80000000u | ((uint32_t)(h.bits >> 32) + key);
     return ((const uint32_t *)(const void *)base)[slot] == want
-               ? base + it->bare_slots_off + (size_t)slot * it->bare_stride
+               ? base + slots_off + (size_t)slot * stride
                : NULL;
 }
 

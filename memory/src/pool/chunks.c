@@ -106,10 +106,11 @@ static void fm__park_current(fm_pool *p) {
 static void fm__make_current(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     if (c->state == FM__CHUNK_FRESH) {
-        /* Handles read meta words without the bump index: make the never-used
-         * slots read as dead. Fresh pages from the OS are zero already; memory
-         * from an allocator gets 4 bytes per slot written, once per chunk. */
-        if (!p->use_os) memset(c->base, 0, (size_t)p->hot.per_chunk * sizeof(uint32_t));
+        /* Handles read meta words without the bump index, and words up to
+         * words_end past the last slot's (fm__layout): make them read as
+         * dead. Fresh pages from the OS are zero already; memory from an
+         * allocator gets those bytes written, once per chunk. */
+        if (!p->use_os) memset(c->base, 0, p->words_end);
         fm__base_store(p, idx, c->base);
     }
     c->state = FM__CHUNK_CURRENT;
@@ -473,12 +474,26 @@ static void fm__retire_array(fm_pool *p, void *mem, size_t bytes) {
 
 /* ========================================= the chunk bases, for handles */
 
-static size_t fm__bases_bytes(uint32_t cap) { return (size_t)cap * sizeof(uint8_t *); }
+/* What resolve reads for a record with no chunk and for the null handle: a
+ * chunk's meta words with none live (zero, untouched: the pages of a
+ * zero-filled array cost nothing until read, and then the zero page). Its
+ * words cover every slot field a handle can have (fm__layout). */
+static uint32_t fm__dead_meta[FM__MAX_PER_CHUNK];
+#define fm__dead_chunk ((uint8_t *)(void *)fm__dead_meta)
 
-/* Record idx's base, in the array handles read and in the next one. */
+/* hot.bases before a pool's first array: the dead chunk alone. Never written
+ * (a base is stored only for a record, and records come with an array). */
+static uint8_t *fm__no_bases[1] = {fm__dead_chunk};
+
+/* An array of bases for cap records: entry 0 is the dead chunk. */
+static size_t fm__bases_bytes(uint32_t cap) { return ((size_t)cap + 1) * sizeof(uint8_t *); }
+
+/* Record idx's base (NULL: none, stored as the dead chunk), in the array
+ * handles read and in the next one. */
 static void fm__base_store(fm_pool *p, uint32_t idx, uint8_t *base) {
-    FM__ATOMIC_STORE(&p->hot.bases[idx], base, RELEASE);
-    if (p->bases_next) p->bases_next[idx] = base; /* published with the array */
+    if (!base) base = fm__dead_chunk;
+    FM__ATOMIC_STORE(&p->hot.bases[idx + 1], base, RELEASE);
+    if (p->bases_next) p->bases_next[idx + 1] = base; /* published with the array */
 }
 
 /* Fills up to n more entries of the next base array (see fm_pool.bases_cap);
@@ -487,7 +502,7 @@ static void fm__bases_step(fm_pool *p, uint32_t n) {
     if (!p->bases_next) return;
     uint8_t **cur = p->hot.bases;
     for (; n && p->bases_copied < p->chunk_top; n--, p->bases_copied++)
-        p->bases_next[p->bases_copied] = FM__ATOMIC_LOAD(&cur[p->bases_copied], RELAXED);
+        p->bases_next[p->bases_copied + 1] = FM__ATOMIC_LOAD(&cur[p->bases_copied + 1], RELAXED);
     if (p->bases_copied < p->chunk_top) return;
     FM__ATOMIC_STORE(&p->hot.bases, p->bases_next, RELEASE);
     fm__retire_array(p, cur, fm__bases_bytes(p->bases_cap));
@@ -724,6 +739,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     if (g->bases_cap &&
         !(g->bases = fm__array_take(p, &g->carve, fm__bases_bytes(g->bases_cap), false)))
         return false;
+    if (g->bases) g->bases[0] = fm__dead_chunk;
     if (g->dm_cap &&
         !(g->dm = fm__array_take(p, &g->carve, (size_t)g->dm_cap * sizeof *g->dm, true)))
         return false;
@@ -827,7 +843,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
         if (g.segs[s]) fm__seg_install(p, s, g.segs[s]);
     if (g.bases) {
         p->bytes_reserved += fm__bases_bytes(g.bases_cap);
-        if (!p->hot.bases) {
+        if (p->hot.bases == fm__no_bases) {
             FM__ATOMIC_STORE(&p->hot.bases, g.bases, RELEASE);
             p->bases_cap = g.bases_cap;
         } else {
@@ -1090,10 +1106,23 @@ static fm_error fm__locate_for(const fm_pool *p, const void *ptr, fm__loc *out) 
 
 /* ================================================================ layout */
 
+/* The bits of a handle's slot field for chunks of per slots (at least 1). */
+static uint32_t fm__slot_bits_for(uint32_t per) {
+    uint32_t bits = 1;
+    while ((1u << bits) < per) bits++;
+    return bits;
+}
+
 /* Where a chunk of cb bytes puts its parts for slots of stride bytes
  * aligned to item_align: the stack, the sites and the first slot, and how
- * many slots fit (at most 65536, what 16-bit stack entries can name); 0
- * when not even one does. */
+ * many slots fit (at most FM__MAX_PER_CHUNK); 0 when not even one does.
+ *
+ * fm_pool_resolve reads the meta word of any slot its handle's slot field
+ * can name, [0, 2^slot_bits), without testing the slot against per (see
+ * detail/pool.h): words [per, 2^slot_bits) are the free stack's 16-bit
+ * entries (below 32768: bit 31 of a word is never set), then zero padding
+ * up to words_end, so none of them reads as live. The padding is needed only
+ * where per is under two thirds of 2^slot_bits. */
 static uint32_t fm__layout(size_t cb, uint32_t stride, size_t item_align, fm__chunk_layout *out) {
     const size_t per_slot_head = sizeof(uint32_t) + sizeof(uint16_t);
 #ifdef FM_TRACK_SITES
@@ -1106,14 +1135,17 @@ static uint32_t fm__layout(size_t cb, uint32_t stride, size_t item_align, fm__ch
     if (slot_align < 8) slot_align = 8; /* whole shadow granules: see fm_pool_create */
 #endif
     size_t fit = cb / (stride + per_slot_meta);
-    uint32_t per = (uint32_t)(fit < 65536 ? fit : 65536);
+    uint32_t per = (uint32_t)(fit < FM__MAX_PER_CHUNK ? fit : FM__MAX_PER_CHUNK);
     for (; per > 0; per--) {
         size_t stack = (size_t)per * sizeof(uint32_t);
-        size_t sites = fm_align_up(stack + (size_t)per * sizeof(uint16_t), sizeof(void *));
+        size_t words_end = sizeof(uint32_t) << fm__slot_bits_for(per);
+        size_t stack_end = stack + (size_t)per * sizeof(uint16_t);
+        size_t sites = fm_align_up(stack_end > words_end ? stack_end : words_end, sizeof(void *));
         size_t meta_end = sites + (per_slot_meta - per_slot_head) * per;
         size_t off = fm_align_up(meta_end, slot_align);
         if (off + (size_t)per * stride <= cb) {
             out->stack_off = (uint32_t)stack;
+            out->words_end = (uint32_t)words_end;
             out->sites_off = (uint32_t)sites;
             out->slots_off = (uint32_t)off;
             break;
@@ -1124,7 +1156,7 @@ static uint32_t fm__layout(size_t cb, uint32_t stride, size_t item_align, fm__ch
 
 /* chunk_bytes 0 (the default): the smallest power of two from 64 KiB that
  * holds a few dozen items (32; 16 of 64 KiB or more, 4 of 1 MiB or more).
- * Such a chunk holds fewer than 65536 slots (a slot is 4 bytes or more).
+ * Such a chunk holds fewer than 32768 slots (a slot is 4 bytes or more).
  * Then as many slots as the meta words and the free stack leave room for. */
 static size_t fm__default_chunk_bytes(uint32_t stride, size_t item_align) {
 #ifdef FM_TRACK_SITES
@@ -1145,6 +1177,7 @@ static void fm__geometry(fm_pool *p) {
     fm__chunk_layout lay = {0};
     uint32_t per = fm__layout(cb, p->hot.stride, p->item_align, &lay); /* >= 1: desc checked */
     p->stack_off = lay.stack_off;
+    p->words_end = lay.words_end;
     p->sites_off = lay.sites_off;
     p->hot.slots_off = lay.slots_off;
     p->hot.per_chunk = per;
@@ -1155,8 +1188,7 @@ static void fm__geometry(fm_pool *p) {
     /* Growth windows (fm__window_take) of chunks that come from the OS. */
     size_t win = fm__os_get_caps()->window_bytes;
     p->win_chunks = win && cb <= win / 4 ? (uint32_t)(win / cb) : 0;
-    p->hot.slot_bits = 1;
-    while ((1u << p->hot.slot_bits) < per) p->hot.slot_bits++;
+    p->hot.slot_bits = fm__slot_bits_for(per);
     p->hot.slot_mask = (1u << p->hot.slot_bits) - 1u;
     /* A handle's low word is (record + 1) << slot_bits | slot, and the
      * LOCKFREE stack's index record << slot_bits | slot (never UINT32_MAX,

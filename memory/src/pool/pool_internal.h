@@ -78,8 +78,12 @@ typedef struct fm__site {
 
 /* Where a chunk's parts begin (see the layout above). */
 typedef struct fm__chunk_layout {
-    uint32_t stack_off, sites_off, slots_off;
+    uint32_t stack_off, words_end, sites_off, slots_off;
 } fm__chunk_layout;
+
+/* Slots a chunk holds at most: 16-bit stack entries below 2^15, so that no
+ * word of the stack reads as a live meta word (fm__layout). */
+#define FM__MAX_PER_CHUNK 32768u
 
 typedef struct fm__list {
     uint32_t head, tail;
@@ -159,6 +163,8 @@ struct fm_pool {
      * fast paths of detail/pool.h always call the library. */
     fm__pool_hot *cs;
     uint32_t stack_off; /* a chunk's free stack: per_chunk 16-bit slot indices */
+    uint32_t words_end; /* [0, words_end): what resolve may read as meta words
+                           (fm__layout): 4 << slot_bits bytes */
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     /* NONE and MUTEX: the chunk cache, so that the lookup of a free
@@ -477,10 +483,11 @@ static inline struct fm__span **fm__rec_span(const fm_pool *p, uint32_t idx) {
                                                                   sizeof(uint32_t *))) +
            (idx + FM__REC_FIRST - (1u << s));
 }
-/* Record idx's chunk base as handles and lock-free lookups read it. */
+/* Record idx's chunk base as handles and lock-free lookups read it: the
+ * dead chunk (fm__dead_chunk) while it has none. */
 static inline uint8_t *fm__base_get(const fm_pool *p, uint32_t idx) {
     uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
-    return FM__ATOMIC_LOAD(&bases[idx], ACQUIRE);
+    return FM__ATOMIC_LOAD(&bases[idx + 1], ACQUIRE); /* [0]: the dead chunk */
 }
 
 /* 1 while hot's next slot is another chunk's, parked (see fm_pool). */
