@@ -210,10 +210,11 @@ struct fm_pool {
     uintptr_t seg[FM__REC_SEGS];
     uint32_t chunk_cap;    /* records the segments hold */
     /* hot.bases, the flat array handles resolve through, holds bases_cap
-     * records. The next, bigger one is made by a growth before it is needed
-     * and filled a few entries per chunk opening (every store goes to both),
-     * and replaces it once complete (see fm__bases_step): no growth or
-     * opening copies the whole array. */
+     * records after its entry 0 (the dead chunk, see fm__base_store). The
+     * next, bigger one is made by a growth before it is needed and filled a
+     * few entries per chunk opening (every store goes to both), and
+     * replaces it once complete (see fm__bases_step): no growth or opening
+     * copies the whole array. */
     uint32_t bases_cap;
     uint8_t **bases_next; /* NULL: none under way */
     uint32_t bases_next_cap;
