@@ -1114,18 +1114,20 @@ static void cb_part_items(const bench_opts *opts, int repeat, fm_file_writer *cs
            "xorshift) or in sequential order (allocation order, which is address order), "
            "indices drawn before the clock starts; the loop adds up the returned pointers "
            "and the run checks that sum (no lookup failed). fm_pool_resolve decodes the "
-           "handle, checks the chunk record and the slot, and compares the slot's live bit "
-           "and generation (a 4-byte word beside the slots, not in the item) with the "
-           "handle's. Baseline, the classic weak reference: a {pointer, generation} pair "
-           "per item and the generation stored in the item (%d-byte items malloc'd one by "
-           "one), resolved by loading the item's generation and comparing: a pointer chase "
-           "plus a compare. Lower bound: an array of raw pointers, no check. Physical "
+           "handle, checks its record field against the records in use (the slot field "
+           "needs no test: a chunk's words past its slots never read as live) and compares "
+           "the slot's live bit and generation (a 4-byte word beside the slots, not in the "
+           "item) with the handle's. Baseline, the classic weak reference: a {pointer, "
+           "generation} pair per item and the generation stored in the item (%d-byte items "
+           "malloc'd one by one), resolved by loading the item's generation and comparing: "
+           "a pointer chase plus a compare. Lower bound: an array of raw pointers, no "
+           "check. Physical "
            "limit of any handle that names a chunk and a slot: the bare indirection, the "
            "same handles through a copy of the pool's chunk bases to the slot's generation "
            "word and the item, with no bound check. Median of %d "
            "runs, variants interleaved.\n\n",
-           n, CB_LIVE, CB_ITEM, (unsigned long long)st.stride,
-           (unsigned long long)st.chunk_count, n / 100 + 1, CB_ITEM, repeat);
+           n, CB_LIVE, CB_ITEM, (unsigned long long)st.stride, (unsigned long long)st.chunk_count,
+           n / 100 + 1, CB_ITEM, repeat);
     printf("| order | variant | ns/resolve | min | max | ratio vs pointer chase + compare |\n");
     printf("|---|---|---:|---:|---:|---:|\n");
     for (int v = 0; v < RES_VARIANTS; v++) {
