@@ -1878,8 +1878,9 @@ static const char *mapping_placer(void) {
 /* Linux: the first mapping /proc/self/maps lists (adjacent ones of the
  * same kind merged) that overlaps [lo, hi): its line (newline dropped) into
  * line and, unless start is NULL, its bounds into *start and *end; false
- * when none does (or elsewhere). A sanitizer's allocator maps its own regions at any time,
- * top-down as the pool's, and may take a range the pool was to map next. */
+ * when none does (or elsewhere). A sanitizer's allocator maps its own
+ * regions at any time, top-down as the pool's, and may take a range the
+ * pool was to map next. */
 static bool range_mapped(uintptr_t lo, uintptr_t hi, char *line, size_t line_len, uintptr_t *start,
                          uintptr_t *end) {
 #if defined(__linux__)

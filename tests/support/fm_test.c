@@ -142,7 +142,8 @@ int fm_test_cmp_u64(const void *a, const void *b) {
 }
 
 int fm_test_cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+    uintptr_t x = (uintptr_t)(*(void *const *)a);
+    uintptr_t y = (uintptr_t)(*(void *const *)b);
     return (x > y) - (x < y);
 }
 
