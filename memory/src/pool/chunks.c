@@ -106,11 +106,11 @@ static void fm__park_current(fm_pool *p) {
 static void fm__make_current(fm_pool *p, uint32_t idx) {
     fm__chunk *c = fm__chunk_at(p, idx);
     if (c->state == FM__CHUNK_FRESH) {
-        /* Handles read meta words without the bump index, and words up to
-         * words_end past the last slot's (fm__layout): make them read as
-         * dead. Fresh pages from the OS are zero already; memory from an
-         * allocator gets those bytes written, once per chunk. */
-        if (!p->use_os) memset(c->base, 0, p->words_end);
+        /* Handles read meta words without the bump index, and the words
+         * past the last slot's up to 2^slot_bits (fm__layout): make them
+         * read as dead. Fresh pages from the OS are zero already; memory
+         * from an allocator gets those bytes written, once per chunk. */
+        if (!p->use_os) memset(c->base, 0, sizeof(uint32_t) << p->hot.slot_bits);
         fm__base_store(p, idx, c->base);
     }
     c->state = FM__CHUNK_CURRENT;
@@ -1121,8 +1121,8 @@ static uint32_t fm__slot_bits_for(uint32_t per) {
  * can name, [0, 2^slot_bits), without testing the slot against per (see
  * detail/pool.h): words [per, 2^slot_bits) are the free stack's 16-bit
  * entries (below 32768: bit 31 of a word is never set), then zero padding
- * up to words_end, so none of them reads as live. The padding is needed only
- * where per is under two thirds of 2^slot_bits. */
+ * up to 4 << slot_bits bytes, so none of them reads as live. The padding is
+ * needed only where per is under two thirds of 2^slot_bits. */
 static uint32_t fm__layout(size_t cb, uint32_t stride, size_t item_align, fm__chunk_layout *out) {
     const size_t per_slot_head = sizeof(uint32_t) + sizeof(uint16_t);
 #ifdef FM_TRACK_SITES
@@ -1145,7 +1145,6 @@ static uint32_t fm__layout(size_t cb, uint32_t stride, size_t item_align, fm__ch
         size_t off = fm_align_up(meta_end, slot_align);
         if (off + (size_t)per * stride <= cb) {
             out->stack_off = (uint32_t)stack;
-            out->words_end = (uint32_t)words_end;
             out->sites_off = (uint32_t)sites;
             out->slots_off = (uint32_t)off;
             break;
@@ -1177,7 +1176,6 @@ static void fm__geometry(fm_pool *p) {
     fm__chunk_layout lay = {0};
     uint32_t per = fm__layout(cb, p->hot.stride, p->item_align, &lay); /* >= 1: desc checked */
     p->stack_off = lay.stack_off;
-    p->words_end = lay.words_end;
     p->sites_off = lay.sites_off;
     p->hot.slots_off = lay.slots_off;
     p->hot.per_chunk = per;

@@ -78,7 +78,7 @@ typedef struct fm__site {
 
 /* Where a chunk's parts begin (see the layout above). */
 typedef struct fm__chunk_layout {
-    uint32_t stack_off, words_end, sites_off, slots_off;
+    uint32_t stack_off, sites_off, slots_off;
 } fm__chunk_layout;
 
 /* Slots a chunk holds at most: 16-bit stack entries below 2^15, so that no
@@ -163,8 +163,6 @@ struct fm_pool {
      * fast paths of detail/pool.h always call the library. */
     fm__pool_hot *cs;
     uint32_t stack_off; /* a chunk's free stack: per_chunk 16-bit slot indices */
-    uint32_t words_end; /* [0, words_end): what resolve may read as meta words
-                           (fm__layout): 4 << slot_bits bytes */
     uint32_t sites_off; /* FM_TRACK_SITES: per-slot allocation sites */
     uint32_t cur_idx;
     /* NONE and MUTEX: the chunk cache, so that the lookup of a free
