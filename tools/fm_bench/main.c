@@ -41,8 +41,10 @@ static const bench_experiment experiments[] = {
      "fm_closure_make and fm_closure_make_frame; event emit; retain/release pairs; "
      "handle resolves vs a pointer chase",
      callbacks_run},
-    {"scene", "the engine's standard scene, 1,000 frames: allocation time per frame with the "
-              "pool backend vs the malloc backend; telemetry timing overhead",
+    {"scene",
+     "the engine's standard scene, 1,000 frames: allocation time per frame with the "
+     "pool backend vs the malloc backend and the classic one (Boost pool<>'s "
+     "algorithm); telemetry timing overhead",
      scene_run},
     {"sync",
      "16-byte alloc+free pairs under each sync policy (NONE, MUTEX, THREAD_CACHE, LOCKFREE) "

@@ -1,5 +1,6 @@
 /*
- * fm_bench/scene.c: the engine's standard scene, pool backend vs malloc backend.
+ * fm_bench/scene.c: the engine's standard scene, pool backend vs the malloc and
+ * classic backends.
  *
  * One run creates an engine (seed 1, default scale: 20,000 live 1 KiB particles,
  * about 2,000 born and 2,000 dying per frame, 300 entities with components),
@@ -16,7 +17,15 @@
  * - pool, no grow-ahead: default sizes, warm-up growth inside allocations;
  * - malloc: every item from malloc/free, counted and timed the same way;
  * - pool, tuned config, timing off: the engine counts but reads no clock
- *   around its batches: the baseline of the telemetry overhead.
+ *   around its batches: the baseline of the telemetry overhead;
+ * - classic, tuned config: the engine's classic backend (engine/classic_pool.h,
+ *   Boost pool<>'s algorithm: an intrusive free list, no checks, no
+ *   counters), its first block the tuned config's capacity, so nothing grows
+ *   during the frames: the bare free list on the same scene, the reference a
+ *   checked pool's time is read against (issue 22's scene line);
+ * - classic: the same with the default (small) first blocks, doubling
+ *   inside allocations as Boost's pools do: the regrowth hitches framemem
+ *   exists to remove, on the same scene.
  * Frames during which the process was preempted (getrusage's involuntary
  * context switches moved) carry the wait in some timed batch: on a busy
  * machine they make the max; the table counts them and shows the max over
@@ -48,7 +57,13 @@
 #include "engine/engine.h"
 #include "framemem/clock.h"
 
-enum { SCENE_VARIANTS = 5, SCENE_MALLOC = 3, SCENE_TIMING_OFF = 4 };
+enum {
+    SCENE_VARIANTS = 7,
+    SCENE_MALLOC = 3,
+    SCENE_TIMING_OFF = 4,
+    SCENE_CLASSIC_TUNED = 5,
+    SCENE_CLASSIC = 6,
+};
 
 typedef struct scene_variant {
     const char *name;
@@ -64,6 +79,8 @@ static const scene_variant scene_variants[SCENE_VARIANTS] = {
     {"pool, no grow-ahead", ENG_BACKEND_POOL, false, false, true},
     {"malloc", ENG_BACKEND_MALLOC, false, false, true},
     {"pool, tuned config, timing off", ENG_BACKEND_POOL, true, true, false},
+    {"classic, tuned config", ENG_BACKEND_CLASSIC, true, false, true},
+    {"classic", ENG_BACKEND_CLASSIC, false, false, true},
 };
 
 static char scene_config[64]; /* the tuned config of this run */
@@ -215,11 +232,11 @@ static scene_floor scene_noise_floor(uint32_t frames, uint64_t alloc_ns, uint64_
 void scene_run(const bench_opts *opts) {
     uint32_t frames = opts->quick ? 200 : 1000;
     int runs = bench_repeat(opts);
-    printf("\n## scene: the engine's standard scene, pool vs malloc backend\n\n");
-    printf("Seed 1, default scale (20,000 live 1 KiB particles, ~2,000 born and dying per frame, 300 "
-           "entities), %u frames per run, %d run(s) per variant, interleaved. Allocation time "
-           "= time inside the pools' (or malloc's) alloc/free calls per frame, as the engine's "
-           "telemetry measures it.\n\n",
+    printf("\n## scene: the engine's standard scene, pool vs malloc and classic backends\n\n");
+    printf("Seed 1, default scale (20,000 live 1 KiB particles, ~2,000 born and dying per "
+           "frame, 300 entities), %u frames per run, %d run(s) per variant, interleaved. "
+           "Allocation time = time inside the pools' (malloc's, the classic pools') alloc/free "
+           "calls per frame, as the engine's telemetry measures it.\n\n",
            frames, runs);
     /* The tuned config: a first run at the same seed and length, written
      * the way the demo's save key does it. */
@@ -294,11 +311,13 @@ void scene_run(const bench_opts *opts) {
            m_max = (double)med[SCENE_MALLOC][2], m_quiet = (double)med[SCENE_MALLOC][8];
     printf("| malloc / pool | median | p99 | max | max, frames not preempted | target |\n"
            "|---|---:|---:|---:|---:|---|\n");
-    for (int v = 0; v < SCENE_MALLOC; v++) {
+    for (int v = 0; v < SCENE_VARIANTS; v++) {
+        if (v == SCENE_MALLOC || v == SCENE_TIMING_OFF) continue;
         double pm = med[v][0] ? (double)med[v][0] : 1, pp = med[v][1] ? (double)med[v][1] : 1,
                px = med[v][2] ? (double)med[v][2] : 1, pq = med[v][8] ? (double)med[v][8] : 1;
-        printf("| malloc / %s | %.1fx | %.1fx | %.1fx | %.1fx | >= 5x median, >= 20x max |\n",
-               scene_variants[v].name, m_med / pm, m_p99 / pp, m_max / px, m_quiet / pq);
+        printf("| malloc / %s | %.1fx | %.1fx | %.1fx | %.1fx | %s |\n", scene_variants[v].name,
+               m_med / pm, m_p99 / pp, m_max / px, m_quiet / pq,
+               v < SCENE_MALLOC ? ">= 5x median, >= 20x max" : "- (reference)");
     }
     /* Verdicts, and what the machine alone adds at the max. */
     uint64_t *fl = bench_xmalloc((size_t)runs * sizeof *fl);
@@ -315,6 +334,19 @@ void scene_run(const bench_opts *opts) {
            ">= 20x: %s).\n",
            m_med / p_med, m_med / p_med >= 5.0 ? "met" : "NOT met", m_max / p_max,
            m_max / p_max >= 20.0 ? "met" : "NOT met");
+    /* Issue 22's no-regression line, read beside the bare free list on the
+     * same frames (the faster of its two rows at the median): both pay the
+     * scene's cache misses, only the pool checks. */
+    int cv =
+        med[SCENE_CLASSIC][0] < med[SCENE_CLASSIC_TUNED][0] ? SCENE_CLASSIC : SCENE_CLASSIC_TUNED;
+    double c_med = med[cv][0] ? (double)med[cv][0] : 1;
+    printf("\nIssue 22 (no regression), this run: malloc / pool, tuned config, median %.1fx "
+           "(target >= 8x: %s). The same frames on the bare free list (the classic backend: "
+           "Boost pool<>'s algorithm, no checks; its faster row at the median, \"%s\"): "
+           "malloc / it %.1fx; it takes %.2fx the pool's median allocation time (%.0f / %.0f "
+           "ns per frame).\n",
+           m_med / p_med, m_med / p_med >= 8.0 ? "met" : "NOT met", scene_variants[cv].name,
+           m_med / c_med, c_med / p_med, c_med, p_med);
     printf("\nTiming noise floor (no allocation: a fixed integer loop in %.0f timed windows per "
            "frame, as long together as the pool's median allocation time, at the scene's frame "
            "rate, %u frames): median %llu ns, p99 %llu ns, max %llu ns. 20x at the max needs "
