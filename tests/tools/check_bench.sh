@@ -4,6 +4,8 @@
 # and, for each peer executable built beside fm-bench, the peer's rows are in
 # the churn, bulk and regrowth tables; --csv files are written whole or not
 # at all (a full disk exits 1, the old file kept; a FIFO is refused, exit 2);
+# the scene's classic rows and issue 22's line are there, and the hidden
+# --callgrind-scene-BACKEND modes (tools/fm-callgrind) print their counts;
 # bad options exit 2.
 #
 #   check_bench.sh PATH/TO/fm-bench EXPECT_LIBC(0|1)
@@ -60,6 +62,26 @@ has_row sparse "fm_pool_reset |"
 section sparse | grep -q "^- fm_pool_reset of 1000 live items, no dtor, under 5 µs: " ||
     err "sparse: no verdict line for the reset target"
 has_row timing "per item, desc.timing SAMPLED |"
+# The scene on the classic backend beside the pool, and issue 22's line.
+has_row scene "classic, tuned config |"
+has_row scene "classic |"
+has_row scene "malloc / classic, tuned config |"
+section scene | grep -qE '^Issue 22 \(no regression\), this run: malloc / pool, tuned config, median [0-9.]+x \(target >= 8x: (met|NOT met)\)\. The same frames on the bare free list .*: malloc / it [0-9.]+x; it takes [0-9.]+x the pool.s median allocation time \([0-9]+ / [0-9]+ ns per frame\)\.$' ||
+    err "scene: no issue 22 line"
+# fm-callgrind's scene modes, run natively: the counts it divides by.
+sums=""
+for b in pool classic malloc; do
+    line=$("$bench" --callgrind-scene-$b 3) || err "--callgrind-scene-$b 3 exited $?"
+    grep -qE "^scene, [a-z, ]+: 3 frames, [1-9][0-9]* allocs, [0-9]+ frees, checksum [0-9a-f]{16}$" <<<"$line" ||
+        err "--callgrind-scene-$b: '$line'"
+    sums="$sums ${line##* }"
+done
+[ "$(tr ' ' '\n' <<<"$sums" | sort -u | grep -c .)" = 1 ] ||
+    err "--callgrind-scene-*: the backends simulated different worlds:$sums"
+msg=$("$bench" --callgrind-scene-nosuch 3 2>&1)
+[ $? = 2 ] || err "--callgrind-scene-nosuch: exit is not 2"
+grep -qF "fm-bench: --callgrind-scene-nosuch: no such backend (pool, malloc, classic)" <<<"$msg" ||
+    err "--callgrind-scene-nosuch: message '$msg'"
 # Issue 20's targets, after the experiments: a verdict for each of the three.
 targets=$(awk '/^Targets \(issue 20\), this run:$/ {on = 1; next} on && /^- / {print} on && !/^- / {exit}' <<<"$out")
 [ "$(grep -c ': \(met\|NOT met\)$' <<<"$targets")" = 3 ] ||
@@ -169,7 +191,8 @@ rc=$?
 grep -qF -e "fm-bench: standard output: write failed: No space left on device" <<<"$msg" ||
     err "stdout on a full disk: message '$msg'"
 
-for bad in "--only nosuch" "--repeat 0" "--repeat x" "--frobnicate"; do
+for bad in "--only nosuch" "--repeat 0" "--repeat x" "--frobnicate" "--callgrind-scene-pool 0" \
+    "--callgrind-scene-pool"; do
     # shellcheck disable=SC2086
     "$bench" $bad >/dev/null 2>&1
     [ $? = 2 ] || err "fm-bench $bad: exit is not 2"

@@ -149,6 +149,13 @@ int frame_callgrind(uint32_t allocs);
  * its item, every callback ran and nothing is left live. */
 int callbacks_callgrind(uint32_t count);
 
+/* The hidden --callgrind-scene-BACKEND N modes (see tools/fm-callgrind): the
+ * engine's standard scene, N frames, on one backend ("pool": the tuned
+ * config, as fm-bench's scene times it; "malloc"; "classic": the tuned
+ * config's first blocks); prints the allocs and frees it made. 0 when it
+ * ran, 2 for another backend name. */
+int scene_callgrind(const char *backend, uint32_t frames);
+
 /* ----------------------------------------------------------------- random */
 
 /* xorshift64: fixed seed, same sequence on every run and machine. */

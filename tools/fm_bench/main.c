@@ -5,8 +5,9 @@
  *            [--no-peers]
  *
  * Prints a header (machine, compiler, build, clock) and one markdown section
- * per experiment. Hidden: --callgrind-churn N, --callgrind-arena N and
- * --callgrind-callbacks N, the modes tools/fm-callgrind runs under valgrind.
+ * per experiment. Hidden: --callgrind-churn N, --callgrind-arena N,
+ * --callgrind-callbacks N and --callgrind-scene-BACKEND N (pool, malloc,
+ * classic), the modes tools/fm-callgrind runs under valgrind.
  */
 #include "bench.h"
 
@@ -112,6 +113,8 @@ int main(int argc, char **argv) {
     bench_opts opts = {.pinned_cpu = -1};
     const char *only = NULL;
     unsigned long callgrind_pairs = 0, callgrind_allocs = 0, callgrind_callbacks = 0;
+    unsigned long callgrind_frames = 0;
+    const char *callgrind_scene = NULL; /* the backend of --callgrind-scene-BACKEND */
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -144,6 +147,10 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--callgrind-callbacks")) {
             callgrind_callbacks = parse_count(a, next, 1000000000ul);
             i++;
+        } else if (!strncmp(a, "--callgrind-scene-", strlen("--callgrind-scene-"))) {
+            callgrind_scene = a + strlen("--callgrind-scene-");
+            callgrind_frames = parse_count(a, next, 1000000ul);
+            i++;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -162,6 +169,7 @@ int main(int argc, char **argv) {
     if (callgrind_pairs) return churn_callgrind((uint32_t)callgrind_pairs);
     if (callgrind_allocs) return frame_callgrind((uint32_t)callgrind_allocs);
     if (callgrind_callbacks) return callbacks_callgrind((uint32_t)callgrind_callbacks);
+    if (callgrind_scene) return scene_callgrind(callgrind_scene, (uint32_t)callgrind_frames);
 
     /* Every name of a comma-separated --only is an experiment's. */
     for (const char *p = only; p && *p;) {

@@ -94,6 +94,7 @@ typedef struct scene_result {
     uint64_t batches; /* timed batches per frame, mean (x100 for two decimals) */
     uint64_t checksum;
     uint64_t allocs_per_frame;
+    uint64_t allocs, frees; /* over every frame of the run */
 } scene_result;
 
 static uint64_t scene_pct(uint64_t *v, size_t n, double q) {
@@ -149,6 +150,7 @@ static scene_result scene_once(const scene_variant *v, uint32_t frames, fm_file_
             if (si->kind != FM_TELEMETRY_POOL) continue;
             const fm_telemetry_sample *x = fm_telemetry_get_sample(t, i, s);
             allocs += x->allocs;
+            r.frees += x->frees;
             /* The engine times each non-empty alloc batch and free batch of
              * a store once (its rare clean-up paths aside). */
             batches += (x->allocs > 0) + (x->frees > 0);
@@ -165,6 +167,7 @@ static scene_result scene_once(const scene_variant *v, uint32_t frames, fm_file_
     r.alloc_max = alloc[n - 1];
     r.frame_median = scene_pct(frame, n, 0.5);
     r.allocs_per_frame = allocs / n;
+    r.allocs = allocs;
     r.batches = batches * 100 / n;
     eng_info in;
     eng_get_info(e, &in);
@@ -229,6 +232,52 @@ static scene_floor scene_noise_floor(uint32_t frames, uint64_t alloc_ns, uint64_
     return r;
 }
 
+/* The tuned config for runs of this many frames: a first run at the same
+ * seed and length (not timed), written the way the demo's save key does
+ * it, to scene_config; the caller removes the file. */
+static void scene_write_config(uint32_t frames) {
+    snprintf(scene_config, sizeof scene_config, "/tmp/fm-bench-scene-XXXXXX");
+    int fd = mkstemp(scene_config);
+    if (fd < 0) bench_die("scene: cannot create a temporary config file");
+    close(fd);
+    char err[512];
+    eng *e = eng_create(&(eng_desc){.seed = 1, .telemetry_frames = frames}, err, sizeof err);
+    if (!e) bench_die("scene: eng_create: %s", err);
+    for (uint32_t i = 0; i < frames; i++) eng_tick(e, 1.0 / 60.0);
+    if (!eng_write_tuned_config(e, scene_config, 1.25, err, sizeof err))
+        bench_die("scene: %s", err);
+    eng_destroy(e);
+}
+
+/* The measured run, under its own name: callgrind collects inside it only
+ * (the tuned config's first run is not counted). */
+static BENCH_NOINLINE scene_result fm_bench_cg_scene(const scene_variant *sv, uint32_t frames) {
+    return scene_once(sv, frames, NULL, sv->name, 0);
+}
+
+int scene_callgrind(const char *backend, uint32_t frames) {
+    static const struct {
+        const char *name;
+        int variant;
+    } modes[] = {{"pool", 0}, {"malloc", SCENE_MALLOC}, {"classic", SCENE_CLASSIC_TUNED}};
+    int v = -1;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!strcmp(backend, modes[i].name)) v = modes[i].variant;
+    if (v < 0) {
+        fprintf(stderr, "fm-bench: --callgrind-scene-%s: no such backend (pool, malloc, classic)\n",
+                backend);
+        return 2;
+    }
+    const scene_variant *sv = &scene_variants[v];
+    if (sv->tuned) scene_write_config(frames);
+    scene_result r = fm_bench_cg_scene(sv, frames);
+    if (sv->tuned) remove(scene_config);
+    printf("scene, %s: %u frames, %llu allocs, %llu frees, checksum %016llx\n", sv->name, frames,
+           (unsigned long long)r.allocs, (unsigned long long)r.frees,
+           (unsigned long long)r.checksum);
+    return 0;
+}
+
 void scene_run(const bench_opts *opts) {
     uint32_t frames = opts->quick ? 200 : 1000;
     int runs = bench_repeat(opts);
@@ -238,21 +287,7 @@ void scene_run(const bench_opts *opts) {
            "Allocation time = time inside the pools' (malloc's, the classic pools') alloc/free "
            "calls per frame, as the engine's telemetry measures it.\n\n",
            frames, runs);
-    /* The tuned config: a first run at the same seed and length, written
-     * the way the demo's save key does it. */
-    snprintf(scene_config, sizeof scene_config, "/tmp/fm-bench-scene-XXXXXX");
-    int fd = mkstemp(scene_config);
-    if (fd < 0) bench_die("scene: cannot create a temporary config file");
-    close(fd);
-    {
-        char err[512];
-        eng *e = eng_create(&(eng_desc){.seed = 1, .telemetry_frames = frames}, err, sizeof err);
-        if (!e) bench_die("scene: eng_create: %s", err);
-        for (uint32_t i = 0; i < frames; i++) eng_tick(e, 1.0 / 60.0);
-        if (!eng_write_tuned_config(e, scene_config, 1.25, err, sizeof err))
-            bench_die("scene: %s", err);
-        eng_destroy(e);
-    }
+    scene_write_config(frames);
     scene_result *res = bench_xmalloc((size_t)runs * SCENE_VARIANTS * sizeof *res);
     fm_file_writer *csv = opts->csv_dir ? bench_csv_open(opts->csv_dir, "scene.csv") : NULL;
     if (csv) fm_file_printf(csv, "variant,run,frame,alloc_ns,frame_ns,grow_events\n");
