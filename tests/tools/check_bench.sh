@@ -4,9 +4,10 @@
 # and, for each peer executable built beside fm-bench, the peer's rows are in
 # the churn, bulk and regrowth tables; --csv files are written whole or not
 # at all (a full disk exits 1, the old file kept; a FIFO is refused, exit 2);
-# the scene's classic rows and issue 22's line are there, and the hidden
-# --callgrind-scene-BACKEND modes (tools/fm-callgrind) print their counts;
-# bad options exit 2.
+# the physical limit's second copy in regrowth with its verdict and the
+# proposed target, the scene's classic rows and issue 22's line are there,
+# and the hidden --callgrind-scene-BACKEND modes (tools/fm-callgrind) print
+# their counts; bad options exit 2.
 #
 #   check_bench.sh PATH/TO/fm-bench EXPECT_LIBC(0|1)
 set -u
@@ -53,6 +54,11 @@ has_row churn "malloc/free | 1024 B | random free, 10,000 live |"
 has_row bulk "fm_pool geometric, default initial |"
 has_row bulk "glibc malloc/free |"
 has_row regrowth "malloc(1024) |"
+has_row regrowth "bare mapping in fm_pool's layout, no allocator (physical limit), second copy |"
+section regrowth | grep -qE "^Targets \(issue 22\), this run: the same rule for the physical-limit row's second copy .*: [0-9]+ ns median, [0-9]+ ns worst: (met|NOT met)$" ||
+    err "regrowth: no verdict line for the physical limit's second copy"
+section regrowth | grep -qE "^Proposed \(issue 22\), this run: each fm_pool row's median .*: [0-9]+ ns: fm_pool geometric, initial 1 [0-9]+.*: (met|NOT met)$" ||
+    err "regrowth: no proposed-target line"
 has_row telemetry "fm_telemetry_frame_end, 16 pools |"
 has_row telemetry "16 fm_pool_get_stats calls (baseline) |"
 section telemetry | grep -q "target < 2000 ns: " || err "telemetry: no verdict line"

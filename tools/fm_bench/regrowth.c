@@ -7,7 +7,9 @@
  * fm_clock. Variants: fm_pool with several initial capacities and growth
  * policies, the classic eager pool (engine/classic_pool.h) and malloc itself. Pools
  * are created before the clock starts (creation is its own column) and
- * destroyed between variants.
+ * destroyed between variants. The physical limit (a bare mapping touched in
+ * fm_pool's order, no allocator) runs twice, as two rows: the two copies do
+ * the same work, so their difference is what chance alone does to a max.
  *
  * Outliers: every sample is kept and counted (> 20x the run's median, and
  * > 1 µs whatever the median); none is dropped. For fm_pool the samples are
@@ -57,22 +59,26 @@ typedef struct regrow_variant {
 } regrow_variant;
 
 static const regrow_variant regrow_variants[] = {
-    {"fm_pool geometric, initial 1", "fm_pool_geometric_1", REGROW_FM_POOL, 1,
-     FM_GROWTH_GEOMETRIC, 0, false},
+    {"fm_pool geometric, initial 1", "fm_pool_geometric_1", REGROW_FM_POOL, 1, FM_GROWTH_GEOMETRIC,
+     0, false},
     {"fm_pool geometric, initial 32", "fm_pool_geometric_32", REGROW_FM_POOL, 32,
      FM_GROWTH_GEOMETRIC, 0, false},
-    {"fm_pool geometric, initial 100000", "fm_pool_geometric_100000", REGROW_FM_POOL,
+    {"fm_pool geometric, initial 100000", "fm_pool_geometric_100000", REGROW_FM_POOL, REGROW_BIG,
+     FM_GROWTH_GEOMETRIC, 0, false},
+    {"fm_pool linear +1024, initial 32", "fm_pool_linear_32", REGROW_FM_POOL, 32, FM_GROWTH_LINEAR,
+     REGROW_LINEAR_STEP, false},
+    {"fm_pool prefault, initial 32, reserve(100000)", "fm_pool_reserve_prefault", REGROW_FM_POOL,
+     32, FM_GROWTH_GEOMETRIC, 0, true},
+    {"bare mapping in fm_pool's layout, no allocator (physical limit)", "bare_mapping", REGROW_BARE,
      REGROW_BIG, FM_GROWTH_GEOMETRIC, 0, false},
-    {"fm_pool linear +1024, initial 32", "fm_pool_linear_32", REGROW_FM_POOL, 32,
-     FM_GROWTH_LINEAR, REGROW_LINEAR_STEP, false},
-    {"fm_pool prefault, initial 32, reserve(100000)", "fm_pool_reserve_prefault", REGROW_FM_POOL, 32,
-     FM_GROWTH_GEOMETRIC, 0, true},
-    {"bare mapping in fm_pool's layout, no allocator (physical limit)", "bare_mapping",
-     REGROW_BARE, REGROW_BIG, FM_GROWTH_GEOMETRIC, 0, false},
+    /* The same again, run as a row of its own: what chance alone moves a
+     * row's max by (see print_targets). */
+    {"bare mapping in fm_pool's layout, no allocator (physical limit), second copy",
+     "bare_mapping_2", REGROW_BARE, REGROW_BIG, FM_GROWTH_GEOMETRIC, 0, false},
     {"eager pool, initial 1", "eager_1", REGROW_EAGER, 1, FM_GROWTH_GEOMETRIC, 0, false},
     {"eager pool, initial 32", "eager_32", REGROW_EAGER, 32, FM_GROWTH_GEOMETRIC, 0, false},
-    {"eager pool, initial 100000", "eager_100000", REGROW_EAGER, REGROW_BIG,
-     FM_GROWTH_GEOMETRIC, 0, false},
+    {"eager pool, initial 100000", "eager_100000", REGROW_EAGER, REGROW_BIG, FM_GROWTH_GEOMETRIC, 0,
+     false},
     {"malloc(1024)", "malloc", REGROW_MALLOC, 0, FM_GROWTH_GEOMETRIC, 0, false},
 };
 enum { REGROW_VARIANTS = sizeof regrow_variants / sizeof regrow_variants[0] };
@@ -82,9 +88,10 @@ enum {
     V_FM_POOL_BIG = 2,
     V_FM_POOL_PREFAULT = 4,
     V_BARE = 5,
-    V_MALLOC = 9,
-    V_EAGER_1 = 6,
-    V_EAGER_32 = 7
+    V_BARE_2 = 6,
+    V_EAGER_1 = 7,
+    V_EAGER_32 = 8,
+    V_MALLOC = 10,
 };
 
 /* Where fm_pool puts a 1 KiB item: what the bare row copies. */
@@ -678,6 +685,37 @@ static void print_targets(const regrow_result *res, const regrow_result *runs,
                "%.0f ns worst: %s\n",
                regrow_variants[v].name, med, worst, met ? "met" : "NOT met");
     }
+    /* The physical limit's second copy by the same rule: the same work in
+     * the same order, so only chance (which run a fault burst, an interrupt
+     * or the hypervisor hits) sets it apart from the first, and a row at the
+     * physical limit meets the rule about as often as it misses it. */
+    double twin_med = (double)res[V_BARE_2].lat.max, twin_worst = (double)worst_max[V_BARE_2];
+    printf("Targets (issue 22), this run: the same rule for the physical-limit row's second "
+           "copy (the same mapping touched in the same order: chance alone sets it apart): "
+           "%.0f ns median, %.0f ns worst: %s\n",
+           twin_med, twin_worst,
+           twin_med <= target_med && twin_worst <= target_worst ? "met" : "NOT met");
+    /* Proposed: the physical limit's spread as the bound. A median of the
+     * runs' max is steady enough to hold to the slowest of the limit's own
+     * runs (both copies); a worst against a worst is a draw between equals. */
+    uint64_t limit_slowest =
+        worst_max[V_BARE] > worst_max[V_BARE_2] ? worst_max[V_BARE] : worst_max[V_BARE_2];
+    double limit = (double)limit_slowest > low_med ? (double)limit_slowest : low_med;
+    printf("Proposed (issue 22), this run: each fm_pool row's median of the runs' max at or "
+           "below the slowest of the physical limit's %d runs (both copies; or the lowest "
+           "general-purpose allocator's median where that is higher): %.0f ns:",
+           2 * repeat, limit);
+    bool all = true;
+    const char *sep = " ";
+    for (int v = 0; v < REGROW_VARIANTS; v++) {
+        if (regrow_variants[v].kind != REGROW_FM_POOL) continue;
+        bool ok = (double)res[v].lat.max <= limit;
+        all &= ok;
+        printf("%s%s %llu%s", sep, regrow_variants[v].name, (unsigned long long)res[v].lat.max,
+               ok ? "" : " (above)");
+        sep = "; ";
+    }
+    printf(": %s\n", all ? "met" : "NOT met");
     uint64_t mmap_worst = 0;
     for (int r = 0; r < repeat; r++)
         if (runs[V_BARE * repeat + r].mmap_after_ns > mmap_worst)
@@ -780,8 +818,12 @@ void regrowth_run(const bench_opts *opts) {
     regrow_result *runs = bench_xmalloc((size_t)REGROW_VARIANTS * (size_t)repeat * sizeof *runs);
     fm_pool_stats shape = {0};
     regrow_layout layout = probe_layout();
-    if (regrow_variants[V_MALLOC].kind != REGROW_MALLOC || regrow_variants[V_BARE].kind != REGROW_BARE)
-        bench_die("regrowth: V_MALLOC / V_BARE do not name the malloc and bare rows");
+    if (regrow_variants[V_MALLOC].kind != REGROW_MALLOC ||
+        regrow_variants[V_BARE].kind != REGROW_BARE ||
+        regrow_variants[V_BARE_2].kind != REGROW_BARE ||
+        regrow_variants[V_EAGER_1].kind != REGROW_EAGER ||
+        regrow_variants[V_EAGER_32].kind != REGROW_EAGER)
+        bench_die("regrowth: the V_ indices do not name the malloc, bare and eager rows");
 
     /* Fault the benchmark's own arrays in before anything is timed. */
     memset(ticks, 0, (size_t)n * sizeof *ticks);
