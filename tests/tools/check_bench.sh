@@ -4,10 +4,11 @@
 # and, for each peer executable built beside fm-bench, the peer's rows are in
 # the churn, bulk and regrowth tables; --csv files are written whole or not
 # at all (a full disk exits 1, the old file kept; a FIFO is refused, exit 2);
-# the physical limit's second copy in regrowth with its verdict and the
-# proposed target, the scene's classic rows and issue 22's line are there,
-# and the hidden --callgrind-scene-BACKEND modes (tools/fm-callgrind) print
-# their counts; bad options exit 2.
+# the physical limit's second copy in regrowth with its verdict, the two
+# proposed targets and the growths followed one by one, the scene's classic
+# rows and issue 22's line are there, and the hidden
+# --callgrind-scene-BACKEND modes (tools/fm-callgrind) print their counts;
+# bad options exit 2.
 #
 #   check_bench.sh PATH/TO/fm-bench EXPECT_LIBC(0|1)
 set -u
@@ -59,6 +60,12 @@ section regrowth | grep -qE "^Targets \(issue 22\), this run: the same rule for 
     err "regrowth: no verdict line for the physical limit's second copy"
 section regrowth | grep -qE "^Proposed \(issue 22\), this run: each fm_pool row's median .*: [0-9]+ ns: fm_pool geometric, initial 1 [0-9]+.*: (met|NOT met)$" ||
     err "regrowth: no proposed-target line"
+section regrowth | grep -qE "^Proposed \(issue 22\), this run: each fm_pool row's median over the runs of the run's slowest growth at or below 25 us .*: fm_pool geometric, initial 1 [0-9.]+ us \([0-9]+ of [0-9]+ runs above\);.*: (met|NOT met)$" ||
+    err "regrowth: no proposed growth line"
+for row in "fm_pool geometric, initial 1" "fm_pool linear +1024, initial 32"; do
+    section regrowth | grep -qF "The growths of $row, each by the sample it happened in" ||
+        err "regrowth: no attribution of the growths of $row"
+done
 has_row telemetry "fm_telemetry_frame_end, 16 pools |"
 has_row telemetry "16 fm_pool_get_stats calls (baseline) |"
 section telemetry | grep -q "target < 2000 ns: " || err "telemetry: no verdict line"

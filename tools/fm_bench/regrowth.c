@@ -505,8 +505,14 @@ typedef enum regrow_step_kind {
     STEP_BARE,
     STEP_MALLOC,
     STEP_POOL_GROWING,
+    STEP_POOL_LINEAR,
     STEP_KINDS
 } regrow_step_kind;
+
+/* The two rows whose growths are followed one by one. */
+static bool step_grows(regrow_step_kind kind) {
+    return kind == STEP_POOL_GROWING || kind == STEP_POOL_LINEAR;
+}
 
 static void thread_usage(uint64_t *faults, uint64_t *switches) {
     struct rusage ru;
@@ -524,11 +530,17 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
     fm_pool *pool = NULL;
     uint8_t *raw = NULL, *region = NULL;
     size_t map_bytes = 0;
-    if (kind == STEP_POOL || kind == STEP_POOL_GROWING) {
-        pool =
-            fm_pool_create(&(fm_pool_desc){.name = "regrowth_why",
-                                           .item_size = REGROW_ITEM,
-                                           .initial_capacity = kind == STEP_POOL ? REGROW_BIG : 1});
+    if (kind == STEP_POOL || step_grows(kind)) {
+        bool linear = kind == STEP_POOL_LINEAR;
+        pool = fm_pool_create(&(fm_pool_desc){
+            .name = "regrowth_why",
+            .item_size = REGROW_ITEM,
+            .initial_capacity = kind == STEP_POOL ? REGROW_BIG
+                                : linear          ? 32
+                                                  : 1,
+            .growth = linear ? FM_GROWTH_LINEAR : FM_GROWTH_GEOMETRIC,
+            .grow_step = linear ? REGROW_LINEAR_STEP : 0,
+        });
         if (!pool) regrow_failed("attribution", "fm_pool_create");
     } else if (kind == STEP_BARE) {
         size_t chunks = (n + lay->per_chunk - 1) / lay->per_chunk;
@@ -548,7 +560,7 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
     for (uint32_t i = 0; i < n; i++) {
         uint64_t t0 = fm_clock_now();
         void *p;
-        if (kind == STEP_POOL || kind == STEP_POOL_GROWING) {
+        if (kind == STEP_POOL || step_grows(kind)) {
             p = fm_pool_alloc(pool);
         } else if (kind == STEP_BARE) {
             uint8_t *base = region + (size_t)(i / lay->per_chunk) * lay->chunk_bytes;
@@ -564,7 +576,7 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
         items[i] = p;
         thread_usage(&f1, &c1);
         bool fault = f1 != f0, sw = c1 != c0;
-        if (kind == STEP_POOL_GROWING) {
+        if (step_grows(kind)) {
             fm_pool_get_stats(pool, &st);
             if (st.grow_events != grow_events) {
                 uint64_t g = st.grow_ns_total - grow_ns;
@@ -609,11 +621,11 @@ static BENCH_NOINLINE regrow_why attributed_run(regrow_step_kind kind, const reg
 static void print_attribution(const regrow_layout *lay, uint32_t n, void **items) {
     static const char *const names[STEP_KINDS] = {
         "fm_pool geometric, initial 100000", "bare mapping in fm_pool's layout (physical limit)",
-        "malloc(1024)", "fm_pool geometric, initial 1"};
+        "malloc(1024)", "fm_pool geometric, initial 1", "fm_pool linear +1024, initial 32"};
     regrow_why w[STEP_KINDS];
     for (int k = 0; k < STEP_KINDS; k++) w[k] = attributed_run((regrow_step_kind)k, lay, n, items);
     printf("\n### regrowth: where the slow samples are\n\n"
-           "One more run of four rows, each sample followed (off the clock) by "
+           "One more run of five rows, each sample followed (off the clock) by "
            "getrusage(RUSAGE_THREAD): a sample is slow above %d µs; it took a page fault when "
            "the thread's fault count moved, and was switched out (preempted by another "
            "process, or throttled as a real-time task) when its context switch count moved. "
@@ -629,15 +641,19 @@ static void print_attribution(const regrow_layout *lay, uint32_t n, void **items
                (unsigned long long)w[k].with_switch, (unsigned long long)w[k].with_neither,
                (unsigned long long)w[k].max_fault, (unsigned long long)w[k].max_switch,
                (unsigned long long)w[k].max_quiet);
-    const regrow_why *g = &w[STEP_POOL_GROWING];
-    printf("\nThe growths of the last row, each by the sample it happened in (the pool's own time "
-           "for it): %llu growths, the slowest %.1f us, the slowest in a sample with no fault "
-           "and no switch %.1f us; above %u us: %llu (switched out: %llu; a page fault, no "
-           "switch: %llu; neither: %llu)\n",
-           (unsigned long long)g->growths, (double)g->grow_max / 1000.0,
-           (double)g->grow_max_quiet / 1000.0, REGROW_GROWTH_TARGET_NS / 1000u,
-           (unsigned long long)g->grow_over, (unsigned long long)g->grow_switch,
-           (unsigned long long)g->grow_fault, (unsigned long long)g->grow_neither);
+    printf("\n");
+    for (int k = 0; k < STEP_KINDS; k++) {
+        if (!step_grows((regrow_step_kind)k)) continue;
+        const regrow_why *g = &w[k];
+        printf("The growths of %s, each by the sample it happened in (the pool's own time for "
+               "it): %llu growths, the slowest %.1f us, the slowest in a sample with no fault "
+               "and no switch %.1f us; above %u us: %llu (switched out: %llu; a page fault, no "
+               "switch: %llu; neither: %llu)\n",
+               names[k], (unsigned long long)g->growths, (double)g->grow_max / 1000.0,
+               (double)g->grow_max_quiet / 1000.0, REGROW_GROWTH_TARGET_NS / 1000u,
+               (unsigned long long)g->grow_over, (unsigned long long)g->grow_switch,
+               (unsigned long long)g->grow_fault, (unsigned long long)g->grow_neither);
+    }
 }
 
 /* The peer row's max over the rounds: median and worst. */
@@ -645,6 +661,37 @@ static void peer_max(const bench_series *s, double *median, double *worst) {
     double lo, hi;
     bench_series_stats(s, 3, median, &lo, &hi);
     *worst = hi;
+}
+
+/* Proposed for the growth target: a run's slowest growth is one sample of
+ * the host's tail (an interrupt or a preemption inside any one growth sets
+ * it), so the median over the runs is held to the bound and the runs past
+ * it are counted. res[v].grow_ns_max is that median (UINT64_MAX: unknown). */
+static void print_growth_proposal(const regrow_result *res, const regrow_result *runs, int repeat) {
+    printf("Proposed (issue 22), this run: each fm_pool row's median over the runs of the "
+           "run's slowest growth at or below %.0f us (runs with a growth above it counted):",
+           REGROW_GROWTH_TARGET_NS / 1000.0);
+    bool all = true;
+    const char *sep = " ";
+    for (int v = 0; v < REGROW_VARIANTS; v++) {
+        if (regrow_variants[v].kind != REGROW_FM_POOL || !res[v].grow_events) continue;
+        uint64_t med = res[v].grow_ns_max;
+        int over = 0;
+        for (int r = 0; r < repeat; r++) {
+            uint64_t g = runs[v * repeat + r].grow_ns_max;
+            over += g != UINT64_MAX && g > REGROW_GROWTH_TARGET_NS;
+        }
+        bool ok = med <= REGROW_GROWTH_TARGET_NS;
+        all &= ok;
+        if (med == UINT64_MAX) {
+            printf("%s%s unknown", sep, regrow_variants[v].name);
+        } else {
+            printf("%s%s %.1f us (%d of %d runs above)", sep, regrow_variants[v].name,
+                   (double)med / 1000.0, over, repeat);
+        }
+        sep = "; ";
+    }
+    printf(": %s\n", all ? "met" : "NOT met");
 }
 
 /* The targets of issue 22 that this experiment measures, each with its
@@ -747,6 +794,7 @@ static void print_targets(const regrow_result *res, const regrow_result *runs,
                    (unsigned long long)events, repeat, (double)slowest / 1000.0,
                    slowest <= REGROW_GROWTH_TARGET_NS ? "met" : "NOT met");
     }
+    print_growth_proposal(res, runs, repeat);
 }
 
 static void print_group(const regrow_group *g) {
