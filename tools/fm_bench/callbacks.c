@@ -1121,11 +1121,10 @@ static void cb_part_items(const bench_opts *opts, int repeat, fm_file_writer *cs
            "generation} pair per item and the generation stored in the item (%d-byte items "
            "malloc'd one by one), resolved by loading the item's generation and comparing: "
            "a pointer chase plus a compare. Lower bound: an array of raw pointers, no "
-           "check. Physical "
-           "limit of any handle that names a chunk and a slot: the bare indirection, the "
-           "same handles through a copy of the pool's chunk bases to the slot's generation "
-           "word and the item, with no bound check. Median of %d "
-           "runs, variants interleaved.\n\n",
+           "check. Physical limit of any handle that names a chunk and a slot: the bare "
+           "indirection, the same handles through a copy of the pool's chunk bases to the "
+           "slot's generation word and the item, with no bound check. Median of %d runs, "
+           "variants interleaved.\n\n",
            n, CB_LIVE, CB_ITEM, (unsigned long long)st.stride, (unsigned long long)st.chunk_count,
            n / 100 + 1, CB_ITEM, repeat);
     printf("| order | variant | ns/resolve | min | max | ratio vs pointer chase + compare |\n");
