@@ -619,8 +619,29 @@ static void test_resolve_survives_growth_of_the_record_array(void **state) {
     assert_true(fm_pool_reserve(pool, (uint32_t)(s.items_per_chunk * 40)));
     assert_true(stats_of(pool).chunk_count >= 40);
     for (int i = 0; i < N; i++) assert_resolves_to(env, pool, hs[i], items[i]);
+    /* Open those chunks: the base array handles read is replaced by bigger
+     * ones on the way (filled as chunks open, published once complete).
+     * Record field 0 (the null handle's, whatever its other bits) goes on
+     * resolving to NULL through every one of them. */
+    size_t m = (size_t)s.items_per_chunk * 40;
+    void **more = malloc(m * sizeof *more);
+    assert_non_null(more);
+    assert_true(s.items_per_chunk >= 8); /* a location below 8: record field 0 */
+    for (size_t i = 0; i < m; i++) {
+        more[i] = alloc_ok(pool);
+        if (i % s.items_per_chunk == 0) {
+            assert_resolves_null(env, pool, FM_HANDLE_NULL);
+            assert_resolves_null(env, pool, (fm_handle){(uint64_t)1 << 32 | (i / 7 % 8)});
+            assert_resolves_to(env, pool, handle_ok(env, pool, more[i]), more[i]);
+        }
+    }
+    assert_true(stats_of(pool).chunk_count >= 40);
+    for (int i = 0; i < N; i++) assert_resolves_to(env, pool, hs[i], items[i]);
+    for (size_t i = 0; i < m; i++) fm_pool_free(pool, more[i]);
+    free(more);
     for (int i = 0; i < N; i++) fm_pool_free(pool, items[i]);
     for (int i = 0; i < N; i++) assert_resolves_null(env, pool, hs[i]);
+    assert_resolves_null(env, pool, FM_HANDLE_NULL);
     destroy_clean(env, pool);
 }
 

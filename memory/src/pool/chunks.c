@@ -504,6 +504,9 @@ static void fm__bases_step(fm_pool *p, uint32_t n) {
     for (; n && p->bases_copied < p->chunk_top; n--, p->bases_copied++)
         p->bases_next[p->bases_copied + 1] = FM__ATOMIC_LOAD(&cur[p->bases_copied + 1], RELAXED);
     if (p->bases_copied < p->chunk_top) return;
+    /* Entry 0 only now: written at growth, it was the growth's one page
+     * fault (the array's first page, which the copy above fills anyway). */
+    p->bases_next[0] = fm__dead_chunk;
     FM__ATOMIC_STORE(&p->hot.bases, p->bases_next, RELEASE);
     fm__retire_array(p, cur, fm__bases_bytes(p->bases_cap));
     p->bases_cap = p->bases_next_cap;
@@ -739,7 +742,6 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     if (g->bases_cap &&
         !(g->bases = fm__array_take(p, &g->carve, fm__bases_bytes(g->bases_cap), false)))
         return false;
-    if (g->bases) g->bases[0] = fm__dead_chunk;
     if (g->dm_cap &&
         !(g->dm = fm__array_take(p, &g->carve, (size_t)g->dm_cap * sizeof *g->dm, true)))
         return false;
@@ -844,6 +846,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
     if (g.bases) {
         p->bytes_reserved += fm__bases_bytes(g.bases_cap);
         if (p->hot.bases == fm__no_bases) {
+            g.bases[0] = fm__dead_chunk;
             FM__ATOMIC_STORE(&p->hot.bases, g.bases, RELEASE);
             p->bases_cap = g.bases_cap;
         } else {
