@@ -17,10 +17,13 @@ if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT CMAKE_EXE_LINKER_FLAGS MATCHES "(^
 elseif(MINGW)
   # The C runtime is a DLL: only calls from the statically linked code (the
   # library, libgcc's emulated TLS, mingw-w64's own) are routed, which is
-  # what the test counts. _aligned_malloc is the library's heap there.
+  # what the test counts. The library's heap there is _aligned_malloc, which
+  # mingw-w64's headers declare dllimport: its calls go through
+  # __imp__aligned_malloc, which --wrap does not see, so the library's two
+  # functions around it are wrapped instead.
   target_compile_definitions(test_pool_backing PRIVATE FM_TEST_WRAP_HEAP)
   target_link_options(test_pool_backing PRIVATE
-    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=_aligned_malloc,--wrap=_aligned_free)
+    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=fm__os_heap_alloc,--wrap=fm__os_heap_free)
 endif()
 
 # The thread suites carry the label "threads" (tools/dev repeats them in the

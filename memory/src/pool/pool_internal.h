@@ -104,13 +104,16 @@ typedef struct fm__dm {
  * the next `left` chunks of one mapping from `next` on; otherwise a chain of
  * chunks from the allocator, linked through their first bytes. LOCKFREE: link
  * arrays for them, chained likewise.
- * A use_os span also stands for its mapping (`region`) until every chunk of
- * it has gone back (`held`: chunks not given back, with a record or not),
- * because an OS without has_partial_release (Windows) frees a reservation
- * only whole: a chunk trimmed there is decommitted (its memory goes back,
- * its address space stays reserved) and the whole mapping is released with
- * its last chunk. A used-up span whose chunks are still held is in no list;
- * the records of its chunks point at it (fm__rec_span). */
+ * Where the OS has no has_partial_release (Windows), a use_os span also
+ * stands for its mapping (`region`) until every chunk of it has gone back
+ * (`held`: chunks not given back, with a record or not), because the OS
+ * frees a reservation only whole: a chunk trimmed there is decommitted (its
+ * memory goes back, its address space stays reserved) and the whole
+ * mapping is released with its last chunk. A used-up span whose chunks are
+ * still held is in no list; the records of its chunks point at it
+ * (fm__rec_span). Elsewhere a chunk leaves its span when it gets a record
+ * (`held` counts the chunks without one) and goes back to the OS on its
+ * own, so a used-up span retires at once (see fm__open_pending). */
 typedef struct fm__span {
     struct fm__span *next_span;
     uint8_t *next;
@@ -473,8 +476,9 @@ static inline uint32_t **fm__links_slot(const fm_pool *p, uint32_t idx) {
     return (uint32_t **)(void *)(seg + ((size_t)1 << s) * sizeof(fm__chunk)) +
            (idx + FM__REC_FIRST - (1u << s));
 }
-/* Record idx's chunk's span while it holds a chunk of the OS (see
- * fm__span), else NULL; read and written under the pool's lock only. */
+/* Record idx's chunk's span while that span stands for the chunk's
+ * reservation (see fm__span: Windows), else NULL; read and written under
+ * the pool's lock only. */
 static inline struct fm__span **fm__rec_span(const fm_pool *p, uint32_t idx) {
     uint32_t s = fm__rec_seg_of(idx);
     uintptr_t seg = p->seg[s];
