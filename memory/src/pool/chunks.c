@@ -348,7 +348,7 @@ static void fm__release_chunk(fm_pool *p, uint32_t idx) {
     FM__VG_UNDEFINED(c->base, p->chunk_bytes);
     fm__span *sp = *fm__rec_span(p, idx);
     if (sp) fm__span_give_back(p, sp, c->base, 1);
-    else if (p->use_os) fm__os_release(c->base, p->chunk_bytes); /* see fm__open_pending */
+    else if (p->os_chunks_alone) fm__os_release(c->base, p->chunk_bytes); /* fm__open_pending */
     else fm_allocator_free(&p->desc.allocator, c->base, p->chunk_bytes);
     fm__tag_uncharge(p->desc.tag, p->chunk_bytes, true);
     p->bytes_reserved -= p->chunk_bytes;
@@ -935,7 +935,7 @@ static uint32_t fm__open_pending(fm_pool *p) {
          * (an allocation there was a growth's slowest part, 17-23 us in
          * fm-bench's linear row). Elsewhere the span stands for the whole
          * reservation until every chunk of it has gone back. */
-        if (fm__os_get_caps()->has_partial_release) {
+        if (p->os_chunks_alone) {
             sp->held--;
             *fm__rec_span(p, idx) = NULL;
         } else {

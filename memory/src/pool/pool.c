@@ -423,6 +423,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     const fm__os_caps *caps = fm__os_get_caps();
     p->use_os = fm__allocator_is_system(&desc->allocator) && caps->has_virtual_reserve &&
                 p->chunk_bytes % caps->page_size == 0;
+    p->os_chunks_alone = p->use_os && caps->has_partial_release;
     p->sync = desc->sync;
     p->watch_scale = desc->timing == FM_POOL_TIMING_EVERY_CALL ? 1u
                      : desc->timing == FM_POOL_TIMING_SAMPLED  ? FM_POOL_TIMING_SAMPLE

@@ -202,6 +202,8 @@ struct fm_pool {
     uint32_t chunk_shift;
     size_t chunk_bytes;
     bool use_os; /* chunks come from fm__os_reserve */
+    bool os_chunks_alone; /* use_os, and a chunk goes back to the OS on its own
+                             (has_partial_release): see fm__span */
 
     /* ---- chunks */
     /* Records live in segments that never move (see fm__chunk_at): segment
