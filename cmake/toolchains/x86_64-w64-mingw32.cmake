@@ -9,7 +9,7 @@ set(CMAKE_RC_COMPILER x86_64-w64-mingw32-windres)
 # Under setarch -R (no address-space randomisation): Debian's wine64 has no
 # preloader, so where randomisation places the process's own mappings
 # decides whether Windows' shared user data (0x7ffe0000) can be mapped:
-# about one start in 3000 exited 1 before the test's first line
+# 3 of about 15,500 starts exited 1 before the test's first line
 # ("virtual_alloc_first_teb: failed to map the shared user data:
 # c0000018"), none in 7000 under -R.
 set(CMAKE_CROSSCOMPILING_EMULATOR setarch x86_64 -R /usr/lib/wine/wine64)
