@@ -1,5 +1,12 @@
 /* file.c: framemem_file, writing through a temporary file and rename, reading
  * without blocking (see framemem/file.h). */
+
+/* 32-bit Linux: stat's 64-bit form, whatever the build passes. Without it
+ * stat fails with EOVERFLOW on a file past 2 GiB or an inode number past
+ * 2^32 (XFS, btrfs, network file systems). */
+#ifndef _FILE_OFFSET_BITS
+#define _FILE_OFFSET_BITS 64
+#endif
 #include "framemem/file.h"
 
 #include <errno.h>

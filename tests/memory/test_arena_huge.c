@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 #define HUGE_LINUX 1
 #endif
 
@@ -121,6 +122,27 @@ static bool kernel_sees_advice(void) {
     known = seen || !fm_test_feature_missing("the kernel's view of huge-page advice",
                                      "madvise(MADV_HUGEPAGE) succeeded but /proc/self/smaps "
                                      "shows no 'hg' VmFlag for the range");
+    return known;
+}
+
+/* Whether smaps shows a mapping's resident pages: a probe mapping of 64
+ * pages, each touched, must show them all in Rss. qemu-i386 places the
+ * guest's mappings inside one reservation of its own and reports that
+ * reservation's line (no access, Rss 0) for them. */
+static bool kernel_reports_rss(void) {
+    enum { PAGES = 64 };
+    static int known = -1;
+    if (known >= 0) return known;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), len = PAGES * page;
+    uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(m != MAP_FAILED);
+    for (size_t i = 0; i < PAGES; i++) m[i * page] = 1;
+    vma_info v;
+    bool seen = vma_of(m, &v) && v.rss >= len;
+    munmap(m, len);
+    known = seen || !fm_test_feature_missing("the resident pages of a mapping",
+                                             "/proc/self/smaps shows fewer than the 64 pages "
+                                             "a probe mapping touched in its Rss");
     return known;
 }
 
@@ -318,9 +340,9 @@ static void test_arena_huge_pages_decommit_releases_whole_pages(void **state) {
     assert_int_equal(stats_of(arena).committed, 16 * MIB);
 #ifdef HUGE_LINUX
     vma_info v;
+    bool rss = kernel_reports_rss();
     assert_true(vma_of(p, &v));
-    size_t rss_touched = v.rss;
-    assert_true(rss_touched >= 12 * MIB); /* noisy machines: three quarters */
+    if (rss) assert_true(v.rss >= 12 * MIB); /* noisy machines: three quarters */
 #endif
 
     /* The top in the middle of a page keeps that whole page. */
@@ -343,7 +365,7 @@ static void test_arena_huge_pages_decommit_releases_whole_pages(void **state) {
     assert_int_equal(stats_of(arena).committed, 0);
 #ifdef HUGE_LINUX
     assert_true(vma_of(p, &v));
-    assert_int_equal(v.rss, 0);
+    if (rss) assert_int_equal(v.rss, 0);
     if (kernel_sees_advice())
         assert_int_equal(v.advised, offered); /* the advice outlives the decommit */
 #endif
