@@ -921,6 +921,94 @@ static void test_pool_chunk_occupancy_counts_each_chunks_live_items(void **state
     fm_pool_destroy(pool);
 }
 
+/* Random frees with 10,000 16-byte items live, over several chunks: each
+ * free, of an item of the current chunk or of another one, waits as the next
+ * slot, and the alloc after it returns that item (the library's leaf free
+ * takes both kinds the same way, see pool/core.c). Both kinds occur; the
+ * counts stay exact and the pool consistent. */
+static void test_pool_random_frees_over_the_current_chunk_and_others_are_served_next(void **state) {
+    fm_test_env *env = *state;
+    enum { LIVE = 10000, ROUNDS = 20000 };
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "random", .item_size = 16});
+    void **items = malloc(LIVE * sizeof *items);
+    assert_non_null(items);
+    for (size_t i = 0; i < LIVE; i++) assert_non_null(items[i] = fm_pool_alloc(pool));
+    fm_pool_stats s = stats_of(pool);
+    assert_true(s.chunk_count >= 3);
+    uintptr_t mask = ~(uintptr_t)(s.chunk_bytes - 1);
+    uintptr_t current = (uintptr_t)items[LIVE - 1] & mask;
+    uint64_t x = 88172645463325252ull;
+    size_t in_current = 0;
+    for (size_t r = 0; r < ROUNDS; r++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t j = (size_t)(x % LIVE);
+        void *freed = items[j];
+        in_current += ((uintptr_t)freed & mask) == current;
+        fm_pool_free(pool, freed);
+        items[j] = fm_pool_alloc(pool);
+        assert_ptr_equal(items[j], freed);
+    }
+    assert_true(in_current > 0 && in_current < ROUNDS);
+    s = stats_of(pool);
+    assert_int_equal(s.live, LIVE);
+    assert_int_equal(s.total_frees, ROUNDS);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    assert_int_equal(env->errors.count, 0);
+    for (size_t i = 0; i < LIVE; i++) fm_pool_free(pool, items[i]);
+    free(items);
+    destroy_clean(env, pool);
+}
+
+/* Frees in a row of the current chunk's items: each waits as the next slot
+ * and the one before it goes onto the chunk's stack, so the allocs after
+ * them return them last first. A double free among them is reported. */
+static void test_pool_frees_in_a_row_in_the_current_chunk_come_back_last_first(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "row", .item_size = 32});
+    enum { N = 50, FIRST = 10, LAST = 40 };
+    void *items[N];
+    for (size_t i = 0; i < N; i++) assert_non_null(items[i] = fm_pool_alloc(pool));
+    for (size_t i = FIRST; i < LAST; i++) fm_pool_free(pool, items[i]);
+    expect_bad_free(env, pool, items[LAST - 1], FM_ERR_DOUBLE_FREE);
+    expect_bad_free(env, pool, items[FIRST], FM_ERR_DOUBLE_FREE);
+    assert_int_equal(stats_of(pool).live, N - (LAST - FIRST));
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    for (size_t i = LAST; i-- > FIRST;) assert_ptr_equal(fm_pool_alloc(pool), items[i]);
+    assert_int_equal(stats_of(pool).live, N);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    for (size_t i = 0; i < N; i++) fm_pool_free(pool, items[i]);
+    destroy_clean(env, pool);
+}
+
+/* The item the last alloc took back (a slot parked outside the current
+ * chunk), then freed by a batch, its chunk emptied and trimmed: a free of it
+ * is reported as foreign and reads nothing of the released chunk (the inline
+ * free's shortcut for the item the last alloc took is dropped whenever the
+ * library frees a slot, see detail/pool.h). */
+static void
+test_pool_free_of_the_last_allocs_item_after_a_batch_and_a_trim_is_reported(void **state) {
+    fm_test_env *env = *state;
+    fm_pool *pool = create_counted(env, (fm_pool_desc){.name = "gone", .item_size = 64});
+    size_t per = (size_t)stats_of(pool).items_per_chunk, n = per * 2 + 1;
+    void **items = malloc(n * sizeof *items);
+    assert_non_null(items);
+    for (size_t i = 0; i < n; i++) assert_non_null(items[i] = fm_pool_alloc(pool));
+    /* The first chunk keeps items[0] only; it waits as the next slot, and
+     * the alloc takes it back. */
+    fm_pool_free_n(pool, items + 1, per - 1);
+    fm_pool_free(pool, items[0]);
+    void *y = fm_pool_alloc(pool);
+    assert_ptr_equal(y, items[0]);
+    fm_pool_free_n(pool, &y, 1);
+    assert_true(fm_pool_trim(pool) > 0);
+    assert_false(fm_pool_owns(pool, y));
+    expect_bad_free(env, pool, y, FM_ERR_FOREIGN_POINTER);
+    assert_int_equal(fm_pool_check(pool), FM_OK);
+    for (size_t i = per; i < n; i++) fm_pool_free(pool, items[i]);
+    free(items);
+    destroy_clean(env, pool);
+}
+
 /* A single free outside the current chunk parks the slot (see pool.c) so
  * the next alloc takes it back: LIFO across chunks. Misuse of a parked
  * item is reported, its handle is stale, the counts stay exact and the pool
@@ -3242,6 +3330,9 @@ int main(void) {
         T(test_pool_chunk_lookup_with_many_chunks_trim_and_regrowth),
         T(test_pool_chunk_occupancy_counts_each_chunks_live_items),
         T(test_pool_free_outside_the_current_chunk_is_served_next),
+        T(test_pool_random_frees_over_the_current_chunk_and_others_are_served_next),
+        T(test_pool_frees_in_a_row_in_the_current_chunk_come_back_last_first),
+        T(test_pool_free_of_the_last_allocs_item_after_a_batch_and_a_trim_is_reported),
         T(test_pool_free_of_interior_pointer_is_reported),
         T(test_pool_delete_of_bad_pointers_never_runs_the_dtor),
         T(test_pool_free_of_any_non_item_address_in_a_chunk_is_reported),

@@ -188,6 +188,43 @@ static void test_pool_calls_on_an_item_the_reset_freed_are_reported_and_change_n
     }
 }
 
+/* The item the last alloc took (under NONE, the slot a free just before
+ * left waiting), freed by a reset: a free of it is reported and changes
+ * nothing, and the slots handed out after it are all distinct (the inline
+ * free's shortcut for that item is dropped by the reset, see
+ * detail/pool.h). */
+static void test_pool_free_of_the_last_allocs_item_after_a_reset_is_reported(void **state) {
+    fm_test_env *env = *state;
+    for (size_t pi = 0; pi < POLICIES; pi++) {
+        fm_pool *pool = create_counted(
+            env, (fm_pool_desc){.name = "last", .item_size = 24, .sync = policies[pi]});
+        void *a = fm_pool_alloc(pool), *b = fm_pool_alloc(pool);
+        assert_non_null(a);
+        assert_non_null(b);
+        fm_pool_free(pool, a);
+        void *y = fm_pool_alloc(pool);
+        if (policies[pi] == FM_SYNC_NONE) assert_ptr_equal(y, a);
+        fm_pool_reset(pool);
+        fm_pool_stats before = stats_of(pool);
+        int reports = env->errors.count;
+        fm_pool_free(pool, y);
+        assert_int_equal(fm_last_error(), FM_ERR_DOUBLE_FREE);
+        assert_int_equal(env->errors.count, reports + 1);
+        fm_pool_stats after = stats_of(pool);
+        fm_test_assert_pool_stats_same(&before, &after, 1);
+        enum { AGAIN = 3 };
+        void *again[AGAIN];
+        for (size_t i = 0; i < AGAIN; i++) {
+            assert_non_null(again[i] = fm_pool_alloc(pool));
+            for (size_t k = 0; k < i; k++) assert_ptr_not_equal(again[i], again[k]);
+        }
+        assert_int_equal(fm_pool_check(pool), FM_OK);
+        for (size_t i = 0; i < AGAIN; i++) fm_pool_free(pool, again[i]);
+        fm_test_pool_destroy_quiet(env, pool);
+        fm_test_allocator_assert_clean(&env->alloc);
+    }
+}
+
 /* Four chunks full, a reset, then the first chunk's slots and three more
  * handed out again: the first chunk is full and no longer current, the
  * second current, the last two untouched, their meta words still as the
@@ -699,6 +736,7 @@ int main(void) {
         T(test_pool_reset_of_an_empty_pool_changes_nothing_but_its_count),
         T(test_pool_reset_makes_every_outstanding_handle_stale),
         T(test_pool_calls_on_an_item_the_reset_freed_are_reported_and_change_nothing),
+        T(test_pool_free_of_the_last_allocs_item_after_a_reset_is_reported),
         T(test_pool_frees_of_reset_items_in_chunks_not_current_are_reported),
         T(test_pool_reset_runs_the_dtor_once_on_each_live_item_first),
         T(test_pool_reset_inside_foreach_is_reported_and_changes_nothing),

@@ -96,6 +96,7 @@ static void fm__park_current(fm_pool *p) {
     p->cs->cur_slots = NULL;
     p->cs->cur_next_slot = NULL;
     p->cs->cur_next = FM__NONE;
+    p->cs->cur_last = NULL;
     p->cs->cur_top = 0;
     p->cs->cur_stack = NULL;
     p->cs->cur_bump = 0;
@@ -114,7 +115,7 @@ static void fm__make_current(fm_pool *p, uint32_t idx) {
         fm__base_store(p, idx, c->base);
     }
     c->state = FM__CHUNK_CURRENT;
-    fm__dm_refresh(p, c);
+    fm__dm_set(p, c); /* in the cache, whatever shared its entry: frees find it there */
     c->prev = c->next = FM__NONE;
     p->cur_idx = idx;
     p->cs->cur_base = (uintptr_t)c->base;

@@ -15,6 +15,7 @@
  * or a parked slot onto its own chunk's (which stops counting it live). */
 static void fm__settle_next(fm_pool *p) {
     fm__pool_hot *h = p->cs;
+    h->cur_last = NULL; /* its words may change from here on (see fm__pool_hot) */
     if (!h->cur_next_slot) return;
     h->headroom++; /* no longer counted live (see fm__live) */
     if (h->cur_next != FM__NONE) {
@@ -93,6 +94,7 @@ static inline void *fm__alloc_fast(fm_pool *p) {
     uint8_t *slot = h->cur_next_slot;
     if (slot) { /* maybe another chunk's (parked): its meta word is at hand */
         h->cur_next_slot = NULL;
+        h->cur_last = slot; /* as the inline alloc (detail/pool.h) */
         uint32_t *meta = h->cur_next_meta;
         FM__ATOMIC_STORE(meta, FM__ATOMIC_LOAD(meta, RELAXED) | FM__LIVE, RELAXED);
         FM__UNPOISON(slot, p->item_size);
@@ -284,29 +286,50 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
 }
 
 /* NONE, where the core works on hot (every other pool's hot has no current
- * chunk): the common free into a chunk that is not current, with nothing
- * waiting in hot's next slot: a live slot start of a chunk the cache keys
- * as clean (see fm__dm_key: not current, no word a reset left, so a live
- * word is an item handed out), parked there as fm__free_other parks it.
- * Neither the record nor the bump index is read: a random free over
- * hundreds of chunks would miss the record's line. A leaf (no call, so no
- * register is saved and the general path's frame is not built): false,
- * with nothing changed, for anything else, which the policy's path then
- * does. */
+ * chunk): the common single free, which the inline path leaves here (see
+ * detail/pool.h), with no call and no record read (a random free over
+ * hundreds of chunks would miss the record's line). With nothing waiting
+ * in hot's next slot, a live slot start of a chunk the cache keys as clean
+ * (see fm__dm_key: no word a reset left, so a live word is an item handed
+ * out), current or not, waits there as fm__free_other parks it; the
+ * current chunk is tested only when its key is not clean (after a reset),
+ * so random frees over the current chunk and others take one path and
+ * mispredict nothing (a branch on the current chunk, taken as often as it
+ * held the item, cost fm-bench's random free of 16-byte items a third of
+ * its time). With a slot of the current chunk waiting, an item of that
+ * chunk takes its place and the slot goes onto the chunk's stack (a loop
+ * freeing the current chunk's items). A leaf (no call, so no register is
+ * saved and the general path's frame is not built): false, with nothing
+ * changed, for anything else, which the policy's path then does. */
 static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) {
     fm__pool_hot *h = &p->hot; /* p->cs, wherever hot has a current chunk */
-    uintptr_t base = (uintptr_t)item & p->base_mask;
     /* Before any word a locked pool's growth writes (the cache, its mask). */
-    if (h->cur_base == 1 || h->cur_next_slot) return false;
-    if (fm__dm_entry(p, base)->key != (base | FM__DM_CLEAN)) return false;
+    if (h->cur_base == 1) return false;
+    uintptr_t base = (uintptr_t)item & p->base_mask;
     uint64_t slot = fm__exact_index((uintptr_t)item - base - h->slots_off, h->inv, h->inv_shift);
-    if (slot >= h->per_chunk) return false;
+    uint8_t *waiting = h->cur_next_slot;
+    uint64_t bound;
+    if (FM__LIKELY(!waiting)) {
+        if (FM__LIKELY(fm__dm_entry(p, base)->key == (base | FM__DM_CLEAN))) bound = h->per_chunk;
+        else if (base == h->cur_base) bound = h->cur_bump;
+        else return false;
+    } else {
+        if (base != h->cur_base || h->cur_next == FM__NONE) return false;
+        bound = h->cur_bump;
+    }
+    if (slot >= bound) return false;
     uint32_t *w = fm__meta(base) + slot;
     if (!fm__meta_kill(w, false)) return false;
     fm__slot_to_free(p, item);
+    if (waiting) {
+        h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next;
+        h->headroom++; /* the slot that waited is free now (see fm__live) */
+    }
     h->cur_next_slot = (uint8_t *)item;
     h->cur_next_meta = w;
-    h->cur_next = FM__NONE;
+    /* Its index in the current chunk, or FM__NONE: another chunk's, parked
+     * (see fm_pool.live_other). A select, not a branch. */
+    h->cur_next = base == h->cur_base ? (uint32_t)slot : FM__NONE;
     return true;
 }
 

@@ -443,6 +443,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->hot.bases = fm__no_bases;
     p->hot.cur_next_slot = NULL;
     p->hot.cur_next = FM__NONE;
+    p->hot.cur_last = NULL;
     p->hot.cur_top = 0;
     /* The core works on hot (NONE) or on the shadow; hot's current chunk
      * stays empty (cur_next_slot NULL, cur_top 0, cur_bump 0) for every other

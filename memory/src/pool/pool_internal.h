@@ -551,15 +551,16 @@ static inline fm__dm *fm__dm_entry(const fm_pool *p, uintptr_t base) {
     return &p->dm[(base >> p->chunk_shift) & p->dm_mask];
 }
 
-/* A chunk's key in the cache: its base, plus FM__DM_CLEAN while it is not
- * current and no slot at or past its bump index holds a word a reset left
- * (hw <= bump): every word there is then 0, so a live word is a slot handed
- * out, and fm__free_park_leaf needs neither the bump check nor the record,
- * nor a test for the current chunk (whose bump index is in hot). A chunk a
- * reset left words in is keyed by its base alone until its bump index has
- * passed them. */
+/* A chunk's key in the cache: its base, plus FM__DM_CLEAN while no slot at
+ * or past its bump index holds a word a reset left (hw <= bump): every word
+ * there is then 0, so a live word is a slot handed out, and
+ * fm__free_park_leaf needs neither the bump check nor the record, nor a test
+ * for the current chunk. The current chunk's record has the bump index it
+ * had when the chunk became current (hot's moves on, only up): a key clean
+ * then stays right. A chunk a reset left words in is keyed by its base alone
+ * until it is keyed again past them (as it stops or becomes current). */
 static inline uintptr_t fm__dm_key(const fm__chunk *c) {
-    bool clean = c->state != FM__CHUNK_CURRENT && c->hw <= c->bump;
+    bool clean = c->hw <= c->bump;
     return (uintptr_t)c->base | (clean ? FM__DM_CLEAN : 0);
 }
 /* true when key (a cache entry's) names the chunk at base. */

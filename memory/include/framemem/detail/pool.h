@@ -8,18 +8,20 @@
  *
  * Optimised builds of the caller (FM__INLINE, see detail/base.h, without
  * FM_TRACK_SITES) inline the common case of fm_pool_alloc, fm_pool_free and
- * fm_pool_resolve: a pop from or a push onto the current chunk's stack of
- * free slot indices (an alloc also takes the next slot of the bump index:
- * one never handed out, or one a reset left), with the live bit,
+ * fm_pool_resolve: an alloc takes the slot waiting as the next one, else
+ * pops the current chunk's stack of free slot indices or takes the bump
+ * index's next slot (one never handed out, or one a reset left); a free of
+ * the item the last alloc took makes it wait again. Each with the live bit,
  * double-free and foreign-pointer checks and the counters exactly as the
- * library keeps them. Everything else calls into the library; the
+ * library keeps them; every other free calls the library's leaf
+ * (pool/core.c), which takes any chunk's item on one path. Everything else calls into the library; the
  * functions stay callable as (fm_pool_alloc)(pool). The pool is not tested
  * for NULL here (a precondition, base.h): the test would cost every call an
  * instruction; the library's functions test it. Pools with sync != NONE
- * keep cur_next_slot NULL and cur_top, cur_bump and the bump's ends 0 here,
- * so NONE's part falls through; a THREAD_CACHE
+ * keep cur_next_slot and cur_last NULL and cur_top, cur_bump and the bump's
+ * ends 0 here, so NONE's part falls through; a THREAD_CACHE
  * pool (tc_id set) goes to its own part right after an alloc's first test
- * and before a free's index arithmetic. It pops from or pushes onto the
+ * and a free's. It pops from or pushes onto the
  * calling thread's magazine when its last entry (fm__tc_cur) is the
  * pool's: an alloc checks the slot is not live and sets the live bit, a
  * free checks the item is a live slot start of the chunk the thread freed
@@ -60,6 +62,13 @@ typedef struct fm__pool_hot {
      * meta word update stay off the chain from one pair to the next. */
     uint8_t *cur_next_slot;  /* the next free slot, NULL: none */
     uint32_t *cur_next_meta; /* its meta word */
+    uint8_t *cur_last;       /* the slot the last alloc took as the next slot:
+                                while no slot waits, cur_next_meta and cur_next
+                                are still its (a park makes one wait, which
+                                only an alloc, setting this, or the library's
+                                settle, clearing it, ends), so a free of it
+                                waits there again at the cost of a compare
+                                (an alloc+free pair); NULL: none */
     uint32_t cur_next;       /* its index in the current chunk; UINT32_MAX: it is
                                 another chunk's, parked by the library's free
                                 (see pool/core.c), and a free here goes there */
@@ -419,6 +428,7 @@ static inline void *fm__pool_alloc_inline(fm_pool *pool) {
     }
     if (!slot) __builtin_unreachable(); /* callers' NULL tests fold away */
     *meta |= FM__META_LIVE;
+    h->cur_last = slot;
     h->total_allocs++; /* the next slot counted live while it waited */
     return slot;
 }
@@ -462,24 +472,19 @@ slow:
 
 static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
     fm__pool_hot *h = (fm__pool_hot *)(void *)pool;
-    /* A THREAD_CACHE pool skips the index arithmetic. */
+    /* A THREAD_CACHE pool skips the NONE test. */
     if (h->tc_id == UINT64_MAX) {
-        uint64_t idx = fm__pool_hot_index(h, item);
-        uint8_t *prev = h->cur_next_slot;
-        if (__builtin_expect(idx < h->cur_bump, 1) &&
-            __builtin_expect(!prev || h->cur_next != UINT32_MAX, 1)) {
-            uint32_t *meta = (uint32_t *)h->cur_base + idx;
-            if (__builtin_expect(fm__meta_kill(meta, false), 1)) {
-                /* The item waits as the next slot, counted live (see
-                 * headroom); the one it replaces is free now. */
-                if (prev) h->cur_stack[h->cur_top++] = (uint16_t)h->cur_next, h->headroom++;
-                h->cur_next_slot = (uint8_t *)item;
-                h->cur_next_meta = meta;
-                h->cur_next = (uint32_t)idx;
-                return;
-            }
+        /* The item the last alloc took, with nothing waiting: it waits again,
+         * its meta word and index still at hand. Any other free, which
+         * chunk's whatever (a random free would mispredict a branch on it),
+         * goes to the library's leaf (pool/core.c). */
+        if (__builtin_expect((item == h->cur_last) & (item != NULL) & (h->cur_next_slot == NULL),
+                             1) &&
+            __builtin_expect(fm__meta_kill(h->cur_next_meta, false), 1)) {
+            h->cur_next_slot = (uint8_t *)item;
+            return;
         }
-        fm__pool_free_slow(pool, item); /* another chunk, or misuse */
+        fm__pool_free_slow(pool, item);
         return;
     }
 #ifdef FM__TC_INLINE
