@@ -8,28 +8,26 @@
  *
  * Optimised builds of the caller (FM__INLINE, see detail/base.h, without
  * FM_TRACK_SITES) inline the common case of fm_pool_alloc, fm_pool_free and
- * fm_pool_resolve: an alloc takes the slot waiting as the next one, else
- * pops the current chunk's stack of free slot indices or takes the bump
- * index's next slot (one never handed out, or one a reset left); a free of
- * the item the last alloc took makes it wait again. Each with the live bit,
- * double-free and foreign-pointer checks and the counters exactly as the
- * library keeps them; every other free calls the library's leaf
- * (pool/core.c), which takes any chunk's item on one path. Everything else calls into the library; the
- * functions stay callable as (fm_pool_alloc)(pool). The pool is not tested
- * for NULL here (a precondition, base.h): the test would cost every call an
- * instruction; the library's functions test it. Pools with sync != NONE
- * keep cur_next_slot and cur_last NULL and cur_top, cur_bump and the bump's
- * ends 0 here, so NONE's part falls through; a THREAD_CACHE
- * pool (tc_id set) goes to its own part right after an alloc's first test
- * and a free's. It pops from or pushes onto the
- * calling thread's magazine when its last entry (fm__tc_cur) is the
- * pool's: an alloc checks the slot is not live and sets the live bit, a
- * free checks the item is a live slot start of the chunk the thread freed
- * into last and bumps the generation (no CAS: see docs/POOLS.md, Threads); the
+ * fm_pool_resolve: an alloc takes the slot waiting as the next one, else pops
+ * the current chunk's stack of free slot indices or takes the bump index's
+ * next slot (one never handed out, or one a reset left); a free of the item
+ * the last alloc took makes it wait again. Each with the live bit, double-free
+ * and foreign-pointer checks and the counters exactly as the library keeps
+ * them; every other free calls the library's leaf (pool/core.c), which takes
+ * any chunk's item on one path. Everything else calls into the library; the
+ * functions stay callable as (fm_pool_alloc)(pool). The pool is not tested for
+ * NULL here (a precondition, base.h): the test would cost every call an
+ * instruction; the library's functions test it. Pools with sync != NONE keep
+ * cur_next_slot and cur_last NULL and cur_top, cur_bump and the bump's ends 0
+ * here, so NONE's part falls through; a THREAD_CACHE pool (tc_id set) goes to
+ * its own part right after an alloc's first test and a free's. It pops from or
+ * pushes onto the calling thread's magazine when its last entry (fm__tc_cur)
+ * is the pool's: an alloc checks the slot is not live and sets the live bit, a
+ * free checks the item is a live slot start of the chunk the thread freed into
+ * last and bumps the generation (no CAS: see docs/POOLS.md, Threads); the
  * thread's other pools, an empty or full magazine, a first use and every
- * misuse go into the library. The inline resolve reads words the library
- * only ever replaces whole (old arrays of shared pools are kept until
- * destroy).
+ * misuse go into the library. The inline resolve reads words the library only
+ * ever replaces whole (old arrays of shared pools are kept until destroy).
  */
 #ifndef FRAMEMEM_DETAIL_POOL_H
 #define FRAMEMEM_DETAIL_POOL_H
@@ -475,9 +473,10 @@ static inline void fm__pool_free_inline(fm_pool *pool, void *item) {
     /* A THREAD_CACHE pool skips the NONE test. */
     if (h->tc_id == UINT64_MAX) {
         /* The item the last alloc took, with nothing waiting: it waits again,
-         * its meta word and index still at hand. Any other free, which
-         * chunk's whatever (a random free would mispredict a branch on it),
-         * goes to the library's leaf (pool/core.c). */
+         * its meta word and index still at hand. Every other free goes to
+         * the library's leaf (pool/core.c), which takes any chunk's item on
+         * one path: a branch here on the item's chunk would go either way at
+         * random under random frees. */
         if (__builtin_expect((item == h->cur_last) & (item != NULL) & (h->cur_next_slot == NULL),
                              1) &&
             __builtin_expect(fm__meta_kill(h->cur_next_meta, false), 1)) {
