@@ -179,9 +179,10 @@ struct fm_pool {
      * least twice as many entries as chunks (empty: it fills as chunks open
      * and as frees find them in the table), so random frees over hundreds of
      * chunks (1 KiB items, 10,000 live: 159) skip the table too. An entry
-     * by chunk number (base >> chunk_shift, mod dm_mask + 1). */
-    fm__dm *dm;
+     * by chunk number (base >> chunk_shift, mod dm_mask + 1). dm_mask
+     * first: it fills the 4 bytes after cur_idx. */
     uint32_t dm_mask;
+    fm__dm *dm;
     fm__dm dm_first[FM__DM_SLOTS];
     uint32_t win_chunks; /* the size of the pool's next growth window (see win_next);
                             0: none */
@@ -199,11 +200,11 @@ struct fm_pool {
     fm__tag_link tag_link; /* in desc.tag's list of objects */
     uint32_t item_size;
     uint32_t item_align;
-    uint32_t chunk_shift;
     size_t chunk_bytes;
     bool use_os; /* chunks come from fm__os_reserve */
     bool os_chunks_alone; /* use_os, and a chunk goes back to the OS on its own
                              (has_partial_release): see fm__span */
+    uint32_t chunk_shift; /* after the two bools, in what would be padding */
 
     /* ---- chunks */
     /* Records live in segments that never move (see fm__chunk_at): segment
