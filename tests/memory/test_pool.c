@@ -982,9 +982,9 @@ static void test_pool_frees_in_a_row_in_the_current_chunk_come_back_last_first(v
 
 /* The item the last alloc took back (a slot parked outside the current
  * chunk), then freed by a batch, its chunk emptied and trimmed: a free of it
- * is reported as foreign and reads nothing of the released chunk (the inline
- * free's shortcut for the item the last alloc took is dropped whenever the
- * library frees a slot, see detail/pool.h). */
+ * is reported as foreign and reads nothing of the released chunk (the
+ * trim's settle drops the inline free's shortcut for the item the last alloc
+ * took, see detail/pool.h). */
 static void
 test_pool_free_of_the_last_allocs_item_after_a_batch_and_a_trim_is_reported(void **state) {
     fm_test_env *env = *state;
