@@ -31,3 +31,22 @@ if(NOT CMAKE_CROSSCOMPILING)
             ${PROJECT_SOURCE_DIR}/engine/src/eng_internal.h $<TARGET_FILE:framemem_engine>
             ${fm_chain_programs})
 endif()
+
+# The engine, the demo and their suites start no thread: tools/dev's TSan
+# configuration leaves them out on that ground (label "engine"; the demo is
+# not built there). Read with the host's nm, as the chain above.
+foreach(suite engine faults null_args files ds)
+  set_tests_properties(engine_${suite} PROPERTIES LABELS engine)
+endforeach()
+if(NOT CMAKE_CROSSCOMPILING)
+  file(GLOB fm_single_thread_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/engine/*.c
+       ${CMAKE_CURRENT_SOURCE_DIR}/demo/*.c)
+  set(fm_single_thread_files $<TARGET_FILE:framemem_engine>)
+  if(FM_BUILD_DEMO)
+    list(APPEND fm_single_thread_files $<TARGET_FILE:framemem-demo> $<TARGET_FILE:framemem-minimal>
+         $<TARGET_FILE:framemem_overlay> $<TARGET_FILE:framemem_demo_core>)
+  endif()
+  add_test(NAME engine_starts_no_thread
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/engine/check_no_threads.sh
+            ${fm_single_thread_files} ${fm_single_thread_sources})
+endif()

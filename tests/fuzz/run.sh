@@ -8,6 +8,8 @@
 #   BUILD_DIR  default build/fuzz; configured here (clang, Debug,
 #              FM_SANITIZE=address,undefined, FM_BUILD_FUZZERS=ON, tests and
 #              tools off) when it has no CMake cache yet, built every time
+#              (FUZZ_NO_BUILD=1: not configured nor built, the harness must
+#              be there: tools/dev test runs several at once in one tree)
 #
 # The committed corpus (tests/fuzz/corpus/NAME) is read, never written: new
 # inputs go to a temporary directory, deleted afterwards. FUZZ_SAVE=1 merges
@@ -22,7 +24,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
 usage() {
-    sed -n '3,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -47,7 +49,10 @@ fi
 log() { printf '\033[1m== %s\033[0m\n' "$*"; }
 
 # ------------------------------------------------------------ configure, build
-if [ ! -f "$build/CMakeCache.txt" ]; then
+bin=$build/tests/fuzz/fuzz_$name
+if [ "${FUZZ_NO_BUILD:-0}" = 1 ]; then
+    [ -x "$bin" ] || { echo "run.sh: FUZZ_NO_BUILD=1 and $bin is not built" >&2; exit 2; }
+elif [ ! -f "$build/CMakeCache.txt" ]; then
     log "configure $build (clang, ASan+UBSan, fuzzers)"
     cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
         -DFM_SANITIZE=address,undefined -DFM_BUILD_FUZZERS=ON -DFM_BUILD_TESTS=OFF \
@@ -56,9 +61,10 @@ elif ! grep -q '^FM_BUILD_FUZZERS:BOOL=ON' "$build/CMakeCache.txt"; then
     log "turn on FM_BUILD_FUZZERS in $build"
     cmake -S "$root" -B "$build" -DFM_BUILD_FUZZERS=ON >/dev/null
 fi
-cmake --build "$build" --target "fuzz_$name" -j "${FM_JOBS:-$(nproc 2>/dev/null || echo 2)}" \
-    >/dev/null
-bin=$build/tests/fuzz/fuzz_$name
+if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
+    cmake --build "$build" --target "fuzz_$name" -j "${FM_JOBS:-$(nproc 2>/dev/null || echo 2)}" \
+        >/dev/null
+fi
 
 # ------------------------------------------------------------------- run
 corpus=$here/corpus/$name
