@@ -91,7 +91,7 @@ static void fm__park_current(fm_pool *p) {
     uint32_t idx = p->cur_idx;
     p->cur_idx = FM__NONE;
     fm__file_chunk(p, idx);
-    fm__dm_refresh(p, c); /* no longer current (or released: no entry left) */
+    fm__dm_refresh(p, c); /* its bump index written back (or released: no entry left) */
     p->cs->cur_base = 1;
     p->cs->cur_slots = NULL;
     p->cs->cur_next_slot = NULL;

@@ -296,11 +296,12 @@ static inline FM__ALWAYS_INLINE int fm__free_other(fm_pool *p, void *item, bool 
  * so random frees over the current chunk and others take one path and
  * mispredict nothing (a branch on the current chunk, taken as often as it
  * held the item, cost fm-bench's random free of 16-byte items about a
- * fifth of its time: 4.75-4.85 ns against 3.83-3.89 without it). With a slot of the current chunk waiting, an item of that
- * chunk takes its place and the slot goes onto the chunk's stack (a loop
- * freeing the current chunk's items). A leaf (no call, so no register is
- * saved and the general path's frame is not built): false, with nothing
- * changed, for anything else, which the policy's path then does. */
+ * fifth of its time: 4.75-4.85 ns against 3.83-3.89 without it). With a
+ * slot of the current chunk waiting, an item of that chunk takes its place
+ * and the slot goes onto the chunk's stack (a loop freeing the current
+ * chunk's items). A leaf (no call, so no register is saved and the general
+ * path's frame is not built): false, with nothing changed, for anything
+ * else, which the policy's path then does. */
 static inline FM__ALWAYS_INLINE bool fm__free_park_leaf(fm_pool *p, void *item) {
     fm__pool_hot *h = &p->hot; /* p->cs, wherever hot has a current chunk */
     /* Before any word a locked pool's growth writes (the cache, its mask). */

@@ -581,8 +581,8 @@ static inline void fm__dm_set(fm_pool *p, fm__chunk *c) {
     e->key = fm__dm_key(c);
     e->rec = c;
 }
-/* Rewrites a chunk's key where the cache holds it, after its state, bump
- * index or hw changed. */
+/* Rewrites a chunk's key where the cache holds it, after its bump index or
+ * hw changed. */
 static inline void fm__dm_refresh(fm_pool *p, const fm__chunk *c) {
     fm__dm *e = fm__dm_entry(p, (uintptr_t)c->base);
     if (e->rec == c) e->key = fm__dm_key(c);
