@@ -183,8 +183,7 @@ static void test_pool_calls_on_an_item_the_reset_freed_are_reported_and_change_n
         fm_pool_free(pool, keep);
         assert_int_equal(fm_pool_check(pool), FM_OK);
         free(items);
-        fm_test_pool_destroy_quiet(env, pool);
-        fm_test_allocator_assert_clean(&env->alloc);
+        destroy_clean(env, pool);
     }
 }
 
@@ -220,8 +219,7 @@ static void test_pool_free_of_the_last_allocs_item_after_a_reset_is_reported(voi
         }
         assert_int_equal(fm_pool_check(pool), FM_OK);
         for (size_t i = 0; i < AGAIN; i++) fm_pool_free(pool, again[i]);
-        fm_test_pool_destroy_quiet(env, pool);
-        fm_test_allocator_assert_clean(&env->alloc);
+        destroy_clean(env, pool);
     }
 }
 
@@ -268,8 +266,7 @@ static void test_pool_frees_of_reset_items_in_chunks_not_current_are_reported(vo
         assert_int_equal(fm_pool_check(pool), FM_OK);
         free(items);
         free(again);
-        fm_test_pool_destroy_quiet(env, pool);
-        fm_test_allocator_assert_clean(&env->alloc);
+        destroy_clean(env, pool);
     }
 }
 
