@@ -515,8 +515,8 @@ static void test_pool_of_24_door_thinkers_lives_in_one_4_kib_chunk(void **state)
     s = stats_of(pool);
     assert_int_equal(s.chunk_count, 1);
     assert_int_equal(s.grow_events, 0);
-    /* pool.h's fixed cost: the pool object, its record array (8 records)
-     * and chunk table (16 entries) beside the chunk. */
+    /* pool.h's fixed cost: the pool object, its record array (8 records),
+     * base arrays (8 records) and chunk table (16 entries) beside the chunk. */
     print_message("24 doors of %zu bytes: %llu bytes reserved (chunk 4096)\n", sizeof(door),
                   (unsigned long long)s.bytes_reserved);
     assert_true(s.bytes_reserved < 4096 + 4096);

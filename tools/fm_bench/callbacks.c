@@ -654,9 +654,9 @@ typedef struct cb_items {
     uint64_t sum_items;        /* sum of the item addresses over an index array */
     uint64_t sum_ents;
     /* The bare indirection (issue 22's physical limit of a handle lookup):
-     * a copy of the pool's chunk bases and its handle geometry. */
-    uint8_t **bare_bases;
-    uint32_t bare_slot_bits, bare_key, bare_slots_off, bare_stride;
+     * a copy of the pool's per-record origins and its handle geometry. */
+    uintptr_t *bare_metas, *bare_items;
+    uint32_t bare_slot_bits, bare_key, bare_stride;
 } cb_items;
 
 static void cb_items_open(cb_items *it) {
@@ -680,12 +680,13 @@ static void cb_items_open(cb_items *it) {
     }
     /* The handle layout the inline resolve reads (framemem/detail/pool.h). */
     const fm__pool_hot *hot = (const fm__pool_hot *)(const void *)it->pool;
-    size_t bare_bytes = ((size_t)hot->n_bases + 1) * sizeof *it->bare_bases; /* [0]: dead */
-    it->bare_bases = bench_xmalloc(bare_bytes);
-    memcpy(it->bare_bases, hot->bases, bare_bytes);
+    size_t bare_bytes = ((size_t)hot->n_bases + 1) * sizeof(uintptr_t); /* [0]: dead */
+    it->bare_metas = bench_xmalloc(bare_bytes);
+    it->bare_items = bench_xmalloc(bare_bytes);
+    memcpy(it->bare_metas, hot->bases, bare_bytes);
+    memcpy(it->bare_items, (const uintptr_t *)hot->bases[-1], bare_bytes);
     it->bare_slot_bits = hot->slot_bits;
     it->bare_key = hot->gen_key;
-    it->bare_slots_off = hot->slots_off;
     it->bare_stride = hot->stride;
     it->cp = cb_pool_create("bench-refs");
     cb_tally t = {0, 0};
@@ -707,7 +708,8 @@ static void cb_items_close(cb_items *it) {
         bench_die("callbacks: item pool stats wrong after the runs: live %llu, misuse %llu",
                   (unsigned long long)st.live, (unsigned long long)st.misuse_count);
     fm_pool_destroy(it->pool);
-    free(it->bare_bases);
+    free(it->bare_metas);
+    free(it->bare_items);
     if (!fm_closure_release(it->closure)) bench_die("callbacks: closure count not 1 at the end");
     fm_closure_pool_destroy(it->cp);
 }
@@ -788,7 +790,7 @@ static const char *const res_names[] = {
     "(fm_pool_resolve), the library's out-of-line function",
     "pointer + generation: chase and compare (baseline)",
     "raw pointer, no check (lower bound)",
-    "bare handle -> chunk base -> generation word -> item, no bound check (physical limit)",
+    "bare handle -> record's origins -> generation word -> item, no bound check (physical limit)",
 };
 enum { RES_KINDS = sizeof res_names / sizeof res_names[0] };
 
@@ -836,21 +838,19 @@ static BENCH_NOINLINE uint64_t res_raw(cb_entity *const *ents, const uint32_t *i
     return t1 - t0;
 }
 
-/* The indirection of a handle with nothing else: its record's chunk base
- * from an array, the slot's meta word compared with live | generation, the
- * item's address; no check that the record or the slot exists. */
+/* The indirection of a handle with nothing else: its record's two origins
+ * from two arrays, the slot's meta word compared with live | generation,
+ * the item's address; no check that the record or the slot exists. */
 static inline void *res_bare_one(const cb_items *it, fm_handle h) {
     /* The geometry is read before anything depends on the handle, as
      * fm_pool_resolve reads its pool's, so a loop reads it once. */
-    uint8_t *const *bases = it->bare_bases;
-    uint32_t slot_bits = it->bare_slot_bits, key = it->bare_key;
-    uint32_t slots_off = it->bare_slots_off, stride = it->bare_stride;
+    const uintptr_t *metas = it->bare_metas, *items = it->bare_items;
+    uint32_t slot_bits = it->bare_slot_bits, key = it->bare_key, stride = it->bare_stride;
     uint32_t loc = (uint32_t)h.bits;
-    uint8_t *base = bases[loc >> slot_bits];
-    uint32_t slot = loc & ((1u << slot_bits) - 1u);
+    uint32_t rec1 = loc >> slot_bits;
     uint32_t want = 0x80000000u | ((uint32_t)(h.bits >> 32) + key);
-    return ((const uint32_t *)(const void *)base)[slot] == want
-               ? base + slots_off + (size_t)slot * stride
+    return *(const uint32_t *)(metas[rec1] + (uintptr_t)loc * 4u) == want
+               ? (void *)(items[rec1] + (uintptr_t)loc * stride)
                : NULL;
 }
 
@@ -1122,8 +1122,9 @@ static void cb_part_items(const bench_opts *opts, int repeat, fm_file_writer *cs
            "malloc'd one by one), resolved by loading the item's generation and comparing: "
            "a pointer chase plus a compare. Lower bound: an array of raw pointers, no "
            "check. Physical limit of any handle that names a chunk and a slot: the bare "
-           "indirection, the same handles through a copy of the pool's chunk bases to the "
-           "slot's generation word and the item, with no bound check. Median of %d runs, "
+           "indirection, the same handles through copies of the pool's per-record origins "
+           "(one array for the generation words, one for the items) to the slot's "
+           "generation word and the item, with no bound check. Median of %d runs, "
            "variants interleaved.\n\n",
            n, CB_LIVE, CB_ITEM, (unsigned long long)st.stride, (unsigned long long)st.chunk_count,
            n / 100 + 1, CB_ITEM, repeat);
@@ -1148,14 +1149,14 @@ static void cb_part_items(const bench_opts *opts, int repeat, fm_file_writer *cs
            rmed[q + RES_INLINE], rmed[q + RES_CHASE], rmed[q + RES_INLINE] / rmed[q + RES_CHASE],
            rmed[q + RES_RAW], rmed[RES_CALL], rmed[q + RES_CALL]);
     /* Issue 22: at most 1.2x the chase. The bare indirection reads what a
-     * handle must (its chunk's base, then the slot's generation word) and
+     * handle must (its record's origins, then the slot's generation word) and
      * checks nothing else: what any index -> chunk -> item handle costs. */
     double x_chase = rmed[RES_INLINE] / rmed[RES_CHASE];
     double bare_x = rmed[RES_BARE] / rmed[RES_CHASE];
     double over_bare = rmed[RES_INLINE] / rmed[RES_BARE];
     printf("issue 22 target, random order: fm_pool_resolve %.2f ns / pointer chase + compare "
            "%.2f ns = %.2fx (target <= 1.2x: %s); physical limit, the bare indirection "
-           "(handle -> chunk base -> generation word -> item, no bound check): %.2f ns = "
+           "(handle -> record's origins -> generation word -> item, no bound check): %.2f ns = "
            "%.2fx the chase; fm_pool_resolve = %.2fx the bare indirection (proposed target: "
            "<= 1.2x the bare indirection, same run: %s)\n",
            rmed[RES_INLINE], rmed[RES_CHASE], x_chase, met(x_chase <= 1.2), rmed[RES_BARE],

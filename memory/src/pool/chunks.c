@@ -379,7 +379,7 @@ typedef struct fm__growth_plan {
     uint32_t *table; /* NULL: the current table is big enough */
     uint32_t table_cap;
     fm__carve carve; /* the arrays' mapping, what is not handed out yet */
-    uint8_t **bases; /* NULL: the base arrays are big enough */
+    uintptr_t *bases; /* NULL: the base arrays are big enough (see fm__bases_bytes) */
     uint32_t bases_cap;
     fm__dm *dm; /* a larger chunk cache; NULL: the pool's is large enough */
     uint32_t dm_cap;
@@ -483,34 +483,71 @@ static void fm__retire_array(fm_pool *p, void *mem, size_t bytes) {
 static uint32_t fm__dead_meta[FM__MAX_PER_CHUNK];
 #define fm__dead_chunk ((uint8_t *)(void *)fm__dead_meta)
 
-/* hot.bases before a pool's first array: the dead chunk alone. Never written
- * (a base is stored only for a record, and records come with an array). */
-static uint8_t *fm__no_bases[1] = {fm__dead_chunk};
+/* A base array for cap records is one block of words: [0] the address of
+ * its item origins, then cap + 1 meta origins, then cap + 1 item origins.
+ * The pool holds it by its meta origins (hot.bases, bases_next, a plan's
+ * bases: the block's word 1), so that a handle's record field indexes both
+ * halves and [-1] finds the second (fm__pool_resolve_at). Entry r is record
+ * r - 1's (fm__bases_put); entry 0, the null handle's, the dead chunk's. */
+static size_t fm__bases_bytes(uint32_t cap) {
+    return (2 * ((size_t)cap + 1) + 1) * sizeof(uintptr_t);
+}
+static uintptr_t *fm__bases_block(uintptr_t *bases) { return bases - 1; }
+static uintptr_t *fm__bases_items(uintptr_t *bases, uint32_t cap) { return bases + cap + 1; }
 
-/* An array of bases for cap records: entry 0 is the dead chunk. */
-static size_t fm__bases_bytes(uint32_t cap) { return ((size_t)cap + 1) * sizeof(uint8_t *); }
+/* hot.bases before a pool's first array: the dead chunk's entry 0 alone (a
+ * block for 0 records). Never written (a base is stored only for a record,
+ * and records come with an array). */
+static uintptr_t fm__no_bases[3] = {(uintptr_t)&fm__no_bases[2], (uintptr_t)fm__dead_meta,
+                                    (uintptr_t)fm__dead_meta};
+
+/* Entry r of the arrays bases (cap records): the origins of the chunk at
+ * base (NULL: the dead chunk). The location field of its slot s is
+ * r << slot_bits | s, so its meta word is at the meta origin plus 4 times
+ * that field and its item at the item origin plus stride times it (mod
+ * 2^N: the origins themselves may lie anywhere). The meta origin goes
+ * last: a resolve that reads it reads this item origin. */
+static void fm__bases_put(const fm_pool *p, uintptr_t *bases, uint32_t cap, uint32_t r,
+                          const uint8_t *base) {
+    uintptr_t at = (uintptr_t)r << p->hot.slot_bits;
+    uintptr_t b = (uintptr_t)(base ? base : fm__dead_chunk);
+    FM__ATOMIC_STORE(&fm__bases_items(bases, cap)[r], b + p->hot.slots_off - at * p->hot.stride,
+                     RELAXED);
+    FM__ATOMIC_STORE(&bases[r], b - at * sizeof(uint32_t), RELEASE);
+}
+
+/* Makes bases (cap records) ready to publish: its link to its item origins
+ * and entry 0. Written only then: at growth it would be the growth's one
+ * page fault (the array's first page). */
+static void fm__bases_open(const fm_pool *p, uintptr_t *bases, uint32_t cap) {
+    bases[-1] = (uintptr_t)fm__bases_items(bases, cap);
+    fm__bases_put(p, bases, cap, 0, NULL);
+}
 
 /* Record idx's base (NULL: none, stored as the dead chunk), in the array
  * handles read and in the next one. */
 static void fm__base_store(fm_pool *p, uint32_t idx, uint8_t *base) {
-    if (!base) base = fm__dead_chunk;
-    FM__ATOMIC_STORE(&p->hot.bases[idx + 1], base, RELEASE);
-    if (p->bases_next) p->bases_next[idx + 1] = base; /* published with the array */
+    fm__bases_put(p, p->hot.bases, p->bases_cap, idx + 1, base);
+    if (p->bases_next) /* published with the array */
+        fm__bases_put(p, p->bases_next, p->bases_next_cap, idx + 1, base);
 }
 
 /* Fills up to n more entries of the next base array (see fm_pool.bases_cap);
  * once it holds every record's, it becomes the one handles read. */
 static void fm__bases_step(fm_pool *p, uint32_t n) {
     if (!p->bases_next) return;
-    uint8_t **cur = p->hot.bases;
-    for (; n && p->bases_copied < p->chunk_top; n--, p->bases_copied++)
-        p->bases_next[p->bases_copied + 1] = FM__ATOMIC_LOAD(&cur[p->bases_copied + 1], RELAXED);
+    uintptr_t *cur = p->hot.bases, *next = p->bases_next;
+    uintptr_t *cur_items = fm__bases_items(cur, p->bases_cap);
+    uintptr_t *next_items = fm__bases_items(next, p->bases_next_cap);
+    for (; n && p->bases_copied < p->chunk_top; n--, p->bases_copied++) {
+        uint32_t r = p->bases_copied + 1;
+        next[r] = FM__ATOMIC_LOAD(&cur[r], RELAXED);
+        next_items[r] = FM__ATOMIC_LOAD(&cur_items[r], RELAXED);
+    }
     if (p->bases_copied < p->chunk_top) return;
-    /* Entry 0 only now: written at growth, it was the growth's one page
-     * fault (the array's first page, which the copy above fills anyway). */
-    p->bases_next[0] = fm__dead_chunk;
-    FM__ATOMIC_STORE(&p->hot.bases, p->bases_next, RELEASE);
-    fm__retire_array(p, cur, fm__bases_bytes(p->bases_cap));
+    fm__bases_open(p, next, p->bases_next_cap);
+    FM__ATOMIC_STORE(&p->hot.bases, next, RELEASE);
+    fm__retire_array(p, fm__bases_block(cur), fm__bases_bytes(p->bases_cap));
     p->bases_cap = p->bases_next_cap;
     p->bases_next = NULL;
     p->bases_next_cap = p->bases_copied = 0;
@@ -595,7 +632,7 @@ static void fm__plan_release(fm_pool *p, fm__growth_plan *g) {
     for (uint32_t s = 0; s < FM__REC_SEGS; s++)
         fm__array_delete(p, g->segs[s], fm__seg_bytes(s));
     fm__table_delete(p, g->table, g->table_cap);
-    if (g->bases) fm__array_delete(p, g->bases, fm__bases_bytes(g->bases_cap));
+    if (g->bases) fm__array_delete(p, fm__bases_block(g->bases), fm__bases_bytes(g->bases_cap));
     if (g->dm) fm__array_delete(p, g->dm, (size_t)g->dm_cap * sizeof *g->dm);
     if (g->carve.left) fm__os_release(g->carve.next, g->carve.left);
     if (g->block) fm__os_release(g->block, g->block_bytes);
@@ -709,7 +746,7 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
      * out (fm__bases_step). */
     uint32_t bases_have = p->bases_next ? p->bases_next_cap : p->bases_cap;
     if (need * 2 > bases_have) {
-        uint64_t cap = 16;
+        uint64_t cap = 8;
         while (cap < need * 2) cap *= 2;
         g->bases_cap = (uint32_t)cap;
     }
@@ -741,9 +778,11 @@ static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     if (!fm__growth_map(p, g, total)) return false;
     for (uint32_t s = s0; s < s1; s++)
         if (!(g->segs[s] = fm__array_take(p, &g->carve, fm__seg_bytes(s), false))) return false;
-    if (g->bases_cap &&
-        !(g->bases = fm__array_take(p, &g->carve, fm__bases_bytes(g->bases_cap), false)))
-        return false;
+    if (g->bases_cap) {
+        uintptr_t *block = fm__array_take(p, &g->carve, fm__bases_bytes(g->bases_cap), false);
+        if (!block) return false;
+        g->bases = block + 1;
+    }
     if (g->dm_cap &&
         !(g->dm = fm__array_take(p, &g->carve, (size_t)g->dm_cap * sizeof *g->dm, true)))
         return false;
@@ -847,14 +886,15 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
         if (g.segs[s]) fm__seg_install(p, s, g.segs[s]);
     if (g.bases) {
         p->bytes_reserved += fm__bases_bytes(g.bases_cap);
-        if (p->hot.bases == fm__no_bases) {
-            g.bases[0] = fm__dead_chunk;
+        if (p->hot.bases == fm__no_bases + 1) {
+            fm__bases_open(p, g.bases, g.bases_cap);
             FM__ATOMIC_STORE(&p->hot.bases, g.bases, RELEASE);
             p->bases_cap = g.bases_cap;
         } else {
             /* A next array under way that is too small: never published. */
             if (p->bases_next) {
-                fm__array_delete(p, p->bases_next, fm__bases_bytes(p->bases_next_cap));
+                fm__array_delete(p, fm__bases_block(p->bases_next),
+                                 fm__bases_bytes(p->bases_next_cap));
                 p->bytes_reserved -= fm__bases_bytes(p->bases_next_cap);
             }
             p->bases_next = g.bases;

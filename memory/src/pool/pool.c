@@ -440,7 +440,7 @@ fm_pool *fm_pool_create(const fm_pool_desc *desc) {
     p->owner = fm__self();
 #endif
     p->hot.cur_base = 1;
-    p->hot.bases = fm__no_bases;
+    p->hot.bases = fm__no_bases + 1;
     p->hot.cur_next_slot = NULL;
     p->hot.cur_next = FM__NONE;
     p->hot.cur_last = NULL;
@@ -602,10 +602,11 @@ void fm_pool_destroy(fm_pool *pool) {
     }
     for (uint32_t s = 0; s < FM__REC_SEGS; s++)
         if (p->seg[s]) fm__array_delete(p, fm__seg_mem(p, s), fm__seg_bytes(s));
-    if (p->hot.bases != fm__no_bases)
-        fm__array_delete(p, p->hot.bases, fm__bases_bytes(p->bases_cap));
+    if (p->hot.bases != fm__no_bases + 1)
+        fm__array_delete(p, fm__bases_block(p->hot.bases), fm__bases_bytes(p->bases_cap));
     if (p->dm != p->dm_first) fm__array_delete(p, p->dm, ((size_t)p->dm_mask + 1) * sizeof *p->dm);
-    fm__array_delete(p, p->bases_next, fm__bases_bytes(p->bases_next_cap));
+    if (p->bases_next)
+        fm__array_delete(p, fm__bases_block(p->bases_next), fm__bases_bytes(p->bases_next_cap));
     fm__table_delete(p, p->table, p->table_cap);
     fm__table_delete(p, p->old_table, p->old_cap);
     for (uint32_t i = 0; i < p->n_retired_arrays; i++)

@@ -213,14 +213,14 @@ struct fm_pool {
      * copies the records before it. 0: the segment is not made yet. */
     uintptr_t seg[FM__REC_SEGS];
     uint32_t chunk_cap;    /* records the segments hold */
-    /* hot.bases, the flat array handles resolve through, holds bases_cap
-     * records after its entry 0 (the dead chunk, see fm__base_store). The
+    /* hot.bases, the flat arrays handles resolve through, hold bases_cap
+     * records after their entry 0 (the dead chunk, see fm__bases_bytes). The
      * next, bigger one is made by a growth before it is needed and filled a
      * few entries per chunk opening (every store goes to both), and
      * replaces it once complete (see fm__bases_step): no growth or opening
      * copies the whole array. */
     uint32_t bases_cap;
-    uint8_t **bases_next; /* NULL: none under way */
+    uintptr_t *bases_next; /* NULL: none under way */
     uint32_t bases_next_cap;
     uint32_t bases_copied; /* entries [0, bases_copied) are in bases_next */
     uint32_t chunk_top;    /* records ever used: [0, chunk_top) */
@@ -357,6 +357,7 @@ static void fm__table_delete(const fm_pool *p, uint32_t *table, uint32_t cap);
 static void fm__array_delete(const fm_pool *p, void *mem, size_t bytes);
 static void fm__base_store(fm_pool *p, uint32_t idx, uint8_t *base);
 static size_t fm__bases_bytes(uint32_t cap);
+static uintptr_t *fm__bases_block(uintptr_t *bases);
 static void fm__bases_step(fm_pool *p, uint32_t n);
 static uint32_t fm__table_find(const fm_pool *p, uintptr_t base);
 static inline fm__chunk *fm__table_find_moving(fm_pool *p, uintptr_t base);
@@ -490,10 +491,13 @@ static inline struct fm__span **fm__rec_span(const fm_pool *p, uint32_t idx) {
            (idx + FM__REC_FIRST - (1u << s));
 }
 /* Record idx's chunk base as handles and lock-free lookups read it: the
- * dead chunk (fm__dead_chunk) while it has none. */
+ * dead chunk (fm__dead_chunk) while it has none. Its meta origin plus 4
+ * times the location field of its slot 0 (see fm__bases_put). */
 static inline uint8_t *fm__base_get(const fm_pool *p, uint32_t idx) {
-    uint8_t **bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
-    return FM__ATOMIC_LOAD(&bases[idx + 1], ACQUIRE); /* [0]: the dead chunk */
+    const uintptr_t *bases = FM__ATOMIC_LOAD(&p->hot.bases, ACQUIRE);
+    uintptr_t r = (uintptr_t)idx + 1; /* [0]: the dead chunk */
+    return (uint8_t *)(FM__ATOMIC_LOAD(&bases[r], ACQUIRE) +
+                       (r << p->hot.slot_bits) * sizeof(uint32_t));
 }
 
 /* 1 while hot's next slot is another chunk's, parked (see fm_pool). */

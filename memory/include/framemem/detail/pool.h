@@ -89,9 +89,10 @@ typedef struct fm__pool_hot {
     uint64_t peak_live;
     uint64_t total_allocs;
     /* handle resolution */
-    uint8_t **bases;         /* [0]: a dead chunk (no live meta word), then the
-                                chunk base of record r at [r + 1] (the dead one
-                                while not usable); never NULL */
+    uintptr_t *bases;        /* [r]: the meta origin of record r - 1's chunk, [-1]:
+                                where the item origins are ([0] and records
+                                with no chunk: a dead chunk, no live meta word;
+                                pool/chunks.c, fm__bases_bytes); never NULL */
     uint32_t n_bases;        /* records in use: [0, n_bases) */
     uint32_t slot_bits;      /* handle bits 0..slot_bits-1: slot; above: record + 1 */
     uint32_t per_chunk;
@@ -243,33 +244,35 @@ static inline bool fm__meta_kill(uint32_t *w, bool shared) {
  * by the library, is not looked at). A random key per pool makes another
  * pool's handles miss; fm_pool_reset lowers it by one, so every handle made
  * before a reset asks for a generation one below the slot's (see
- * pool/reset.c). The null handle's location (record + 1 = 0) reads entry 0
- * of bases, a dead chunk: its words are 0, and the word a handle asks for
- * always has the live bit, whatever its bits.
+ * pool/reset.c). Entry record + 1 of bases holds two origins from which the
+ * whole location field, times 4 or times the stride, gives the slot's meta
+ * word and item (pool/chunks.c, fm__bases_put): no slot field taken apart,
+ * no chunk base and slots_off added. The null handle's location (record + 1
+ * = 0) reads entry 0, a dead chunk: its words are 0, and the word a handle
+ * asks for always has the live bit, whatever its bits.
  * shared: read as another thread may be growing the pool (every policy but
- * NONE): n_bases before bases, so the array read holds entry n_bases. */
+ * NONE): n_bases before bases, so the arrays read hold entry n_bases. */
 static inline void *fm__pool_resolve_at(const fm_pool *pool, fm_handle h, bool shared) {
     const fm__pool_hot *hot = (const fm__pool_hot *)(const void *)pool;
     /* Every pool word is read before the first test: a compiler hoists out
      * of a caller's loop only the loads every call makes, and a loop of
      * independent resolves is bound by its loads and instructions, not by
-     * latency. Hence also the dead chunk at bases[0] and in trimmed
-     * records (no test for NULL, no - 1 on the record) and the slot field
-     * not tested against per_chunk: a chunk's words past its last slot's,
-     * up to 2^slot_bits, never read as live (pool/chunks.c, fm__layout). */
+     * latency. Hence also the dead chunk at entry 0 and in trimmed records
+     * (no test for NULL, no - 1 on the record) and the slot field not
+     * tested against per_chunk: a chunk's words past its last slot's, up
+     * to 2^slot_bits, never read as live (pool/chunks.c, fm__layout). */
     uint32_t n_bases = FM__POOL_READ(shared, &hot->n_bases);
-    uint8_t **bases = FM__POOL_READ(shared, &hot->bases);
+    const uintptr_t *metas = FM__POOL_READ(shared, &hot->bases);
+    const uintptr_t *items = (const uintptr_t *)metas[-1]; /* set before metas was published */
     uint32_t key = FM__POOL_READ(shared, &hot->gen_key);
-    uint32_t slot_bits = hot->slot_bits, slot_mask = hot->slot_mask;
-    uint32_t slots_off = hot->slots_off, stride = hot->stride;
+    uint32_t slot_bits = hot->slot_bits, stride = hot->stride;
     uint32_t loc = (uint32_t)h.bits;
     uint32_t rec1 = loc >> slot_bits; /* record + 1 */
-    uint32_t slot = loc & slot_mask;
     if (rec1 > n_bases) return NULL;
-    uint8_t *base = FM__POOL_READ(shared, &bases[rec1]);
+    uintptr_t meta = FM__POOL_READ(shared, &metas[rec1]);
     uint32_t want = FM__META_LIVE | ((uint32_t)(h.bits >> 32) + key);
-    if (FM__POOL_READ(shared, &((uint32_t *)(void *)base)[slot]) != want) return NULL;
-    return base + slots_off + (size_t)slot * stride;
+    if (FM__POOL_READ(shared, (const uint32_t *)(meta + (uintptr_t)loc * 4u)) != want) return NULL;
+    return (void *)(FM__POOL_READ(shared, &items[rec1]) + (uintptr_t)loc * stride);
 }
 
 /* The process-wide chunk map (pool/map.c): per 4 GiB region of addresses
