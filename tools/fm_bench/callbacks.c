@@ -1159,8 +1159,8 @@ static void cb_part_items(const bench_opts *opts, int repeat, fm_file_writer *cs
            "(handle -> record's origins -> generation word -> item, no bound check): %.2f ns = "
            "%.2fx the chase; fm_pool_resolve = %.2fx the bare indirection (proposed target: "
            "<= 1.2x the bare indirection, same run: %s)\n",
-           rmed[RES_INLINE], rmed[RES_CHASE], x_chase, met(x_chase <= 1.2), rmed[RES_BARE],
-           bare_x, over_bare, met(over_bare <= 1.2));
+           rmed[RES_INLINE], rmed[RES_CHASE], x_chase, met(x_chase <= 1.2), rmed[RES_BARE], bare_x,
+           over_bare, met(over_bare <= 1.2));
 
     cb_items_close(it);
     free(it);
