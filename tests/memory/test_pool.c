@@ -1955,6 +1955,66 @@ static void test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages(voi
     assert_int_equal(env->errors.count, 0);
 }
 
+/* desc.prefault: a growth makes resident what the chunks it adds will use,
+ * the chunks and the arrays their openings write (records, base arrays,
+ * chunk cache, table, the chunk map's entries), so that filling them takes
+ * no page fault. In a forked child, as above: the parent's pages the child
+ * writes first are faults there, so the counter is read only around the
+ * allocations. */
+static void fill_a_prefaulted_reserve_in_child(void) {
+    enum { N = 50000 };
+    fm_pool *pool = fm_pool_create(&(fm_pool_desc){
+        .name = "prefaulted", .item_size = 1024, .initial_capacity = 1, .prefault = true});
+    void **items = malloc(N * sizeof *items);
+    if (!pool || !items) {
+        fprintf(stderr, "FAILED: create\n");
+        return;
+    }
+    memset(items, 0, N * sizeof *items);
+    if (!fm_pool_reserve(pool, N)) fprintf(stderr, "FAILED: reserve\n");
+    fm_pool_stats s;
+    fm_pool_get_stats(pool, &s);
+    size_t n = 0;
+    uint64_t faults = fm_test_minor_faults();
+    for (; n < N && (items[n] = fm_pool_alloc(pool)) != NULL; n++) memset(items[n], 0x5A, 1024);
+    faults = fm_test_minor_faults() - faults;
+    fprintf(stderr, "%zu allocations into %llu prefaulted chunks: %llu page faults\n", n,
+            (unsigned long long)s.chunk_count, (unsigned long long)faults);
+    if (n < N) fprintf(stderr, "FAILED: allocation %zu\n", n);
+    if (faults > 0) fprintf(stderr, "FAILED: page faults after a prefaulted reserve\n");
+    fm_pool_stats after;
+    fm_pool_get_stats(pool, &after);
+    if (after.grow_events != s.grow_events) fprintf(stderr, "FAILED: grew in the allocations\n");
+    for (size_t i = 0; i < n; i++) fm_pool_free(pool, items[i]);
+    free(items);
+    fm_pool_destroy(pool);
+}
+
+static void test_pool_allocations_after_a_prefaulted_reserve_take_no_page_fault(void **state) {
+    fm_test_env *env = *state;
+    const char *what = "page faults of allocations after a prefaulted reserve";
+#ifdef FM_TEST_ASAN
+    const bool asan = true;
+#else
+    const bool asan = false;
+#endif
+    if (fm_test_under_valgrind() || FM_TEST_TSAN || asan) {
+        /* A sanitizer's shadow of a chunk (ASan: two pages of a 64 KiB
+         * chunk) faults in when the chunk opens and its slots are poisoned. */
+        print_message("[ did not apply ] %s: %s\n", what,
+                      fm_test_under_valgrind() ? "Valgrind's own memory faults in"
+                                               : "the sanitizer's shadow of the chunks faults in");
+        skip();
+    }
+    if (!fm_test_page_faults_counted(what)) return;
+    if (!fm_test_populate_makes_pages_resident(what)) return;
+    fm_test_child r = fm_test_run_child(fill_a_prefaulted_reserve_in_child);
+    print_message("%s", r.output);
+    if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0 || fm_test_contains(r.output, "FAILED"))
+        fail_msg("child: %s", r.output);
+    assert_int_equal(env->errors.count, 0);
+}
+
 /* Who places this process's mappings when it is not the kernel alone:
  * Valgrind and qemu-user choose the addresses of a guest's mmap calls
  * themselves, hints included. NULL: the kernel. */
@@ -3353,6 +3413,7 @@ int main(void) {
         T(test_pool_reserve_above_max_capacity_fails),
         T(test_pool_reserve_with_prefault_works),
         T(test_pool_growth_by_thousands_of_chunks_touches_only_a_few_pages),
+        T(test_pool_allocations_after_a_prefaulted_reserve_take_no_page_fault),
         T(test_os_reserve_below_takes_the_free_range_below_else_one_elsewhere),
         T(test_pool_create_maps_the_window_its_first_growths_take_from),
         T(test_pool_growths_take_their_chunks_from_a_window),

@@ -599,34 +599,6 @@ static void test_pool_with_4_kib_chunks_works_under_every_policy(void **state) {
     }
 }
 
-/* Whether the OS makes memory resident when the library asks (Linux:
- * madvise(MADV_POPULATE_WRITE), which qemu-user accepts and ignores, as it
- * may a hint). A kernel that refuses the advice (before 5.14) has the
- * library touch the pages itself, which is checked as well. */
-static bool populate_makes_pages_resident(void) {
-#ifdef __linux__
-    enum { PAGES = 16 };
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = PAGES * page;
-    uint8_t *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(p != MAP_FAILED);
-    bool advised = madvise(p, bytes, MADV_POPULATE_WRITE) == 0;
-    uint64_t before = fm_test_minor_faults();
-    for (size_t i = 0; i < PAGES; i++) ((volatile uint8_t *)p)[i * page] = 1;
-    uint64_t faults = fm_test_minor_faults() - before;
-    munmap(p, bytes);
-    if (!advised || faults < PAGES) return true;
-    char why[160];
-    snprintf(why, sizeof why,
-             "madvise(MADV_POPULATE_WRITE) returned 0, yet %llu of %d pages faulted in when "
-             "first touched",
-             (unsigned long long)faults, PAGES);
-    fm_test_feature_missing("making a fresh pool's first chunk resident", why);
-    return false;
-#else
-    return true;
-#endif
-}
-
 /* Cold small pools: a fresh pool's first chunk (64 KiB by default) is
  * resident at create, so filling it takes no page fault; a first chunk
  * above 64 KiB is touched as it is used. */
@@ -640,7 +612,8 @@ static void test_pool_first_chunk_of_a_fresh_small_pool_takes_no_page_fault(void
         skip();
     }
     if (!fm_test_page_faults_counted("page faults filling a fresh pool's first chunk")) return;
-    if (!populate_makes_pages_resident()) return;
+    if (!fm_test_populate_makes_pages_resident("making a fresh pool's first chunk resident"))
+        return;
     const size_t chunks[] = {0, 4096, 65536, 131072};
     for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
         fm_pool *pool = fm_pool_create(&(fm_pool_desc){.name = "cold", .item_size = 120,

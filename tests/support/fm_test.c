@@ -441,6 +441,33 @@ bool fm_test_feature_missing(const char *what, const char *why) {
 
 uint64_t fm_test_emulator_fault_slack(void) { return fm_test_emulator() ? 8 : 0; }
 
+bool fm_test_populate_makes_pages_resident(const char *what) {
+#ifdef __linux__
+    /* A kernel that refuses the advice (before 5.14) has the library touch
+     * the pages itself: resident as well. */
+    enum { PAGES = 16 };
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = PAGES * page;
+    uint8_t *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fail_msg("mmap of the populate probe failed");
+    bool advised = madvise(p, bytes, MADV_POPULATE_WRITE) == 0;
+    uint64_t before = fm_test_minor_faults();
+    for (size_t i = 0; i < PAGES; i++) ((volatile uint8_t *)p)[i * page] = 1;
+    uint64_t faults = fm_test_minor_faults() - before;
+    munmap(p, bytes);
+    if (!advised || faults < PAGES) return true;
+    char why[160];
+    snprintf(why, sizeof why,
+             "madvise(MADV_POPULATE_WRITE) returned 0, yet %llu of %d pages faulted in when "
+             "first touched",
+             (unsigned long long)faults, PAGES);
+    fm_test_feature_missing(what, why);
+    return false;
+#else
+    (void)what;
+    return true;
+#endif
+}
+
 bool fm_test_page_faults_counted(const char *what) {
     /* A fresh mapping of PAGES pages, each touched once: a counter that
      * sees first touches rises by at least PAGES. Too small for a huge page

@@ -66,6 +66,11 @@ bool fm_test_page_faults_counted(const char *what);
 /// kernel; 8 under an emulator (FM_TEST_EMULATOR), whose translation of code
 /// run for the first time touches its own pages (qemu-aarch64: 1 seen).
 uint64_t fm_test_emulator_fault_slack(void);
+/// Whether memory the library asks the OS to make resident (Linux:
+/// madvise(MADV_POPULATE_WRITE)) then takes no fault when touched; where the
+/// OS accepts the advice and ignores it (qemu-user may: a hint),
+/// fm_test_feature_missing says so for what, and the result is false.
+bool fm_test_populate_makes_pages_resident(const char *what);
 /// The emulator the cross build runs the tests under (FM_TEST_EMULATOR, e.g.
 /// "qemu-aarch64"), or NULL on a native run.
 const char *fm_test_emulator(void);

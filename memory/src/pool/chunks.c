@@ -729,6 +729,27 @@ static bool fm__growth_map(fm_pool *p, fm__growth_plan *g, size_t arrays) {
     return true;
 }
 
+/* desc.prefault: what a growth's chunks' openings write made resident with
+ * the chunks (fm__grow): its arrays, before any is published, and the chunk
+ * map's entries, so that no opening inside an allocation takes their
+ * first-touch faults. Arrays from the allocator stay as it keeps them. */
+static void fm__array_prefault(const fm_pool *p, void *mem, size_t bytes) {
+    if (mem && fm__array_os(p, bytes)) fm__os_prefault(mem, fm__page_round(bytes));
+}
+static void fm__plan_prefault(const fm_pool *p, const fm__growth_plan *g) {
+    for (uint32_t s = 0; s < FM__REC_SEGS; s++) fm__array_prefault(p, g->segs[s], fm__seg_bytes(s));
+    if (g->bases) fm__array_prefault(p, fm__bases_block(g->bases), fm__bases_bytes(g->bases_cap));
+    fm__array_prefault(p, g->dm, (size_t)g->dm_cap * sizeof *g->dm);
+    fm__array_prefault(p, g->table, fm__table_bytes(g->table_cap));
+    if (g->span->next) fm__map_prefault((uintptr_t)g->span->next, g->span->region_bytes);
+    for (uint8_t *c = g->span->chain; c;) {
+        fm__map_prefault((uintptr_t)c, p->chunk_bytes);
+        fm__pending pend;
+        memcpy(&pend, c, sizeof pend);
+        c = pend.next;
+    }
+}
+
 /* Allocates everything; false (nothing reported yet) when any piece fails. */
 static bool fm__plan_gather(fm_pool *p, fm__growth_plan *g) {
     const fm_allocator *a = &p->desc.allocator;
@@ -880,6 +901,7 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
     }
 
     fm__tag_charged(p->desc.tag, charged, true, "pool", p->name);
+    if (p->desc.prefault) fm__plan_prefault(p, &g);
 
     /* Install: nothing below can fail, and nothing is done per chunk. */
     for (uint32_t s = 0; s < FM__REC_SEGS; s++)

@@ -121,6 +121,26 @@ static bool fm__map_prepare(uintptr_t base, size_t bytes, size_t chunk_bytes) {
     return ok;
 }
 
+/* desc.prefault: the pages of the entries that entering chunks over [base,
+ * base + bytes) will write made resident now (fm__map_prepare made their
+ * tables). An atomic add of 0 to one word of each page: other pools enter
+ * and clear entries of the same pages meanwhile. */
+static void fm__map_prefault(uintptr_t base, size_t bytes) {
+    uint64_t end = (uint64_t)base + bytes;
+    uintptr_t page_mask = ~((uintptr_t)fm__os_get_caps()->page_size - 1u), touched = 0;
+    for (uint64_t g = (uint64_t)base >> FM__MAP_GRANULE_SHIFT;
+         g <= (end - 1) >> FM__MAP_GRANULE_SHIFT; g++) {
+        uintptr_t *table =
+            FM__ATOMIC_LOAD(&fm__pool_map[g >> (32 - FM__MAP_GRANULE_SHIFT)], ACQUIRE);
+        uintptr_t *e = &table[g & (FM__MAP_TABLE - 1)];
+        uintptr_t v = FM__ATOMIC_LOAD(e, ACQUIRE);
+        uintptr_t *w = v & 1u ? (uintptr_t *)(v - 1u) : e; /* a sub-table's, or the entry */
+        if (((uintptr_t)w & page_mask) == touched) continue;
+        touched = (uintptr_t)w & page_mask;
+        FM__ATOMIC_FETCH_ADD(w, 0, RELAXED);
+    }
+}
+
 /* Enters pool (NULL: none) as the owner of chunk_bytes at base, a chunk of
  * that size (aligned to it); the tables were made by fm__map_prepare. */
 static void fm__map_set(uintptr_t base, size_t chunk_bytes, fm_pool *pool) {
