@@ -372,8 +372,9 @@ static const char *const cold_names[] = {
 enum { COLD_KINDS = 6, COLD_N = SP_POOLS * SP_COLD_FIRST, COLD_REGION = 64 << 10 };
 
 /* COLD_BARE: fresh memory, made resident the way fm_pool makes a first
- * chunk resident (MADV_POPULATE_WRITE where Linux has it, else a write per
- * page), and a bump pointer per type into it. */
+ * chunk resident (MADV_POPULATE_WRITE where Linux has it, then a write per
+ * page: platform/os_posix.c, fm__os_prefault), and a bump pointer per type
+ * into it. */
 typedef struct cold_bare {
     uint8_t *region[SP_POOLS];
     size_t used[SP_POOLS];
@@ -383,12 +384,10 @@ static void cold_bare_open(cold_bare *b) {
     for (int k = 0; k < SP_POOLS; k++) {
         void *m = mmap(NULL, COLD_REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) bench_die("cold: mmap");
-        int populated = -1;
 #ifdef MADV_POPULATE_WRITE
-        populated = madvise(m, COLD_REGION, MADV_POPULATE_WRITE);
+        madvise(m, COLD_REGION, MADV_POPULATE_WRITE);
 #endif
-        if (populated != 0)
-            for (size_t off = 0; off < COLD_REGION; off += 4096) ((volatile uint8_t *)m)[off] = 0;
+        for (size_t off = 0; off < COLD_REGION; off += 4096) ((volatile uint8_t *)m)[off] = 0;
         b->region[k] = m;
         b->used[k] = 0;
     }

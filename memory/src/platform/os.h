@@ -57,7 +57,8 @@ void fm__os_decommit(void *ptr, size_t bytes);
 /* Returns address space from fm__os_reserve (all of it, or, where
  * has_partial_release, any page-aligned part). NULL: no-op. */
 void fm__os_release(void *ptr, size_t bytes);
-/* Makes the pages of committed memory resident now (best effort). */
+/* Makes the pages of committed memory resident now (best effort): writes
+ * one byte of each page (unchanged), so only memory no other thread uses. */
 void fm__os_prefault(void *ptr, size_t bytes);
 
 /* Whether memory advised with fm__os_advise_huge_pages gets huge pages now

@@ -138,6 +138,13 @@ void fm__os_release(void *ptr, size_t bytes) {
     if (ptr) munmap(ptr, bytes);
 }
 
+/* The kernel's faults in one call (Linux 5.14's MADV_POPULATE_WRITE; its
+ * number for older headers), then a write to every page all the same: in a
+ * VM (a Firecracker guest, fm-bench's regrowth and sparse experiments) a
+ * page populated but never written by the CPU took about 5 us at its first
+ * write, a cost the guest does not count as a fault. Populating first halves
+ * what the writes cost there (5.7 against 11.2 us a 4 KiB page;
+ * bench/RESULTS.md, tenth session). */
 void fm__os_prefault(void *ptr, size_t bytes) {
 #ifdef MADV_HUGEPAGE
     /* Memory asked to be resident anyway may as well come in 2 MiB pages
@@ -146,10 +153,9 @@ void fm__os_prefault(void *ptr, size_t bytes) {
     if (bytes >= ((size_t)2 << 20)) madvise(ptr, bytes, MADV_HUGEPAGE);
 #endif
 #ifdef MADV_POPULATE_WRITE
-    if (madvise(ptr, bytes, MADV_POPULATE_WRITE) == 0) return;
+    madvise(ptr, bytes, MADV_POPULATE_WRITE);
 #elif defined(__linux__)
-    /* Linux 5.14's MADV_POPULATE_WRITE, for older headers. */
-    if (madvise(ptr, bytes, 23) == 0) return;
+    madvise(ptr, bytes, 23);
 #endif
     size_t page = fm__os_get_caps()->page_size;
     volatile uint8_t *p = ptr;
