@@ -81,6 +81,8 @@ has_row scene "classic |"
 has_row scene "malloc / classic, tuned config |"
 section scene | grep -qE '^Issue 22 \(no regression\), this run: malloc / pool, tuned config, median [0-9.]+x \(target >= 8x: (met|NOT met)\)\. The same frames on the bare free list .*: malloc / it [0-9.]+x; it takes [0-9.]+x the pool.s median allocation time \([0-9]+ / [0-9]+ ns per frame\)\.$' ||
     err "scene: no issue 22 line"
+section scene | grep -qE '^Proposed \(issue 22\), this run: the pool.s median allocation time per frame \(tuned config\) at most 0\.6x the bare free list.s on the same frames: [0-9.]+x: (met|NOT met)$' ||
+    err "scene: no proposed line for issue 22"
 # fm-callgrind's scene modes, run natively: the counts it divides by.
 sums=""
 for b in pool classic malloc; do
