@@ -8,5 +8,5 @@
 if(NOT FM_SANITIZE AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME ports_darwin_compile
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_darwin.sh ${PROJECT_SOURCE_DIR})
-  set_tests_properties(ports_darwin_compile PROPERTIES TIMEOUT 300 LABELS ports)
+  set_tests_properties(ports_darwin_compile PROPERTIES TIMEOUT 300 LABELS "ports;once")
 endif()

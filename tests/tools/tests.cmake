@@ -35,5 +35,5 @@ endif()
 if(NOT CMAKE_CROSSCOMPILING)
   add_test(NAME tools_dev_apt
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_dev_apt.sh ${PROJECT_SOURCE_DIR}/tools/dev)
-  set_tests_properties(tools_dev_apt PROPERTIES TIMEOUT 120)
+  set_tests_properties(tools_dev_apt PROPERTIES TIMEOUT 120 LABELS once)
 endif()
