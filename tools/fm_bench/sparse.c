@@ -31,6 +31,10 @@
  *    scattered ones freed): fm_pool_reset against the zone's free-by-tag of
  *    the same level, free() of each item, and the old ways (foreach + free;
  *    destroy + create).
+ *    Then what a page's first write costs after each way of making pages
+ *    resident (none, MADV_POPULATE_WRITE, a write per page, both: the
+ *    library's fm__os_prefault, both and then another range populated),
+ *    in fresh 4 KiB-page mappings.
  * 4. fm_pool_of of pointers no pool holds (heap, stack, static) and of
  *    pool items, inline and through the library's function, against the
  *    loop alone.
@@ -469,6 +473,98 @@ static cold_result cold_once(cold_kind kind, zone *z) {
     return r;
 }
 
+/* Making pages resident, and what the first write to each page costs after
+ * it: fresh mappings of RP_PAGES 4 KiB pages (MADV_NOHUGEPAGE), made
+ * resident one way (timed), then 1 KiB written into each page in turn (each
+ * write timed; the guest's page faults counted around them). */
+typedef enum rp_way { RP_NONE, RP_POPULATE, RP_WRITE, RP_BOTH, RP_BOTH_THEN, RP_WAYS } rp_way;
+static const char *const rp_way_names[RP_WAYS] = {
+    "untouched (the first write faults)",
+    "MADV_POPULATE_WRITE alone (fm__os_prefault before)",
+    "a write to every page alone",
+    "MADV_POPULATE_WRITE, then a write to every page (fm__os_prefault)",
+    "the same, then another 8 MiB populated before the first writes",
+};
+enum { RP_PAGES = 256, RP_OTHER = 8 << 20 };
+
+typedef struct rp_result {
+    double prefault_ns, first_ns; /* per page; first_ns: the median page's */
+    uint64_t slow, faults;        /* pages whose first write took over 2 us; faults in them */
+} rp_result;
+
+static rp_result rp_once(rp_way way) {
+    rp_result r = {0};
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE) && defined(MADV_NOHUGEPAGE)
+    size_t page = 4096, bytes = (size_t)RP_PAGES * page;
+    uint8_t *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) bench_die("resident: mmap");
+    madvise(m, bytes, MADV_NOHUGEPAGE);
+    uint64_t t0 = fm_clock_now();
+    if (way != RP_NONE && way != RP_WRITE) madvise(m, bytes, MADV_POPULATE_WRITE);
+    if (way != RP_NONE && way != RP_POPULATE)
+        for (size_t off = 0; off < bytes; off += page) ((volatile uint8_t *)m)[off] = 0;
+    r.prefault_ns = (double)fm_clock_to_ns(fm_clock_now() - t0) / RP_PAGES;
+    if (way == RP_BOTH_THEN) {
+        void *o = mmap(NULL, RP_OTHER, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (o == MAP_FAILED) bench_die("resident: mmap");
+        madvise(o, RP_OTHER, MADV_POPULATE_WRITE);
+        munmap(o, RP_OTHER);
+    }
+    uint64_t ns[RP_PAGES];
+    uint64_t faults = bench_minor_faults();
+    for (size_t i = 0; i < RP_PAGES; i++) {
+        uint64_t a = fm_clock_now();
+        memset(m + i * page + 128, 0x5A, 1024);
+        BENCH_ESCAPE(m);
+        ns[i] = fm_clock_to_ns(fm_clock_now() - a);
+    }
+    r.faults = bench_minor_faults() - faults;
+    for (size_t i = 0; i < RP_PAGES; i++) r.slow += ns[i] > 2000;
+    r.first_ns = (double)bench_median_u64(ns, RP_PAGES);
+    munmap(m, bytes);
+#else
+    (void)way;
+#endif
+    return r;
+}
+
+static void rp_report(int runs) {
+    printf("\n### making pages resident: what each page's first write costs after it\n\n");
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE) && defined(MADV_NOHUGEPAGE)
+    printf("Fresh mappings of %d 4 KiB pages (MADV_NOHUGEPAGE), made resident one way (timed), "
+           "then 1 KiB written into each page in turn, each write timed, the process's page "
+           "faults counted around them. %d run(s), ways interleaved; medians over the runs.\n\n",
+           RP_PAGES, runs);
+    rp_result *all = bench_xmalloc((size_t)runs * RP_WAYS * sizeof *all);
+    for (int r = 0; r < runs; r++)
+        for (int w = 0; w < RP_WAYS; w++) all[r * RP_WAYS + w] = rp_once((rp_way)w);
+    double *col = bench_xmalloc((size_t)runs * sizeof *col);
+    uint64_t *ucol = bench_xmalloc((size_t)runs * sizeof *ucol);
+    printf("| way | making resident, ns per page | first write, median page, ns | pages over 2 "
+           "µs at their first write | page faults in the writes |\n|---|---:|---:|---:|---:|\n");
+    for (int w = 0; w < RP_WAYS; w++) {
+        double pre, first;
+        uint64_t slow, faults;
+        for (int r = 0; r < runs; r++) col[r] = all[r * RP_WAYS + w].prefault_ns;
+        pre = bench_median(col, (size_t)runs);
+        for (int r = 0; r < runs; r++) col[r] = all[r * RP_WAYS + w].first_ns;
+        first = bench_median(col, (size_t)runs);
+        for (int r = 0; r < runs; r++) ucol[r] = all[r * RP_WAYS + w].slow;
+        slow = bench_median_u64(ucol, (size_t)runs);
+        for (int r = 0; r < runs; r++) ucol[r] = all[r * RP_WAYS + w].faults;
+        faults = bench_median_u64(ucol, (size_t)runs);
+        printf("| %s | %.0f | %.0f | %llu of %d | %llu |\n", rp_way_names[w], pre, first,
+               (unsigned long long)slow, RP_PAGES, (unsigned long long)faults);
+    }
+    free(ucol);
+    free(col);
+    free(all);
+#else
+    (void)runs;
+    printf("Not measured here: no MADV_POPULATE_WRITE (Linux 5.14) in this build.\n");
+#endif
+}
+
 /* ============================================================= 3. reset */
 
 typedef enum rs_kind { RS_RESET, RS_ZONE, RS_MALLOC, RS_FOREACH, RS_RECREATE } rs_kind;
@@ -654,6 +750,8 @@ void sparse_run(const bench_opts *opts) {
         cmed[COLD_DEFAULT].first_ns / cmed[COLD_DEFAULT].steady_ns, cmed[COLD_BIG_FIRST].first_ns,
         cmed[COLD_BIG_FIRST].first_ns / cmed[COLD_DEFAULT].first_ns,
         (unsigned long long)cmed[COLD_BIG_FIRST].faults);
+
+    rp_report(runs);
 
     /* ---- 3. reset */
     printf("\n### a level's teardown: 1,000 live items\n\n");
