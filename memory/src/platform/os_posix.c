@@ -141,10 +141,10 @@ void fm__os_release(void *ptr, size_t bytes) {
 /* The kernel's faults in one call (Linux 5.14's MADV_POPULATE_WRITE; its
  * number for older headers), then a write to every page all the same: in a
  * VM (a Firecracker guest, fm-bench's regrowth and sparse experiments) a
- * page populated but never written by the CPU took about 5 us at its first
+ * page populated but never written by the CPU took about 4 us at its first
  * write, a cost the guest does not count as a fault. Populating first halves
- * what the writes cost there (5.7 against 11.2 us a 4 KiB page;
- * bench/RESULTS.md, tenth session). */
+ * what the writes cost there (4.7 against 10.4 us a 4 KiB page in fm-bench
+ * sparse's "making pages resident"; bench/RESULTS.md, tenth session). */
 void fm__os_prefault(void *ptr, size_t bytes) {
 #ifdef MADV_HUGEPAGE
     /* Memory asked to be resident anyway may as well come in 2 MiB pages
