@@ -729,10 +729,11 @@ static bool fm__growth_map(fm_pool *p, fm__growth_plan *g, size_t arrays) {
     return true;
 }
 
-/* desc.prefault: what a growth's chunks' openings write made resident with
- * the chunks (fm__grow): its arrays, before any is published, and the chunk
- * map's entries, so that no opening inside an allocation takes their
- * first-touch faults. Arrays from the allocator stay as it keeps them. */
+/* desc.prefault: the arrays of a growth that its chunks' openings write
+ * made resident before any is published (fm__os_prefault's writes are not
+ * atomic), so that no opening inside an allocation takes their first-touch
+ * faults; fm__grow does the chunks and their chunk-map entries. Arrays from
+ * the allocator stay as it keeps them. */
 static void fm__array_prefault(const fm_pool *p, void *mem, size_t bytes) {
     if (mem && fm__array_os(p, bytes)) fm__os_prefault(mem, fm__page_round(bytes));
 }
@@ -741,13 +742,6 @@ static void fm__plan_prefault(const fm_pool *p, const fm__growth_plan *g) {
     if (g->bases) fm__array_prefault(p, fm__bases_block(g->bases), fm__bases_bytes(g->bases_cap));
     fm__array_prefault(p, g->dm, (size_t)g->dm_cap * sizeof *g->dm);
     fm__array_prefault(p, g->table, fm__table_bytes(g->table_cap));
-    if (g->span->next) fm__map_prefault((uintptr_t)g->span->next, g->span->region_bytes);
-    for (uint8_t *c = g->span->chain; c;) {
-        fm__map_prefault((uintptr_t)c, p->chunk_bytes);
-        fm__pending pend;
-        memcpy(&pend, c, sizeof pend);
-        c = pend.next;
-    }
 }
 
 /* Allocates everything; false (nothing reported yet) when any piece fails. */
@@ -933,13 +927,17 @@ static bool fm__grow(fm_pool *p, uint64_t slots, fm__grow_kind kind) {
     }
     fm__span *sp = g.span;
     if (g.below) p->os_below = g.below;
-    if (p->desc.prefault) {
-        if (sp->next) fm__os_prefault(sp->next, (size_t)g.k * p->chunk_bytes);
+    if (p->desc.prefault) { /* the chunks, and the map entries their openings write */
+        if (sp->next) {
+            fm__os_prefault(sp->next, (size_t)g.k * p->chunk_bytes);
+            fm__map_prefault((uintptr_t)sp->next, (size_t)g.k * p->chunk_bytes);
+        }
         for (uint8_t *c = sp->chain; c;) {
             fm__pending pend;
             memcpy(&pend, c, sizeof pend);
             fm__os_prefault(c, p->chunk_bytes);
             memcpy(c, &pend, sizeof pend); /* kept whatever the prefault wrote */
+            fm__map_prefault((uintptr_t)c, p->chunk_bytes);
             c = pend.next;
         }
     }
