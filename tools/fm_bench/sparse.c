@@ -375,6 +375,20 @@ static const char *const cold_names[] = {
 };
 enum { COLD_KINDS = 6, COLD_N = SP_POOLS * SP_COLD_FIRST, COLD_REGION = 64 << 10 };
 
+/* The two halves of fm__os_prefault (platform/os_posix.c) on fresh memory:
+ * the kernel's faults in one call, where Linux has it; a write per 4 KiB
+ * page. */
+static void sp_populate(void *m, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+    madvise(m, bytes, MADV_POPULATE_WRITE);
+#else
+    (void)m, (void)bytes;
+#endif
+}
+static void sp_write_pages(void *m, size_t bytes) {
+    for (size_t off = 0; off < bytes; off += 4096) ((volatile uint8_t *)m)[off] = 0;
+}
+
 /* COLD_BARE: fresh memory, made resident the way fm_pool makes a first
  * chunk resident (MADV_POPULATE_WRITE where Linux has it, then a write per
  * page: platform/os_posix.c, fm__os_prefault), and a bump pointer per type
@@ -388,10 +402,8 @@ static void cold_bare_open(cold_bare *b) {
     for (int k = 0; k < SP_POOLS; k++) {
         void *m = mmap(NULL, COLD_REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) bench_die("cold: mmap");
-#ifdef MADV_POPULATE_WRITE
-        madvise(m, COLD_REGION, MADV_POPULATE_WRITE);
-#endif
-        for (size_t off = 0; off < COLD_REGION; off += 4096) ((volatile uint8_t *)m)[off] = 0;
+        sp_populate(m, COLD_REGION);
+        sp_write_pages(m, COLD_REGION);
         b->region[k] = m;
         b->used[k] = 0;
     }
@@ -500,14 +512,13 @@ static rp_result rp_once(rp_way way) {
     if (m == MAP_FAILED) bench_die("resident: mmap");
     madvise(m, bytes, MADV_NOHUGEPAGE);
     uint64_t t0 = fm_clock_now();
-    if (way != RP_NONE && way != RP_WRITE) madvise(m, bytes, MADV_POPULATE_WRITE);
-    if (way != RP_NONE && way != RP_POPULATE)
-        for (size_t off = 0; off < bytes; off += page) ((volatile uint8_t *)m)[off] = 0;
+    if (way != RP_NONE && way != RP_WRITE) sp_populate(m, bytes);
+    if (way != RP_NONE && way != RP_POPULATE) sp_write_pages(m, bytes);
     r.prefault_ns = (double)fm_clock_to_ns(fm_clock_now() - t0) / RP_PAGES;
     if (way == RP_BOTH_THEN) {
         void *o = mmap(NULL, RP_OTHER, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (o == MAP_FAILED) bench_die("resident: mmap");
-        madvise(o, RP_OTHER, MADV_POPULATE_WRITE);
+        sp_populate(o, RP_OTHER);
         munmap(o, RP_OTHER);
     }
     uint64_t ns[RP_PAGES];
